@@ -1,0 +1,40 @@
+"""The packages that make up aware-ml, and which of them are installed."""
+
+import importlib.metadata
+import importlib.util
+
+__all__ = ["PACKAGES", "import_name", "installed_packages"]
+
+# distribution name -> one-line summary (the import name is the dist name with "_" for "-")
+PACKAGES: dict[str, str] = {
+    "isocal": "NA-FIR and SCIR multi-class isotonic calibration",
+    "qat-dg": "QT-DoG quantization-aware training for domain generalization, EoQ",
+    "kd-losses": "KD losses for LLM distillation, DA-KD",
+    "sparse-attn": "CCA-Attention and query-aware region attention",
+    "causal-ts": "CAROTS causality-aware contrastive anomaly detection",
+    "gfn-symmetry": "Symmetry-aware GFlowNets",
+    "lomap-planner": "LoMAP manifold projection for diffusion planners",
+    "sys-unlearn": "System-aware unlearning via selective sampling",
+    "pareto-merge": "Pareto Merging: preference-conditioned model merging",
+    "nas-puzzle": "Puzzle: blockwise local distillation + MIP architecture search",
+    "cost-model": "COGNATE-style transferable cost models for sparse kernels",
+}
+
+
+def import_name(package: str) -> str:
+    """Return the import name of a distribution name (``"qat-dg"`` -> ``"qat_dg"``)."""
+    return package.replace("-", "_")
+
+
+def installed_packages() -> dict[str, str | None]:
+    """Map every aware-ml package to its installed version, or ``None`` if absent."""
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        if importlib.util.find_spec(import_name(name)) is None:
+            out[name] = None
+            continue
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "unknown"
+    return out

@@ -1,0 +1,7 @@
+import sparse_attn
+
+
+def test_version_and_demo() -> None:
+    assert sparse_attn.__version__ == "0.1.0"
+    out = sparse_attn.demo(seed=0)
+    assert isinstance(out, str) and out

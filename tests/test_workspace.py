@@ -1,0 +1,71 @@
+"""Cross-package checks: every package installs, imports, has a demo; the meta-package ties them."""
+
+import importlib
+import pathlib
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from aware_ml.registry import PACKAGES, import_name
+
+PACKAGE_DIRS = sorted(
+    p for p in (pathlib.Path(__file__).parents[1] / "packages").iterdir() if p.is_dir()
+)
+
+
+def test_registry_matches_workspace() -> None:
+    names = {p.name for p in PACKAGE_DIRS} - {"aware-ml"}
+    assert names == set(PACKAGES)
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_package_layout_and_import(package: str, repo_root: pathlib.Path) -> None:
+    root = repo_root / "packages" / package
+    meta = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert meta["name"] == package
+    assert (root / "README.md").is_file()
+    assert (root / "tests").is_dir()
+    assert (root / "src" / import_name(package) / "__init__.py").is_file()
+    module = importlib.import_module(import_name(package))
+    assert module.__version__ == meta["version"]
+    assert callable(module.demo)
+    assert "__all__" in vars(module)
+
+
+def test_meta_package_extras_cover_every_package(repo_root: pathlib.Path) -> None:
+    meta = tomllib.loads((repo_root / "packages" / "aware-ml" / "pyproject.toml").read_text())
+    extras = meta["project"]["optional-dependencies"]
+    assert set(extras["all"]) == set(PACKAGES)
+    for name in PACKAGES:
+        assert extras[name] == [name]
+
+
+def test_console_script_info() -> None:
+    exe = shutil.which("aware-ml") or str(pathlib.Path(sys.executable).parent / "aware-ml")
+    out = subprocess.run([exe, "info"], capture_output=True, text=True, check=True).stdout
+    assert all(name in out for name in PACKAGES)
+
+
+def test_uv_lock_is_current(repo_root: pathlib.Path) -> None:
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv not on PATH")
+    subprocess.run([uv, "lock", "--check"], cwd=repo_root, check=True, capture_output=True)
+
+
+def test_wheel_installs_into_bare_venv(repo_root: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """Build one small package with `uv build` and import it from a fresh venv."""
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv not on PATH")
+    run = lambda *a: subprocess.run(a, cwd=repo_root, check=True, capture_output=True, text=True)  # noqa: E731
+    run(uv, "build", "--wheel", "--package", "sys-unlearn", "--out-dir", str(tmp_path / "dist"))
+    (wheel,) = (tmp_path / "dist").glob("sys_unlearn-*.whl")
+    venv = tmp_path / "venv"
+    run(uv, "venv", "--quiet", "--python", sys.executable, str(venv))
+    python = venv / "bin" / "python"
+    run(uv, "pip", "install", "--quiet", "--python", str(python), str(wheel))
+    out = run(str(python), "-c", "import sys_unlearn; print(sys_unlearn.__version__)").stdout
+    assert out.strip() == "0.1.0"
