@@ -8,6 +8,7 @@ import sys
 import tomllib
 
 import pytest
+
 from aware_ml.registry import PACKAGES, import_name
 
 PACKAGE_DIRS = sorted(

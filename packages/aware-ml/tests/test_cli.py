@@ -1,4 +1,5 @@
 import pytest
+
 from aware_ml.cli import main, run_demo
 from aware_ml.registry import PACKAGES, import_name, installed_packages
 
