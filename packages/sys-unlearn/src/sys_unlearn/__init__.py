@@ -1,7 +1,30 @@
-"""System-aware unlearning via selective sampling."""
+"""System-aware unlearning via selective sampling (Lu, Sekhari & Sridharan, ICML 2025).
 
+Learners that store only the points they queried, so that deleting a stored point is undone
+exactly and deleting any other point needs no work; plus the baselines they are compared with.
+"""
+
+from sys_unlearn.audit import AuditReport, audit_unlearning
+from sys_unlearn.datasets import make_margin_stream
 from sys_unlearn.demo import demo
+from sys_unlearn.disagreement import DisagreementSamplingClassifier, linear_hypotheses
+from sys_unlearn.newton import NewtonRemovalLogisticRegression
+from sys_unlearn.retrain import RetrainingClassifier
+from sys_unlearn.selective import SelectiveSamplingClassifier
+from sys_unlearn.sisa import SISAClassifier
 
-__all__ = ["__version__", "demo"]
+__all__ = [
+    "AuditReport",
+    "DisagreementSamplingClassifier",
+    "NewtonRemovalLogisticRegression",
+    "RetrainingClassifier",
+    "SISAClassifier",
+    "SelectiveSamplingClassifier",
+    "__version__",
+    "audit_unlearning",
+    "demo",
+    "linear_hypotheses",
+    "make_margin_stream",
+]
 
 __version__ = "0.1.0"
