@@ -1,7 +1,67 @@
-"""CCA-Attention and Querent-style query-aware region attention."""
+"""CCA-Attention and Querent-style query-aware region attention.
 
+Drop-in sparse attention operators shaped like ``torch.nn.functional.scaled_dot_product_attention``
+with exact dense fallbacks, KV-cache decoding and a model-swap helper.
+"""
+
+from sparse_attn.baselines import dense_attention, sink_window_attention, sliding_window_attention
+from sparse_attn.cache import (
+    CCAKVCache,
+    DenseKVCache,
+    KVCache,
+    SinkWindowKVCache,
+    analytic_cache_entries,
+)
+from sparse_attn.cca import (
+    CCAStats,
+    cca_attention,
+    cca_core_tokens,
+    cca_num_visible_cores,
+    cca_stats,
+    cca_visibility,
+)
 from sparse_attn.demo import demo
+from sparse_attn.models import TinyLlama, TinyLlamaConfig, swap_attention
+from sparse_attn.modules import CCAAttention, QuerentAttention, SelfAttention, apply_rope
+from sparse_attn.region import (
+    RegionScoreEstimator,
+    RegionStats,
+    grid_regions,
+    region_metadata,
+    region_topk_attention,
+)
+from sparse_attn.tasks import passkey_batch
 
-__all__ = ["__version__", "demo"]
+__all__ = [
+    "CCAAttention",
+    "CCAKVCache",
+    "CCAStats",
+    "DenseKVCache",
+    "KVCache",
+    "QuerentAttention",
+    "RegionScoreEstimator",
+    "RegionStats",
+    "SelfAttention",
+    "SinkWindowKVCache",
+    "TinyLlama",
+    "TinyLlamaConfig",
+    "__version__",
+    "analytic_cache_entries",
+    "apply_rope",
+    "cca_attention",
+    "cca_core_tokens",
+    "cca_num_visible_cores",
+    "cca_stats",
+    "cca_visibility",
+    "demo",
+    "dense_attention",
+    "grid_regions",
+    "passkey_batch",
+    "region_metadata",
+    "region_topk_attention",
+    "sink_window_attention",
+    "sliding_window_attention",
+    "swap_attention",
+]
 
 __version__ = "0.1.0"

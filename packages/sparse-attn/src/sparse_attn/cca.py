@@ -1,0 +1,336 @@
+"""Core Context Aware (CCA) attention (Chen et al., ICML 2025), causal.
+
+Paper Sec. 3.1 (globality-aware pooling, Eq. 1), Sec. 3.2 (locality-preserving module,
+Eqs. 2-3) and Sec. 3.3 (differentiable fusion, Eq. 4): every complete group of ``g`` old
+tokens is pooled into one *core token* with weights given by the group's last query; a query
+at position ``t`` attends with ONE softmax over the core tokens of the groups that lie wholly
+before its local window and the raw tokens of that window. Each past token is represented
+exactly once (raw, or inside one visible core token).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from sparse_attn.validation import check_positive_int, check_qkv, expand_kv, softmax_hp
+
+__all__ = [
+    "CCAStats",
+    "cca_attention",
+    "cca_core_tokens",
+    "cca_num_visible_cores",
+    "cca_stats",
+    "cca_visibility",
+]
+
+
+@dataclass(frozen=True)
+class CCAStats:
+    """Work done by one CCA forward (per batch element and head).
+
+    Attributes
+    ----------
+    num_core : int
+        Core tokens formed, ``m = max(0, (L - s) // g)``.
+    visible_pairs : int
+        Scored (query, key) pairs, ``sum_t n(t) + w(t)``.
+    dense_pairs : int
+        Pairs scored by dense causal attention, ``L (L + 1) / 2``.
+    max_window : int
+        Longest raw window any query sees.
+    """
+
+    num_core: int
+    visible_pairs: int
+    dense_pairs: int
+    max_window: int
+
+
+def _num_core(length: int, group_size: int, local_window: int) -> int:
+    return max(0, (length - local_window) // group_size)
+
+
+def _n_visible(t: int, group_size: int, local_window: int, num_core: int) -> int:
+    # Core tokens visible to the query at 0-indexed position t (spec Step 3).
+    return min(num_core, max(0, (t + 1 - local_window) // group_size))
+
+
+def cca_num_visible_cores(
+    length: int, group_size: int, local_window: int, *, device: torch.device | None = None
+) -> torch.Tensor:
+    """Number of core tokens visible to each query, ``n(t)`` for ``t < length``.
+
+    Parameters
+    ----------
+    length : int
+        Sequence length L.
+    group_size, local_window : int
+        Group size g and local window s.
+    device : torch.device, optional
+        Device of the result.
+
+    Returns
+    -------
+    torch.Tensor
+        Long tensor of shape (L,).
+    """
+    m = _num_core(length, group_size, local_window)
+    t = torch.arange(length, device=device)
+    return torch.div(t + 1 - local_window, group_size, rounding_mode="floor").clamp(0, m)
+
+
+def cca_visibility(
+    length: int, group_size: int, local_window: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Boolean visibility of core tokens and raw tokens for every query.
+
+    Parameters
+    ----------
+    length : int
+        Sequence length L.
+    group_size : int
+        Group size g >= 1.
+    local_window : int
+        Local window s >= 1.
+
+    Returns
+    -------
+    core_visible : torch.Tensor
+        Bool (L, m): query t sees core token j.
+    raw_visible : torch.Tensor
+        Bool (L, L): query t sees raw token u.
+    """
+    check_positive_int(length, "length")
+    check_positive_int(group_size, "group_size")
+    check_positive_int(local_window, "local_window")
+    m = _num_core(length, group_size, local_window)
+    n = cca_num_visible_cores(length, group_size, local_window)
+    t = torch.arange(length)
+    core_visible = torch.arange(m)[None, :] < n[:, None]
+    u = torch.arange(length)[None, :]
+    raw_visible = (u >= (n * group_size)[:, None]) & (u <= t[:, None])
+    return core_visible, raw_visible
+
+
+def cca_core_tokens(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    group_size: int = 16,
+    num_groups: int | None = None,
+    pool_scale: float | None = None,
+    shared_heads: int = 1,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Globality-aware pooling (paper Eq. 1): one core key/value per group of ``g`` tokens.
+
+    For group j with last position e = j g + g - 1, weights a = softmax(pool_scale q_e k_G^T)
+    over the g keys of the group; the core key/value are the a-weighted sums of the group's
+    keys/values.
+
+    Parameters
+    ----------
+    q : torch.Tensor
+        Queries (B, H, L, D); only the last query of each group is used.
+    k, v : torch.Tensor
+        Keys (B, H or H / shared_heads, L, D) and values (..., L, Dv).
+    group_size : int, default=16
+        Group size g.
+    num_groups : int, optional
+        Groups to pool (default all complete groups, ``L // g``).
+    pool_scale : float, optional
+        Temperature of the pooling softmax, default ``1 / sqrt(D)``.
+    shared_heads : int, default=1
+        If > 1, ``k``/``v`` have H / shared_heads heads and the pooling logits of each block of
+        ``shared_heads`` query heads are averaged, so core tokens stay per key/value head.
+
+    Returns
+    -------
+    core_k : torch.Tensor
+        (B, Hk, num_groups, D).
+    core_v : torch.Tensor
+        (B, Hk, num_groups, Dv).
+    """
+    g = check_positive_int(group_size, "group_size")
+    length = k.shape[-2]
+    m = length // g if num_groups is None else num_groups
+    if m < 0 or m * g > length:
+        raise ValueError(f"num_groups={num_groups} needs more than {length} tokens")
+    scale = 1.0 / math.sqrt(q.shape[-1]) if pool_scale is None else pool_scale
+    kg = k[..., : m * g, :].unflatten(-2, (m, g))  # (B, Hk, m, g, D)
+    vg = v[..., : m * g, :].unflatten(-2, (m, g))
+    q_last = q[..., g - 1 : m * g : g, :]  # (B, H, m, D): the last query of each group
+    if shared_heads > 1:
+        q_last = q_last.unflatten(1, (-1, shared_heads))  # (B, Hk, r, m, D)
+        logits = torch.einsum("bhrmd,bhmgd->bhrmg", q_last, kg).mean(dim=2) * scale
+    else:
+        logits = torch.einsum("bhmd,bhmgd->bhmg", q_last, kg) * scale
+    weights = softmax_hp(logits).to(k.dtype)
+    core_k = torch.einsum("bhmg,bhmgd->bhmd", weights, kg)
+    core_v = torch.einsum("bhmg,bhmgd->bhmd", weights, vg)
+    return core_k, core_v
+
+
+def _chunk_mask(
+    a: int,
+    b: int,
+    n_a: int,
+    n_b: int,
+    group_size: int,
+    local_window: int,
+    num_core: int,
+    core_bias: float | None,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> torch.Tensor:
+    """Mask for queries [a, b) over keys [cores 0..n_b-1 ; raw n_a*g .. b-1]."""
+    t = torch.arange(a, b, device=device)
+    n = torch.div(t + 1 - local_window, group_size, rounding_mode="floor").clamp(0, num_core)
+    core_vis = torch.arange(n_b, device=device)[None, :] < n[:, None]
+    u = torch.arange(n_a * group_size, b, device=device)[None, :]
+    raw_vis = (u >= (n * group_size)[:, None]) & (u <= t[:, None])
+    if core_bias is None:
+        return torch.cat([core_vis, raw_vis], dim=1)
+    neg = torch.tensor(float("-inf"), dtype=dtype, device=device)
+    core = torch.where(core_vis, torch.tensor(core_bias, dtype=dtype, device=device), neg)
+    raw = torch.where(raw_vis, torch.zeros((), dtype=dtype, device=device), neg)
+    return torch.cat([core, raw], dim=1)
+
+
+def cca_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = True,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    *,
+    group_size: int = 16,
+    local_window: int = 1024,
+    pool_scale: float | None = None,
+    core_bias: str | None = None,
+    gqa_pooling: str = "per_query_head",
+    backend: str = "torch",
+    chunk_size: int = 512,
+    return_stats: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, CCAStats]:
+    """Causal CCA-Attention, shaped like ``F.scaled_dot_product_attention``.
+
+    Parameters
+    ----------
+    q : torch.Tensor
+        Queries (B, Hq, L, D), already position-encoded (RoPE applied), like SDPA.
+    k, v : torch.Tensor
+        Keys (B, Hkv, L, D) and values (B, Hkv, L, Dv).
+    attn_mask : None
+        Not supported (padding breaks group alignment); must be None.
+    dropout_p : float, default=0.0
+        Must be 0.
+    is_causal : bool, default=True
+        CCA is defined for causal attention only; False raises.
+    scale : float, optional
+        Softmax scale, default ``1 / sqrt(D)``.
+    enable_gqa : bool, default=False
+        Allow Hq to be a multiple of Hkv.
+    group_size : int, default=16
+        Tokens per core token, g (paper default 16). L need not be a multiple of g.
+    local_window : int, default=1024
+        Local window s (paper default 1024).
+    pool_scale : float, optional
+        Temperature of the pooling softmax, default ``1 / sqrt(D)``.
+    core_bias : {None, "log_group"}, default=None
+        ``"log_group"`` adds log g to every core logit (extension, not in the paper).
+    gqa_pooling : {"per_query_head", "shared"}, default="per_query_head"
+        ``"per_query_head"`` expands K/V to Hq heads before pooling (as the authors' code);
+        ``"shared"`` averages pooling logits over a KV head's query heads (extension).
+    backend : {"torch", "reference"}, default="torch"
+        ``"torch"``: chunked over queries, O(C (L/g + s + g + C)) memory per head;
+        ``"reference"``: one SDPA call with the full (L, m + L) mask (tests).
+    chunk_size : int, default=512
+        Query chunk C of the ``"torch"`` backend.
+    return_stats : bool, default=False
+        Also return a :class:`CCAStats`.
+
+    Returns
+    -------
+    torch.Tensor
+        (B, Hq, L, Dv), and a :class:`CCAStats` if ``return_stats``.
+    """
+    if attn_mask is not None:
+        raise NotImplementedError("attn_mask is not supported by cca_attention (v1)")
+    if dropout_p != 0.0:
+        raise NotImplementedError("dropout_p > 0 is not supported by cca_attention (v1)")
+    if not is_causal:
+        raise ValueError("is_causal=False: CCA-Attention is defined for causal attention only")
+    g = check_positive_int(group_size, "group_size")
+    s = check_positive_int(local_window, "local_window")
+    check_positive_int(chunk_size, "chunk_size")
+    if core_bias not in (None, "log_group"):
+        raise ValueError(f"core_bias must be None or 'log_group', got {core_bias!r}")
+    if gqa_pooling not in ("per_query_head", "shared"):
+        raise ValueError(f"gqa_pooling must be 'per_query_head' or 'shared', got {gqa_pooling!r}")
+    if backend not in ("torch", "reference"):
+        raise ValueError(f"backend must be 'torch' or 'reference', got {backend!r}")
+    check_qkv(q, k, v, enable_gqa=enable_gqa)
+
+    hq, length = q.shape[1], q.shape[-2]
+    m = _num_core(length, g, s)
+    bias = math.log(g) if core_bias == "log_group" else None
+    if gqa_pooling == "shared":
+        core_k, core_v = cca_core_tokens(
+            q,
+            k,
+            v,
+            group_size=g,
+            num_groups=m,
+            pool_scale=pool_scale,
+            shared_heads=hq // k.shape[1],
+        )
+        core_k, core_v = expand_kv(core_k, hq), expand_kv(core_v, hq)
+        k, v = expand_kv(k, hq), expand_kv(v, hq)
+    else:
+        k, v = expand_kv(k, hq), expand_kv(v, hq)
+        core_k, core_v = cca_core_tokens(q, k, v, group_size=g, num_groups=m, pool_scale=pool_scale)
+
+    if m == 0:  # L < s + g: no group is ever compressed, CCA is dense causal attention
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+    elif backend == "reference":
+        mask = _chunk_mask(0, length, 0, m, g, s, m, bias, q.dtype, q.device)
+        keys, values = torch.cat([core_k, k], dim=-2), torch.cat([core_v, v], dim=-2)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale)
+    else:
+        outs = []
+        for a in range(0, length, chunk_size):
+            b = min(a + chunk_size, length)
+            n_a, n_b = _n_visible(a, g, s, m), _n_visible(b - 1, g, s, m)
+            keys = torch.cat([core_k[..., :n_b, :], k[..., n_a * g : b, :]], dim=-2)
+            values = torch.cat([core_v[..., :n_b, :], v[..., n_a * g : b, :]], dim=-2)
+            mask = _chunk_mask(a, b, n_a, n_b, g, s, m, bias, q.dtype, q.device)
+            outs.append(
+                F.scaled_dot_product_attention(
+                    q[..., a:b, :], keys, values, attn_mask=mask, scale=scale
+                )
+            )
+        out = torch.cat(outs, dim=-2)
+    if not return_stats:
+        return out
+    return out, cca_stats(length, g, s)
+
+
+def cca_stats(length: int, group_size: int, local_window: int) -> CCAStats:
+    """Analytic work counts of one CCA forward over ``length`` tokens (see :class:`CCAStats`)."""
+    n = cca_num_visible_cores(length, group_size, local_window)
+    t = torch.arange(length)
+    window = t + 1 - n * group_size
+    return CCAStats(
+        num_core=_num_core(length, group_size, local_window),
+        visible_pairs=int((n + window).sum()),
+        dense_pairs=length * (length + 1) // 2,
+        max_window=int(window.max()),
+    )

@@ -1,0 +1,92 @@
+import pytest
+import torch
+
+import sparse_attn as sa
+
+
+def rand_qkv(bsz, hq, hkv, length, d, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return tuple(
+        torch.randn(bsz, h, length, d, generator=gen, dtype=torch.float64) for h in (hq, hkv, hkv)
+    )
+
+
+def run_cache(cache, q, k, v, l0):
+    outs = []
+    if l0:
+        outs.append(cache.attend(0, q[..., :l0, :], k[..., :l0, :], v[..., :l0, :]))
+    for t in range(l0, q.shape[-2]):
+        outs.append(
+            cache.attend(0, q[..., t : t + 1, :], k[..., t : t + 1, :], v[..., t : t + 1, :])
+        )
+        yield t, torch.cat(outs, dim=-2)
+
+
+@pytest.mark.parametrize("l0", [0, 23, 31, 32, 137])
+def test_cca_decode_equals_full_forward(l0):
+    g, s, total = 8, 24, 137 + 60
+    q, k, v = rand_qkv(1, 4, 2, total, 8)
+    full = sa.cca_attention(q, k, v, group_size=g, local_window=s, enable_gqa=True)
+    cache = sa.CCAKVCache(1, group_size=g, local_window=s)
+    out = None
+    for t, so_far in run_cache(cache, q, k, v, l0):
+        out = so_far
+        visible, pending = cache.num_core()
+        raw = cache.num_entries() - visible - pending
+        assert visible == max(0, (t + 1 - s) // g)
+        assert pending <= -(-s // g) and raw <= s + g - 1
+    torch.testing.assert_close(out, full, atol=1e-10, rtol=0)
+    assert cache.seen == total
+    assert cache.num_entries() == sa.analytic_cache_entries(total, g, s)
+
+
+@pytest.mark.parametrize("l0", [1, 40])
+def test_sink_and_dense_decode_equal_full_forward(l0):
+    q, k, v = rand_qkv(2, 2, 1, 90, 8)
+    full = sa.sink_window_attention(q, k, v, num_sink=3, window=16, enable_gqa=True)
+    cache = sa.SinkWindowKVCache(1, num_sink=3, window=16)
+    *_, (_, out) = run_cache(cache, q, k, v, l0)
+    torch.testing.assert_close(out, full, atol=1e-10, rtol=0)
+    assert cache.num_entries() <= 3 + 16
+    full = sa.dense_attention(q, k, v, enable_gqa=True)
+    cache = sa.DenseKVCache(1)
+    *_, (_, out) = run_cache(cache, q, k, v, l0)
+    torch.testing.assert_close(out, full, atol=1e-10, rtol=0)
+    # several new tokens at once after a prefill
+    cache = sa.DenseKVCache(1)
+    a = cache.attend(0, q[..., :l0, :], k[..., :l0, :], v[..., :l0, :])
+    b = cache.attend(0, q[..., l0:, :], k[..., l0:, :], v[..., l0:, :])
+    torch.testing.assert_close(torch.cat([a, b], -2), full, atol=1e-10, rtol=0)
+
+
+def test_cca_module_uses_absolute_positions():
+    torch.manual_seed(0)
+    attn = sa.CCAAttention(32, 4, num_kv_heads=2, group_size=4, local_window=6).double()
+    x = torch.randn(2, 40, 32, dtype=torch.float64)
+    full, _ = attn(x)
+    y0, cache = attn(x[:, :13], use_cache=True)
+    ys = [y0]
+    for t in range(13, 40):
+        y, cache = attn(x[:, t : t + 1], cache=cache)
+        ys.append(y)
+    torch.testing.assert_close(torch.cat(ys, 1), full, atol=1e-10, rtol=0)
+    # the cache holds fewer entries than tokens: positions taken from the cache length would
+    # rotate the last query wrongly
+    assert cache.num_entries() < cache.seen
+    wrong, _ = attn(x[:, 39:40], position_ids=torch.tensor([cache.num_entries()]))
+    assert (wrong - ys[-1]).abs().max() > 1e-6
+
+
+def test_cache_bad_inputs():
+    with pytest.raises(ValueError, match="num_layers"):
+        sa.DenseKVCache(0)
+    with pytest.raises(ValueError, match="group_size"):
+        sa.CCAKVCache(1, group_size=0)
+    with pytest.raises(ValueError, match="window"):
+        sa.SinkWindowKVCache(1, window=0)
+    q, k, v = rand_qkv(1, 2, 2, 4, 8)
+    with pytest.raises(ValueError, match="layer"):
+        sa.DenseKVCache(1).attend(3, q, k, v)
+    cache = sa.CCAKVCache(2, group_size=2, local_window=2)
+    cache.attend(0, q, k, v)
+    assert cache.memory_bytes() > 0
