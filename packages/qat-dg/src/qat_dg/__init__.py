@@ -1,7 +1,87 @@
-"""QT-DoG quantization-aware training for domain generalization, with EoQ ensembles."""
+"""QT-DoG quantization-aware training for domain generalization, with EoQ ensembles.
 
+Javed, Le & Salzmann, "QT-DoG: Quantization-Aware Training for Domain Generalization",
+ICML 2025.
+"""
+
+from qat_dg.algorithms import (
+    ERM,
+    ERM_SMA,
+    PTQ,
+    SAM,
+    Algorithm,
+    NoiseInjection,
+    QTDoG,
+    default_hparams,
+    get_algorithm_class,
+)
+from qat_dg.data import CorruptedDigits, DomainDataset, RotatedDigits, split_domains
 from qat_dg.demo import demo
+from qat_dg.ensemble import Ensemble, EoQ
+from qat_dg.flatness import local_flatness
+from qat_dg.models import MLP, SmallCNN, build_model
+from qat_dg.quant import (
+    FakeQuantConv2d,
+    FakeQuantLinear,
+    LSQQuantizer,
+    QuantConfig,
+    dequantize_export,
+    export_quantized,
+    init_step_size,
+    is_quantized,
+    lsq_fake_quant,
+    model_size_bits,
+    model_size_bytes,
+    quant_parameters,
+    quant_range,
+    quantize_model,
+    quantized_modules,
+)
+from qat_dg.theory import rounding_noise_stats
+from qat_dg.train import TrainConfig, accuracy, train_domain, train_loo
 
-__all__ = ["__version__", "demo"]
+__all__ = [
+    "ERM",
+    "ERM_SMA",
+    "MLP",
+    "PTQ",
+    "SAM",
+    "Algorithm",
+    "CorruptedDigits",
+    "DomainDataset",
+    "Ensemble",
+    "EoQ",
+    "FakeQuantConv2d",
+    "FakeQuantLinear",
+    "LSQQuantizer",
+    "NoiseInjection",
+    "QTDoG",
+    "QuantConfig",
+    "RotatedDigits",
+    "SmallCNN",
+    "TrainConfig",
+    "__version__",
+    "accuracy",
+    "build_model",
+    "default_hparams",
+    "demo",
+    "dequantize_export",
+    "export_quantized",
+    "get_algorithm_class",
+    "init_step_size",
+    "is_quantized",
+    "local_flatness",
+    "lsq_fake_quant",
+    "model_size_bits",
+    "model_size_bytes",
+    "quant_parameters",
+    "quant_range",
+    "quantize_model",
+    "quantized_modules",
+    "rounding_noise_stats",
+    "split_domains",
+    "train_domain",
+    "train_loo",
+]
 
 __version__ = "0.1.0"

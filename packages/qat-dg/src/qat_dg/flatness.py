@@ -1,0 +1,144 @@
+"""Local flatness F_gamma(w) = E_{||d||=gamma} L(w + d) - L(w) (QT-DoG Eq. 5 / Fig. 2, SWAD)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from qat_dg.quant import quant_parameters
+
+__all__ = ["local_flatness"]
+
+
+def _batches(data: object, batch_size: int) -> Iterable[tuple[Tensor, Tensor]]:
+    if isinstance(data, tuple | list) and len(data) == 2 and isinstance(data[0], Tensor):
+        x, y = data
+        if x.shape[0] != y.shape[0] or x.shape[0] == 0:
+            raise ValueError("loader: x and y must have the same non-zero length")
+        return [
+            (x[i : i + batch_size], y[i : i + batch_size]) for i in range(0, len(x), batch_size)
+        ]
+    return data  # type: ignore[return-value]
+
+
+@torch.no_grad()
+def _mean_loss(model: nn.Module, loss_fn: Callable, batches: Iterable) -> float:
+    total, n = 0.0, 0
+    for x, y in batches:
+        out = model.predict(x) if hasattr(model, "predict") else model(x)
+        total += float(loss_fn(out, y, reduction="sum"))
+        n += len(y)
+    if n == 0:
+        raise ValueError("loader yielded no samples")
+    return total / n
+
+
+def local_flatness(
+    model: nn.Module,
+    loss_fn: Callable[..., Tensor],
+    loader: object,
+    radii: tuple[str, Sequence[float]] | Sequence[float] = ("rel", (0, 0.01, 0.02, 0.05, 0.1, 0.2)),
+    n_directions: int = 20,
+    include: str = "weights",
+    seed: int = 0,
+    batch_size: int = 512,
+) -> dict[str, list[float]]:
+    """Monte-Carlo estimate of the loss increase under random weight perturbations.
+
+    For each radius gamma, draws ``n_directions`` directions d uniform on the sphere
+    ``||d||_2 = gamma`` over the concatenated perturbed parameters and averages
+    ``L(w + d) - L(w)``. The model is evaluated in eval mode (BatchNorm uses its running
+    statistics, which are never changed) and restored exactly afterwards. For fake-quant
+    models the latent weights are perturbed and the forward pass re-quantizes them.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Model or :class:`~qat_dg.algorithms.Algorithm` (its ``predict`` is used).
+    loss_fn : callable
+        ``loss_fn(logits, y, reduction="sum")``, e.g. ``torch.nn.functional.cross_entropy``.
+    loader : (Tensor, Tensor) or iterable of (x, y)
+        Evaluation data.
+    radii : ("rel", values) or ("abs", values) or sequence of float
+        Radii relative to the norm of the perturbed parameters (default) or absolute; a plain
+        sequence means absolute.
+    n_directions : int, default=20
+        Directions per radius (>= 1).
+    include : {"weights", "all"}, default="weights"
+        ``"weights"``: every trainable parameter except LSQ step sizes; ``"all"``: also steps.
+    seed : int, default=0
+        Direction seed.
+    batch_size : int, default=512
+        Evaluation batch size when ``loader`` is a tensor pair.
+
+    Returns
+    -------
+    dict
+        ``{"radius": [...], "mean": [...], "std": [...], "base_loss": [L(w)]}``; ``radius`` holds
+        absolute radii; ``mean``/``std`` are over directions.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(n_directions, bool) or not isinstance(n_directions, int) or n_directions < 1:
+        raise ValueError(f"n_directions must be an int >= 1, got {n_directions!r}")
+    if include not in ("weights", "all"):
+        raise ValueError(f"include must be 'weights' or 'all', got {include!r}")
+    if isinstance(radii, tuple) and len(radii) == 2 and isinstance(radii[0], str):
+        mode, values = radii
+        if mode not in ("rel", "abs"):
+            raise ValueError(f"radii mode must be 'rel' or 'abs', got {mode!r}")
+    else:
+        mode, values = "abs", radii
+    values = np.asarray(list(values), dtype=float)
+    if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ValueError("radii must be a non-empty sequence of finite values >= 0")
+    steps = {id(p) for p in quant_parameters(model)}
+    params = [
+        p
+        for p in model.parameters()
+        if p.requires_grad and (include == "all" or id(p) not in steps)
+    ]
+    if not params:
+        raise ValueError("model has no trainable parameters to perturb")
+    batches = list(_batches(loader, batch_size))
+    was_training = model.training
+    model.eval()
+    originals = [p.detach().clone() for p in params]
+    gen = torch.Generator().manual_seed(int(seed))
+    norm = float(torch.sqrt(sum((p.detach() ** 2).sum() for p in params)))
+    abs_radii = values * norm if mode == "rel" else values
+    means, stds = [], []
+    try:
+        base = _mean_loss(model, loss_fn, batches)
+        for r in abs_radii:
+            if r == 0:
+                means.append(0.0)
+                stds.append(0.0)
+                continue
+            incs = []
+            for _ in range(n_directions):
+                dirs = [torch.randn(p.shape, generator=gen, dtype=p.dtype) for p in params]
+                dnorm = torch.sqrt(sum((d**2).sum() for d in dirs))
+                with torch.no_grad():
+                    for p, d in zip(params, dirs, strict=True):
+                        p.add_(d * (r / dnorm))
+                incs.append(_mean_loss(model, loss_fn, batches) - base)
+                with torch.no_grad():
+                    for p, o in zip(params, originals, strict=True):
+                        p.copy_(o)
+            means.append(float(np.mean(incs)))
+            stds.append(float(np.std(incs)))
+    finally:
+        with torch.no_grad():
+            for p, o in zip(params, originals, strict=True):
+                p.copy_(o)
+        model.train(was_training)
+    return {
+        "radius": [float(r) for r in abs_radii],
+        "mean": means,
+        "std": stds,
+        "base_loss": [base],
+    }

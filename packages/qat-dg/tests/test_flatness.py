@@ -1,0 +1,61 @@
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from qat_dg.flatness import local_flatness
+from qat_dg.models import build_model
+from qat_dg.quant import quantize_model
+
+
+def _data(n=64):
+    g = torch.Generator().manual_seed(0)
+    return torch.rand(n, 1, 8, 8, generator=g), torch.randint(0, 10, (n,), generator=g)
+
+
+def test_zero_radius_determinism_and_restoration():
+    torch.manual_seed(0)
+    net = build_model("small_cnn", (1, 8, 8), 10, width=4)
+    net = quantize_model(net, bits=5)
+    net.train()
+    state = {k: v.clone() for k, v in net.state_dict().items()}
+    kw = {"radii": ("rel", [0, 0.05, 0.2]), "n_directions": 4, "seed": 3}
+    a = local_flatness(net, F.cross_entropy, _data(), **kw)
+    b = local_flatness(net, F.cross_entropy, _data(), **kw)
+    assert a == b
+    assert a["mean"][0] == 0.0 and a["radius"][0] == 0.0
+    assert a["mean"][2] > a["mean"][1]
+    assert net.training
+    for k, v in net.state_dict().items():
+        assert torch.equal(v, state[k]), k
+
+
+def test_quadratic_closed_form():
+    # at an exact least-squares fit L(w + d) - L(w) = d^T A d with A = X^T X / N, so
+    # E over the sphere of radius r is r^2 tr(A) / p.
+    torch.manual_seed(0)
+    x = torch.randn(200, 6)
+    lin = nn.Linear(6, 1, bias=False)
+    y = lin(x).detach()
+
+    def mse(out, target, reduction="sum"):
+        return F.mse_loss(out, target, reduction=reduction)
+
+    res = local_flatness(lin, mse, (x, y), radii=[0.5], n_directions=3000, seed=0)
+    expected = 0.25 * float((x**2).sum(0).mean() * 6 / 200) / 6
+    assert res["mean"][0] == pytest.approx(expected, rel=0.05)
+
+
+def test_errors():
+    net = build_model("mlp", (1, 8, 8), 10)
+    with pytest.raises(ValueError, match="n_directions"):
+        local_flatness(net, F.cross_entropy, _data(), n_directions=0)
+    with pytest.raises(ValueError, match="include"):
+        local_flatness(net, F.cross_entropy, _data(), include="steps")
+    with pytest.raises(ValueError, match="radii"):
+        local_flatness(net, F.cross_entropy, _data(), radii=("rel", [-1.0]))
+    with pytest.raises(ValueError, match="radii"):
+        local_flatness(net, F.cross_entropy, _data(), radii=("pct", [0.1]))
+    x, y = _data()
+    with pytest.raises(ValueError, match="loader"):
+        local_flatness(net, F.cross_entropy, (x, y[:3]))
