@@ -1,0 +1,186 @@
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import isocal
+from isocal import (
+    DirichletCalibrator,
+    FIRCalibrator,
+    HistogramBinningCalibrator,
+    MatrixScaling,
+    NAFIRCalibrator,
+    OvRIsotonicCalibrator,
+    SCIRCalibrator,
+    TemperatureScaling,
+    VectorScaling,
+)
+
+ALL = [
+    NAFIRCalibrator,
+    SCIRCalibrator,
+    FIRCalibrator,
+    OvRIsotonicCalibrator,
+    TemperatureScaling,
+    VectorScaling,
+    MatrixScaling,
+    DirichletCalibrator,
+    HistogramBinningCalibrator,
+]
+
+
+@pytest.fixture(params=ALL, ids=lambda c: c.__name__)
+def cls(request):
+    return request.param
+
+
+def test_fit_predict_valid_rows_pickle_clone(cls, small_problem):
+    P, y = small_problem
+    P_in = P.copy()
+    cal = cls().fit(P, y)
+    np.testing.assert_array_equal(P, P_in)  # inputs never mutated
+    Q = cal.predict_proba(P)
+    assert Q.shape == P.shape
+    assert np.all((Q >= 0) & (Q <= 1))
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
+    assert cal.predict(P).shape == (P.shape[0],)
+    again = pickle.loads(pickle.dumps(cal))
+    np.testing.assert_allclose(again.predict_proba(P), Q)
+    params = cal.get_params()
+    assert clone(cal).get_params() == params
+    cal.set_params(sum_tol=1e-3)
+    assert cal.get_params()["sum_tol"] == 1e-3
+
+
+def test_zeros_and_one_hot_inputs(cls, small_problem):
+    P, y = small_problem
+    P = P.copy()
+    P[:10] = np.eye(P.shape[1])[y[:10]]
+    P[10:15] = np.eye(P.shape[1])[(y[10:15] + 1) % P.shape[1]]
+    Q = cls().fit(P, y).predict_proba(np.vstack([P, np.eye(P.shape[1])]))
+    assert np.all(np.isfinite(Q)) and np.all((Q >= 0) & (Q <= 1))
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_binary_k2(cls):
+    rng = np.random.default_rng(0)
+    p = rng.random(80)
+    P = np.column_stack([p, 1 - p])
+    y = (rng.random(80) > p).astype(int)
+    Q = cls().fit(P, y).predict_proba(P)
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_bad_inputs(cls, small_problem):
+    P, y = small_problem
+    cal = cls()
+    with pytest.raises(ValueError, match="probs"):
+        cal.fit(P * 1.1, y)  # rows do not sum to 1
+    bad = P.copy()
+    bad[0, 0] = -0.1
+    bad[0, 1] += 0.1
+    with pytest.raises(ValueError, match="probs"):
+        cal.fit(bad, y)  # negative entry
+    for val in (np.nan, np.inf):
+        bad = P.copy()
+        bad[3, 1] = val
+        with pytest.raises(ValueError, match="probs"):
+            cal.fit(bad, y)
+    with pytest.raises(ValueError, match="y"):
+        cal.fit(P, y[:-1])  # mismatched lengths
+    with pytest.raises(ValueError, match="y"):
+        cal.fit(P, np.where(y == 3, 0, y))  # class 3 absent
+    with pytest.raises(ValueError, match="y"):
+        cal.fit(P, np.where(y == 3, 4, y))  # label out of range
+    with pytest.raises(ValueError, match="y"):
+        cal.fit(P, y - 0.5)  # not whole numbers
+    with pytest.raises(ValueError, match="probs"):
+        cal.fit(P[:1], y[:1])  # one sample
+    with pytest.raises(ValueError, match="probs"):
+        cal.fit(P[:0], y[:0])  # empty
+    with pytest.raises(ValueError, match="probs"):
+        cal.fit(np.ones((5, 1)), np.zeros(5, int))  # K = 1
+    with pytest.raises(ValueError, match="probs"):
+        cal.fit(P[:, 0], y)  # 1-D
+    with pytest.raises(TypeError, match="probs"):
+        cal.fit("abc", y)
+    with pytest.raises(TypeError, match="y"):
+        cal.fit(P, y.astype(str))
+    with pytest.raises(ValueError, match="sum_tol"):
+        cls(sum_tol=-1).fit(P, y)
+    with pytest.raises(ValueError, match="sample_weight"):
+        cal.fit(P, y, sample_weight=np.ones(3))
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        cls().predict_proba(P)
+    cal.fit(P, y)
+    with pytest.raises(ValueError, match="probs"):
+        cal.predict_proba(P[:, :3] / P[:, :3].sum(1, keepdims=True))  # wrong K
+
+
+def test_sum_tol_is_a_parameter(small_problem):
+    P, y = small_problem
+    off = P * (1 + 1e-3)
+    with pytest.raises(ValueError, match="sum_tol"):
+        NAFIRCalibrator().fit(off, y)
+    NAFIRCalibrator(sum_tol=1e-2).fit(off, y)
+
+
+def test_hyperparameter_validation(small_problem):
+    P, y = small_problem
+    with pytest.raises(ValueError, match="max_iter"):
+        NAFIRCalibrator(max_iter=0).fit(P, y)
+    with pytest.raises(ValueError, match="tol"):
+        NAFIRCalibrator(tol=0.0).fit(P, y)
+    with pytest.raises(ValueError, match="n_bins"):
+        HistogramBinningCalibrator(n_bins=0).fit(P, y)
+    with pytest.raises(ValueError, match="strategy"):
+        HistogramBinningCalibrator(strategy="x").fit(P, y)
+    with pytest.raises(ValueError, match="inputs"):
+        TemperatureScaling(inputs="scores").fit(P, y)
+    with pytest.raises(ValueError, match="reg_lambda"):
+        DirichletCalibrator(reg_lambda=-1.0).fit(P, y)
+    with pytest.raises(ValueError, match="l2"):
+        MatrixScaling(l2=np.nan).fit(P, y)
+
+
+def test_logits_input_accepts_unnormalized_scores():
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(40, 3)) * 4
+    y = rng.integers(0, 3, 40)
+    y[:3] = [0, 1, 2]
+    for cls in (TemperatureScaling, VectorScaling, MatrixScaling):
+        Q = cls(inputs="logits").fit(Z, y).predict_proba(Z)
+        np.testing.assert_allclose(Q.sum(1), 1.0)
+    with pytest.raises(ValueError, match="logits"):
+        TemperatureScaling(inputs="logits").fit(np.full((4, 3), np.nan), [0, 1, 2, 0])
+
+
+def test_public_api_exports():
+    for name in isocal.__all__:
+        assert hasattr(isocal, name)
+    assert isocal.__version__ == "0.1.0"
+
+
+def test_reliability_diagram():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), 100)
+    y = rng.integers(0, 3, 100)
+    ax = isocal.reliability_diagram(y, P, n_bins=10, label="raw")
+    assert ax.get_xlabel() == "confidence"
+    with pytest.raises(ValueError, match="n_bins"):
+        isocal.reliability_diagram(y, P, n_bins=0)
+
+
+def test_make_miscalibrated_validation():
+    P, y, T = isocal.make_miscalibrated(100, 4, random_state=0)
+    assert P.shape == T.shape == (100, 4) and y.shape == (100,)
+    with pytest.raises(ValueError, match="n_classes"):
+        isocal.make_miscalibrated(10, 1)
+    with pytest.raises(ValueError, match="temperature"):
+        isocal.make_miscalibrated(10, 3, temperature=0.0)
