@@ -184,3 +184,17 @@ def test_make_miscalibrated_validation():
         isocal.make_miscalibrated(10, 1)
     with pytest.raises(ValueError, match="temperature"):
         isocal.make_miscalibrated(10, 3, temperature=0.0)
+
+
+@pytest.mark.parametrize(
+    "cls", [SCIRCalibrator, OvRIsotonicCalibrator, FIRCalibrator, HistogramBinningCalibrator]
+)
+def test_min_prob_floor(cls, small_problem):
+    P, y = small_problem
+    Q = cls(min_prob=1e-3).fit(P, y).predict_proba(np.eye(P.shape[1]))
+    assert Q.min() >= 1e-3 / (1 + P.shape[1] * 1e-3) - 1e-15
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="min_prob"):
+        cls(min_prob=0.5).fit(P, y)
+    with pytest.raises(ValueError, match="min_prob"):
+        cls(min_prob=-1e-3).fit(P, y)

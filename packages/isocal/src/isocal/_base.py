@@ -81,6 +81,10 @@ class BaseCalibrator(BaseEstimator):
         labels = check_labels(y, P.shape[0], P.shape[1], "y")
         w = check_sample_weight(sample_weight, P.shape[0])
         self.n_classes_ = P.shape[1]
+        if hasattr(self, "min_prob"):
+            min_prob = check_nonnegative_float(self.min_prob, "min_prob")
+            if min_prob >= 1.0 / self.n_classes_:
+                raise ValueError(f"min_prob: must be < 1 / n_classes, got {min_prob}")
         self._fit(P, labels, w)
         return self
 
@@ -99,8 +103,11 @@ class BaseCalibrator(BaseEstimator):
         """
         check_is_fitted(self, "n_classes_")
         P = self._check_input(probs, self.n_classes_, min_samples=1)
-        Q = self._predict(P)
-        Q = np.clip(Q, 0.0, 1.0)
+        Q = np.clip(self._predict(P), 0.0, 1.0)
+        min_prob = getattr(self, "min_prob", 0.0)
+        if min_prob > 0:
+            # Optional floor: isotonic fits can output exact zeros (infinite log loss).
+            Q = np.maximum(Q, min_prob)
         return Q / Q.sum(axis=1, keepdims=True)
 
     def predict(self, probs: object) -> np.ndarray:

@@ -25,6 +25,9 @@ class HistogramBinningCalibrator(BaseCalibrator):
         Equal-width bins, or equal-mass bins from the calibration scores.
     sum_tol : float, default=1e-5
         Tolerance on ``|row sum - 1|`` of the input probabilities.
+    min_prob : float, default=0.0
+        Optional floor applied to the calibrated probabilities before the final
+        renormalization (0 = the plain method, which can output exact zeros).
 
     Attributes
     ----------
@@ -32,10 +35,17 @@ class HistogramBinningCalibrator(BaseCalibrator):
     bin_values_ : ndarray of shape (K, n_bins)
     """
 
-    def __init__(self, n_bins: int = 15, strategy: str = "uniform", sum_tol: float = 1e-5) -> None:
+    def __init__(
+        self,
+        n_bins: int = 15,
+        strategy: str = "uniform",
+        sum_tol: float = 1e-5,
+        min_prob: float = 0.0,
+    ) -> None:
         self.n_bins = n_bins
         self.strategy = strategy
         self.sum_tol = sum_tol
+        self.min_prob = min_prob
 
     def _fit(self, P: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         n_bins = check_positive_int(self.n_bins, "n_bins")

@@ -33,10 +33,14 @@ class OvRIsotonicCalibrator(BaseCalibrator):
     ----------
     sum_tol : float, default=1e-5
         Tolerance on ``|row sum - 1|`` of the input probabilities.
+    min_prob : float, default=0.0
+        Optional floor applied to the calibrated probabilities before the final
+        renormalization (0 = the plain method, which can output exact zeros).
     """
 
-    def __init__(self, sum_tol: float = 1e-5) -> None:
+    def __init__(self, sum_tol: float = 1e-5, min_prob: float = 0.0) -> None:
         self.sum_tol = sum_tol
+        self.min_prob = min_prob
 
     def _fit(self, P: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         self.isotonic_ = [
@@ -63,10 +67,14 @@ class FIRCalibrator(BaseCalibrator):
     ----------
     sum_tol : float, default=1e-5
         Tolerance on ``|row sum - 1|`` of the input probabilities.
+    min_prob : float, default=0.0
+        Optional floor applied to the calibrated probabilities before the final
+        renormalization (0 = the plain method, which can output exact zeros).
     """
 
-    def __init__(self, sum_tol: float = 1e-5) -> None:
+    def __init__(self, sum_tol: float = 1e-5, min_prob: float = 0.0) -> None:
         self.sum_tol = sum_tol
+        self.min_prob = min_prob
 
     def _fit(self, P: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         n, K = P.shape
@@ -188,6 +196,9 @@ class SCIRCalibrator(BaseCalibrator):
     ----------
     sum_tol : float, default=1e-5
         Tolerance on ``|row sum - 1|`` of the input probabilities.
+    min_prob : float, default=0.0
+        Optional floor applied to the calibrated probabilities before the final
+        renormalization (0 = the plain method, which can output exact zeros).
 
     Attributes
     ----------
@@ -199,8 +210,9 @@ class SCIRCalibrator(BaseCalibrator):
         Number of distinct fitted values (level sets of the solution).
     """
 
-    def __init__(self, sum_tol: float = 1e-5) -> None:
+    def __init__(self, sum_tol: float = 1e-5, min_prob: float = 0.0) -> None:
         self.sum_tol = sum_tol
+        self.min_prob = min_prob
 
     def _fit(self, P: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         n, K = P.shape
