@@ -1,0 +1,50 @@
+"""Realize a child model from the block library and a chosen architecture (spec §2.8 step 8)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nas_puzzle.bld import BlockLibrary
+from nas_puzzle.config import BlockConfig
+from nas_puzzle.mip import Solution
+from nas_puzzle.model import HeteroDecoder
+
+__all__ = ["realize"]
+
+
+def realize(
+    parent: HeteroDecoder, lib: BlockLibrary, choice: Solution | Sequence[BlockConfig | str]
+) -> HeteroDecoder:
+    """Assemble the child: parent embeddings / final norm, library weights for every layer.
+
+    Parameters
+    ----------
+    parent : HeteroDecoder
+        Source of the non-block weights (not modified).
+    lib : BlockLibrary
+    choice : Solution or sequence of BlockConfig / block names
+        One variant per layer.
+
+    Returns
+    -------
+    HeteroDecoder
+        A new model in eval mode.
+    """
+    if not isinstance(parent, HeteroDecoder):
+        raise TypeError(f"parent must be a HeteroDecoder, got {type(parent).__name__}")
+    if not isinstance(lib, BlockLibrary):
+        raise TypeError(f"lib must be a BlockLibrary, got {type(lib).__name__}")
+    if lib.cfg != parent.cfg:
+        raise ValueError("lib.cfg does not match parent.cfg")
+    blocks = choice.choices if isinstance(choice, Solution) else list(choice)
+    blocks = [BlockConfig.from_name(b) if isinstance(b, str) else b for b in blocks]
+    if len(blocks) != parent.cfg.n_layers:
+        raise ValueError(f"choice has {len(blocks)} layers, expected {parent.cfg.n_layers}")
+    child = HeteroDecoder(parent.cfg, blocks)
+    for i, b in enumerate(blocks):
+        child.blocks[i].load_state_dict(lib.block(i, b).state_dict())
+    child.embed.load_state_dict(parent.embed.state_dict())
+    child.norm.load_state_dict(parent.norm.state_dict())
+    if not parent.cfg.tie_embeddings:
+        child.lm_head.load_state_dict(parent.lm_head.state_dict())
+    return child.eval()

@@ -1,0 +1,335 @@
+"""Blockwise Local Distillation and the block library (paper §3, §3.1).
+
+Every child unit is trained *independently* to reproduce its parent block, fed with the
+parent's hidden state entering that layer (no gradient crosses blocks). Decoupled BLD trains
+[a_j, f_parent] and [a_parent, f_k] units and composes [a_j, f_k] afterwards; coupled BLD trains
+every [a_j, f_k] pair. Because units share no parameters, summing their losses and taking one
+AdamW step is exactly equivalent to training them separately, which lets one parent forward pass
+feed all units of all layers.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from nas_puzzle.config import AttentionConfig, BlockConfig, DecoderConfig, FFNConfig
+from nas_puzzle.data import as_tokens, sample_batch
+from nas_puzzle.initializers import init_attention, init_ffn
+from nas_puzzle.losses import normalized_mse_loss
+from nas_puzzle.model import AttentionSubblock, DecoderBlock, FFNSubblock, HeteroDecoder
+from nas_puzzle.search_space import SearchSpace
+from nas_puzzle.train import cosine_lr
+
+__all__ = ["BlockLibrary", "build_library", "count_units", "parent_activations"]
+
+
+@torch.no_grad()
+def parent_activations(parent: HeteroDecoder, tokens: Tensor) -> tuple[list[Tensor], list[Tensor]]:
+    """Hidden states entering each parent layer and each parent FFN.
+
+    Parameters
+    ----------
+    tokens : Tensor, shape (B, T)
+
+    Returns
+    -------
+    inputs : list of L tensors (B, T, d)
+        ``inputs[i]`` enters layer i; ``inputs[L]`` is the last layer's output (L + 1 entries).
+    mids : list of L tensors (B, T, d)
+        Residual stream after layer i's attention (the FFN input).
+    """
+    h = parent.embed(tokens)
+    t = tokens.shape[1]
+    cos, sin = parent.rope_cos[:t], parent.rope_sin[:t]
+    inputs, mids = [h], []
+    for blk in parent.blocks:
+        h, mid, _ = blk(h, cos, sin, return_mid=True)
+        inputs.append(h)
+        mids.append(mid)
+    return inputs, mids
+
+
+def _key(layer: int, kind: str, variant: object) -> str:
+    return f"{layer}|{kind}|{variant.name}"
+
+
+@dataclass
+class BlockLibrary:
+    """Trained subblocks (decoupled) and/or blocks (coupled) for every layer.
+
+    Attributes
+    ----------
+    cfg : DecoderConfig
+    space : SearchSpace
+    entries : dict
+        ``"layer|attention|gqa2"`` / ``"layer|ffn|ffn64"`` / ``"layer|block|gqa2/ffn64"`` ->
+        state_dict of the subblock / block.
+    training_log : list of dict
+        One record per trained unit: layer, kind, variant, init_loss, final_loss, steps.
+    mode : str
+        How the library was built.
+    """
+
+    cfg: DecoderConfig
+    space: SearchSpace
+    entries: dict[str, dict[str, Tensor]] = field(default_factory=dict)
+    training_log: list[dict] = field(default_factory=list)
+    mode: str = "decoupled"
+
+    def attention(self, layer: int, variant: AttentionConfig) -> AttentionSubblock:
+        """A fresh attention subblock module with the library weights."""
+        self._check(layer, variant)
+        mod = AttentionSubblock(self.cfg, variant)
+        mod.load_state_dict(self.entries[_key(layer, "attention", variant)])
+        return mod
+
+    def ffn(self, layer: int, variant: FFNConfig) -> FFNSubblock:
+        """A fresh FFN subblock module with the library weights."""
+        self._check(layer, variant)
+        mod = FFNSubblock(self.cfg, variant)
+        mod.load_state_dict(self.entries[_key(layer, "ffn", variant)])
+        return mod
+
+    def block(self, layer: int, variant: BlockConfig | str) -> DecoderBlock:
+        """The block for ``variant`` in ``layer``: a coupled entry if present, else composed."""
+        if isinstance(variant, str):
+            variant = BlockConfig.from_name(variant)
+        if not isinstance(variant, BlockConfig):
+            raise TypeError(f"variant must be a BlockConfig, got {type(variant).__name__}")
+        blk = DecoderBlock(self.cfg, variant)
+        key = _key(layer, "block", variant)
+        if key in self.entries:
+            blk.load_state_dict(self.entries[key])
+        else:
+            blk.attn = self.attention(layer, variant.attention)
+            blk.ffn = self.ffn(layer, variant.ffn)
+        return blk.eval()
+
+    def _check(self, layer: int, variant: object) -> None:
+        if not 0 <= layer < self.cfg.n_layers:
+            raise ValueError(f"layer must be in [0, {self.cfg.n_layers}), got {layer}")
+        pool = self.space.attention if isinstance(variant, AttentionConfig) else self.space.ffn
+        if variant not in pool:
+            raise ValueError(f"variant {variant.name!r} is not in the library's search space")
+
+    def save(self, path: str | Path) -> None:
+        """Write tensors to ``path`` (torch.save) and a JSON index next to it."""
+        path = Path(path)
+        torch.save(self.entries, path)
+        index = {
+            "cfg": self.cfg.to_dict(),
+            "attention": [a.name for a in self.space.attention],
+            "ffn": [f.name for f in self.space.ffn],
+            "mode": self.mode,
+            "training_log": self.training_log,
+        }
+        path.with_suffix(path.suffix + ".json").write_text(json.dumps(index, indent=1))
+
+    @classmethod
+    def load(cls, path: str | Path) -> BlockLibrary:
+        """Read a library written by :meth:`save`."""
+        path = Path(path)
+        index = json.loads(path.with_suffix(path.suffix + ".json").read_text())
+        cfg = DecoderConfig(**index["cfg"])
+        space = SearchSpace.from_names(cfg, index["attention"], index["ffn"])
+        entries = torch.load(path, weights_only=True)
+        return cls(cfg, space, entries, index["training_log"], index["mode"])
+
+
+class _Unit(nn.Module):
+    """A trainable unit: either a subblock (decoupled) or a whole block (coupled)."""
+
+    def __init__(self, layer: int, kind: str, variant: object, module: nn.Module) -> None:
+        super().__init__()
+        self.layer, self.kind, self.variant, self.module = layer, kind, variant, module
+
+    def forward(self, x: Tensor, mid: Tensor, parent_block: DecoderBlock, cos, sin) -> Tensor:
+        if self.kind == "ffn":  # parent attention frozen -> its output is the parent mid
+            delta = self.module(mid)
+            return mid if delta is None else mid + delta
+        if self.kind == "attention":  # parent FFN frozen (no grads to it)
+            delta, _ = self.module(x, cos, sin)
+            m = x if delta is None else x + delta
+            d2 = parent_block.ffn(m)
+            return m if d2 is None else m + d2
+        out, _ = self.module(x, cos, sin)
+        return out
+
+
+def _make_units(
+    parent: HeteroDecoder, space: SearchSpace, mode: str, calib_mids: list[Tensor]
+) -> list[_Unit]:
+    units = []
+    for i, pblk in enumerate(parent.blocks):
+        for kind, v in space.trained_units(mode):
+            if kind == "attention":
+                mod = init_attention(pblk.attn, v)
+            elif kind == "ffn":
+                mod = init_ffn(pblk.ffn, v, calib_mids[i])
+            else:
+                mod = DecoderBlock(parent.cfg, v)
+                mod.attn = init_attention(pblk.attn, v.attention)
+                mod.ffn = init_ffn(pblk.ffn, v.ffn, calib_mids[i])
+            units.append(_Unit(i, kind, v, mod))
+    return units
+
+
+def build_library(
+    parent: HeteroDecoder,
+    space: SearchSpace,
+    data: str | Tensor,
+    mode: str = "decoupled",
+    steps: int = 300,
+    lr: float = 1e-3,
+    batch_size: int = 16,
+    seq_len: int | None = None,
+    loss: str = "normalized_mse",
+    reduction: str = "batch",
+    target: str = "block",
+    calib_windows: int = 16,
+    seed: int = 0,
+    verbose: bool = False,
+) -> BlockLibrary:
+    """Initialize every variant from the parent and train it with BLD.
+
+    Parameters
+    ----------
+    parent : HeteroDecoder
+        The trained parent (not modified).
+    space : SearchSpace
+        Menu of variants; must match ``parent.cfg``.
+    data : str or Tensor (n,)
+        Distillation text/tokens.
+    mode : {"decoupled", "coupled", "init_only"}
+        ``"init_only"`` keeps the training-free initializations (the no-BLD ablation).
+    steps, lr, batch_size : int, float, int
+        AdamW steps (cosine schedule), learning rate, windows per step.
+    seq_len : int, optional
+        Window length (default ``cfg.max_seq_len``).
+    loss : {"normalized_mse", "mse"}
+    reduction : {"batch", "per_token"}
+        Passed to :func:`~nas_puzzle.losses.normalized_mse_loss`.
+    target : {"block", "delta"}
+        Match the full layer output (residual included, paper) or only the residual update.
+    calib_windows : int
+        Windows used for Channel Contribution.
+    seed : int
+    verbose : bool
+
+    Returns
+    -------
+    BlockLibrary
+    """
+    if not isinstance(parent, HeteroDecoder):
+        raise TypeError(f"parent must be a HeteroDecoder, got {type(parent).__name__}")
+    if not isinstance(space, SearchSpace):
+        raise TypeError(f"space must be a SearchSpace, got {type(space).__name__}")
+    if space.cfg != parent.cfg:
+        raise ValueError("space.cfg does not match parent.cfg")
+    if any(b != parent.cfg.parent_block for b in parent.block_configs):
+        raise ValueError("parent must be homogeneous (every layer = cfg.parent_block)")
+    if mode not in ("decoupled", "coupled", "init_only"):
+        raise ValueError(f"mode must be 'decoupled', 'coupled' or 'init_only', got {mode!r}")
+    if loss not in ("normalized_mse", "mse"):
+        raise ValueError(f"loss must be 'normalized_mse' or 'mse', got {loss!r}")
+    if reduction not in ("batch", "per_token"):
+        raise ValueError(f"reduction must be 'batch' or 'per_token', got {reduction!r}")
+    if target not in ("block", "delta"):
+        raise ValueError(f"target must be 'block' or 'delta', got {target!r}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int, got {steps}")
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be positive and finite, got {lr}")
+    if batch_size <= 0 or calib_windows <= 0:
+        raise ValueError("batch_size and calib_windows must be positive")
+    cfg = parent.cfg
+    seq_len = cfg.max_seq_len if seq_len is None else seq_len
+    if not 0 < seq_len <= cfg.max_seq_len:
+        raise ValueError(f"seq_len must be in (0, {cfg.max_seq_len}], got {seq_len}")
+    toks = as_tokens(data)
+    parent = copy.deepcopy(parent).eval().requires_grad_(False)
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+
+    calib = sample_batch(toks, calib_windows, seq_len, gen)[:, :-1]
+    _, calib_mids = parent_activations(parent, calib)
+    units = _make_units(parent, space, mode, calib_mids)
+    held = sample_batch(toks, batch_size, seq_len, gen)[:, :-1]
+    cos, sin = parent.rope_cos[:seq_len], parent.rope_sin[:seq_len]
+
+    def unit_losses(tokens: Tensor) -> list[Tensor]:
+        ins, mids = parent_activations(parent, tokens)
+        out = []
+        for u in units:
+            x, target_out = ins[u.layer], ins[u.layer + 1]
+            pred = u(x, mids[u.layer], parent.blocks[u.layer], cos, sin)
+            if target == "delta":
+                pred, target_out = pred - x, target_out - x
+            if loss == "normalized_mse":
+                out.append(normalized_mse_loss(pred, target_out, reduction=reduction))
+            else:
+                out.append((pred - target_out).pow(2).mean())
+        return out
+
+    with torch.no_grad():
+        init_losses = [float(v) for v in unit_losses(held)] if units else []
+    params = [p for u in units for p in u.module.parameters()]
+    if params and steps > 0 and mode != "init_only":
+        opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+        for u in units:
+            u.module.train()
+        for step in tqdm(range(steps), disable=not verbose, desc="BLD"):
+            for group in opt.param_groups:
+                group["lr"] = cosine_lr(step, steps, lr, warmup=min(20, steps // 10))
+            batch = sample_batch(toks, batch_size, seq_len, gen)[:, :-1]
+            total = torch.stack(unit_losses(batch)).sum()
+            opt.zero_grad(set_to_none=True)
+            total.backward()
+            opt.step()
+        for u in units:
+            u.module.eval()
+    trained = mode != "init_only" and steps > 0
+    with torch.no_grad():
+        final_losses = [float(v) for v in unit_losses(held)] if units else []
+
+    lib = BlockLibrary(cfg, space, mode=mode)
+    for i, pblk in enumerate(parent.blocks):
+        # every subblock variant gets an entry: trained units overwrite their init below
+        for a in space.attention:
+            lib.entries[_key(i, "attention", a)] = _clone(init_attention(pblk.attn, a))
+        for f in space.ffn:
+            lib.entries[_key(i, "ffn", f)] = _clone(init_ffn(pblk.ffn, f, calib_mids[i]))
+    for u, l0, l1 in zip(units, init_losses, final_losses, strict=True):
+        # keep the better of init and trained weights on the held-out batch (our choice:
+        # near-exact inits such as 87% FFN width can only get worse with a large BLD lr)
+        if l1 <= l0:
+            lib.entries[_key(u.layer, u.kind, u.variant)] = _clone(u.module)
+        lib.training_log.append(
+            {
+                "layer": u.layer,
+                "kind": u.kind,
+                "variant": u.variant.name,
+                "init_loss": l0,
+                "final_loss": min(l0, l1),
+                "trained_loss": l1,
+                "steps": steps if trained else 0,
+            }
+        )
+    return lib
+
+
+def _clone(module: nn.Module) -> dict[str, Tensor]:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def count_units(space: SearchSpace, mode: str) -> int:
+    """Number of units BLD trains for ``mode`` over all layers."""
+    return len(space.trained_units(mode)) * space.cfg.n_layers

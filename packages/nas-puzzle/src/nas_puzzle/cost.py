@@ -1,0 +1,393 @@
+"""Per-variant resource estimates (paper §4.1, App. B).
+
+For a :class:`Scenario` (batch sizes, prefill and decode lengths, dtype) every block variant gets
+
+* ``param_bytes`` — weight memory (shared by the batch),
+* ``kv_bytes`` — KV-cache bytes *per sequence* at the full length
+  ``2 * n_kv * head_dim * (prefill_len + decode_len) * bytes_per_element`` (0 without attention),
+* ``prefill_s`` / ``decode_s`` — time to prefill ``prefill_len`` tokens and then run
+  ``decode_len`` cached decode steps, per batch size.
+
+Backends: ``"analytic"`` (deterministic roofline, used by tests) and ``"measure"`` (wall clock on
+this machine: warm-up + median of repeats, ``torch.set_num_threads(threads)``). With identical
+parent layers the cost depends only on the variant, so each variant is measured once and
+broadcast to every layer (``CostTable.param_bytes`` etc. are still (L, K) so per-layer overrides
+are possible). Non-block costs (embedding, final norm, LM head) are kept apart: the MIP subtracts
+them from each budget and adds them back to totals (as Puzzletron does).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from nas_puzzle.config import BlockConfig, DecoderConfig
+from nas_puzzle.model import DecoderBlock, rope_tables
+
+__all__ = ["CostTable", "RooflineModel", "Scenario", "estimate", "variant_num_params"]
+
+_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Deployment scenario the costs are measured for.
+
+    Parameters
+    ----------
+    batch_sizes : tuple of int
+        Batch sizes b to tabulate (the MIP solves one b at a time).
+    prefill_len : int
+        Prompt tokens per sequence.
+    decode_len : int
+        Generated tokens per sequence.
+    dtype : {"float32", "float16", "bfloat16"}
+    throughput_tokens : {"total", "generated"}
+        Whether throughput counts prefill + generated tokens (paper) or only generated
+        (Puzzletron).
+    """
+
+    batch_sizes: tuple[int, ...] = (1, 8, 32)
+    prefill_len: int = 64
+    decode_len: int = 64
+    dtype: str = "float32"
+    throughput_tokens: str = "total"
+
+    def __post_init__(self) -> None:
+        bs = tuple(self.batch_sizes)
+        if not bs or any(isinstance(b, bool) or not isinstance(b, int) or b <= 0 for b in bs):
+            raise ValueError(f"batch_sizes must be positive ints, got {self.batch_sizes}")
+        if len(set(bs)) != len(bs):
+            raise ValueError(f"batch_sizes has duplicates: {bs}")
+        object.__setattr__(self, "batch_sizes", bs)
+        if self.prefill_len <= 0:
+            raise ValueError(f"prefill_len must be positive, got {self.prefill_len}")
+        if self.decode_len < 0:
+            raise ValueError(f"decode_len must be >= 0, got {self.decode_len}")
+        if self.dtype not in _DTYPE_BYTES:
+            raise ValueError(f"dtype must be one of {sorted(_DTYPE_BYTES)}, got {self.dtype!r}")
+        if self.throughput_tokens not in ("total", "generated"):
+            raise ValueError(
+                f"throughput_tokens must be 'total' or 'generated', got {self.throughput_tokens!r}"
+            )
+
+    @property
+    def seq_len(self) -> int:
+        """Total sequence length s = prefill + decode."""
+        return self.prefill_len + self.decode_len
+
+    @property
+    def tokens_per_sequence(self) -> int:
+        """Tokens counted by the throughput constraint."""
+        return self.seq_len if self.throughput_tokens == "total" else self.decode_len
+
+    @property
+    def bytes_per_element(self) -> int:
+        """Bytes of one parameter / cache element."""
+        return _DTYPE_BYTES[self.dtype]
+
+
+@dataclass(frozen=True)
+class RooflineModel:
+    """Deterministic cost model: ``max(FLOPs / peak, bytes / bandwidth) + ops * overhead``.
+
+    Defaults are rough 2-core-CPU numbers; only ratios matter for the search.
+    """
+
+    peak_flops: float = 5e10
+    mem_bandwidth: float = 1e10
+    op_overhead_s: float = 1e-5
+
+    def __post_init__(self) -> None:
+        for n in ("peak_flops", "mem_bandwidth"):
+            if not getattr(self, n) > 0:
+                raise ValueError(f"{n} must be positive")
+        if not self.op_overhead_s >= 0:
+            raise ValueError("op_overhead_s must be >= 0")
+
+
+def variant_num_params(cfg: DecoderConfig, block: BlockConfig) -> int:
+    """Parameters of one block variant (norm weights included)."""
+    d, hd, a, f = cfg.d_model, cfg.head_dim, block.attention, block.ffn
+    n = 0
+    if a.kind == "gqa":
+        n += d + 2 * d * cfg.n_heads * hd + 2 * d * a.n_kv_heads * hd
+    elif a.kind == "linear":
+        n += d + d * d
+    if f.kind == "swiglu":
+        n += d + 3 * d * f.intermediate
+    elif f.kind == "linear":
+        n += d + d * d
+    return n
+
+
+def _kv_per_token(cfg: DecoderConfig, block: BlockConfig, elem: int) -> int:
+    a = block.attention
+    return 2 * a.n_kv_heads * cfg.head_dim * elem if a.kind == "gqa" else 0
+
+
+def _analytic_block(
+    cfg: DecoderConfig, block: BlockConfig, scen: Scenario, b: int, rm: RooflineModel
+) -> tuple[float, float]:
+    elem = scen.bytes_per_element
+    n_params = variant_num_params(cfg, block)
+    pbytes = n_params * elem
+    matmul_flops = 2 * n_params  # per token (norm weights are negligible)
+    kvt = _kv_per_token(cfg, block, elem)
+    a, f = block.attention, block.ffn
+    attn_coef = 4 * cfg.n_heads * cfg.head_dim if a.kind == "gqa" else 0  # QK^T + AV per key
+    ops = {"gqa": 8, "linear": 2, "noop": 0}[a.kind] + {"swiglu": 5, "linear": 2, "noop": 0}[f.kind]
+    act = 4 * b * cfg.d_model * elem  # read + write of the residual stream per token
+    P, D = scen.prefill_len, scen.decode_len
+    flops = b * P * matmul_flops + b * attn_coef * P * (P + 1) / 2
+    bytes_ = pbytes + b * P * (kvt + act / b)
+    prefill = max(flops / rm.peak_flops, bytes_ / rm.mem_bandwidth) + ops * rm.op_overhead_s
+    t = np.arange(P, P + D) + 1.0  # keys visible at each decode step
+    flops_d = b * matmul_flops + b * attn_coef * t
+    bytes_d = pbytes + b * t * kvt + act
+    dec = np.maximum(flops_d / rm.peak_flops, bytes_d / rm.mem_bandwidth) + ops * rm.op_overhead_s
+    return float(prefill), float(dec.sum())
+
+
+def _analytic_non_block(
+    cfg: DecoderConfig, scen: Scenario, b: int, rm: RooflineModel
+) -> tuple[float, float]:
+    elem, d, V = scen.bytes_per_element, cfg.d_model, cfg.vocab_size
+    head_bytes = V * d * elem
+    P, D = scen.prefill_len, scen.decode_len
+    pre = max(2 * b * P * d * V / rm.peak_flops, (head_bytes + b * P * d * elem) / rm.mem_bandwidth)
+    step = max(2 * b * d * V / rm.peak_flops, (head_bytes + b * d * elem) / rm.mem_bandwidth)
+    return pre + 3 * rm.op_overhead_s, D * (step + 3 * rm.op_overhead_s)
+
+
+def _time(fn, repeats: int) -> float:
+    fn()  # warm-up
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+@torch.inference_mode()
+def _measure_block(
+    cfg: DecoderConfig, block: BlockConfig, scen: Scenario, b: int, repeats: int, dtype
+) -> tuple[float, float]:
+    torch.manual_seed(0)
+    blk = DecoderBlock(cfg, block).to(dtype).eval()
+    cos, sin = (t.to(dtype) for t in rope_tables(cfg))
+    P, D = scen.prefill_len, scen.decode_len
+    x = torch.randn(b, P, cfg.d_model, dtype=dtype)
+    xs = torch.randn(b, 1, cfg.d_model, dtype=dtype)
+
+    def prefill():
+        return blk(x, cos[:P], sin[:P])
+
+    _, cache = prefill()
+
+    def decode():
+        c = cache
+        for t in range(P, P + D):
+            _, c = blk(xs, cos[t : t + 1], sin[t : t + 1], c)
+
+    return _time(prefill, repeats), _time(decode, repeats) if D else 0.0
+
+
+@torch.inference_mode()
+def _measure_non_block(
+    cfg: DecoderConfig, scen: Scenario, b: int, repeats: int, dtype
+) -> tuple[float, float]:
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(cfg.vocab_size, cfg.d_model).to(dtype)
+    norm = torch.nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps).to(dtype)
+    P, D = scen.prefill_len, scen.decode_len
+    tok = torch.randint(0, cfg.vocab_size, (b, P))
+
+    def run(t):
+        return norm(emb(t)) @ emb.weight.T
+
+    pre = _time(lambda: run(tok), repeats)
+
+    def decode():
+        for _ in range(D):
+            run(tok[:, :1])
+
+    return pre, _time(decode, repeats) if D else 0.0
+
+
+@dataclass
+class CostTable:
+    """Costs of every (layer, variant) for one scenario.
+
+    Attributes
+    ----------
+    variants : list of BlockConfig
+        Column order (K).
+    scenario : Scenario
+    param_bytes, kv_bytes, num_params : ndarray, shape (L, K)
+        Weight bytes, KV-cache bytes per sequence, parameter count.
+    prefill_s, decode_s : ndarray, shape (n_batch_sizes, L, K)
+        Seconds per batch for each of ``scenario.batch_sizes``.
+    non_block : dict
+        ``param_bytes``, ``num_params`` (floats) and ``prefill_s``, ``decode_s`` (per batch size).
+    backend : str
+    """
+
+    variants: list[BlockConfig]
+    scenario: Scenario
+    param_bytes: np.ndarray
+    kv_bytes: np.ndarray
+    num_params: np.ndarray
+    prefill_s: np.ndarray
+    decode_s: np.ndarray
+    non_block: dict = field(default_factory=dict)
+    backend: str = "analytic"
+
+    @property
+    def n_layers(self) -> int:
+        """Number of layers L."""
+        return self.param_bytes.shape[0]
+
+    def b_index(self, batch_size: int) -> int:
+        """Row of ``batch_size`` in the runtime arrays."""
+        if batch_size not in self.scenario.batch_sizes:
+            raise ValueError(
+                f"batch_size={batch_size} was not measured; available {self.scenario.batch_sizes}"
+            )
+        return self.scenario.batch_sizes.index(batch_size)
+
+    def runtime_s(self, batch_size: int) -> np.ndarray:
+        """Prefill + decode seconds per (layer, variant), shape (L, K)."""
+        k = self.b_index(batch_size)
+        return self.prefill_s[k] + self.decode_s[k]
+
+    def non_block_runtime_s(self, batch_size: int) -> float:
+        """Seconds spent outside the blocks (embedding, final norm, LM head)."""
+        k = self.b_index(batch_size)
+        return float(self.non_block["prefill_s"][k] + self.non_block["decode_s"][k])
+
+    def memory_bytes(self, batch_size: int) -> np.ndarray:
+        """Weights + ``batch_size`` KV caches per (layer, variant), shape (L, K)."""
+        return self.param_bytes + batch_size * self.kv_bytes
+
+    def model_totals(self, indices: Sequence[int], batch_size: int) -> dict[str, float]:
+        """Whole-model totals (non-block costs included) of one architecture."""
+        idx = np.asarray(indices, dtype=int)
+        rows = np.arange(self.n_layers)
+        runtime = self.runtime_s(batch_size)[rows, idx].sum() + self.non_block_runtime_s(batch_size)
+        params = self.param_bytes[rows, idx].sum() + self.non_block["param_bytes"]
+        kv = self.kv_bytes[rows, idx].sum()
+        return {
+            "runtime_s": float(runtime),
+            "latency_s": float(runtime),
+            "throughput_tok_s": batch_size * self.scenario.tokens_per_sequence / float(runtime),
+            "param_bytes": float(params),
+            "kv_bytes": float(kv),
+            "memory_bytes": float(params + batch_size * kv),
+            "num_params": float(self.num_params[rows, idx].sum() + self.non_block["num_params"]),
+        }
+
+
+def estimate(
+    variants: Sequence[BlockConfig] | object,
+    cfg: DecoderConfig,
+    scenario: Scenario,
+    backend: str = "analytic",
+    roofline: RooflineModel | None = None,
+    threads: int | None = None,
+    repeats: int = 5,
+    verbose: bool = False,
+) -> CostTable:
+    """Tabulate costs of every variant for ``scenario``.
+
+    Parameters
+    ----------
+    variants : sequence of BlockConfig or SearchSpace
+        Columns; a ``SearchSpace`` means ``space.variants()``.
+    cfg : DecoderConfig
+    scenario : Scenario
+    backend : {"analytic", "measure"}
+    roofline : RooflineModel, optional
+        Constants of the analytic backend.
+    threads : int, optional
+        ``torch.set_num_threads`` while measuring (restored afterwards).
+    repeats : int
+        Timed repetitions (median) per measurement.
+    verbose : bool
+
+    Returns
+    -------
+    CostTable
+    """
+    if hasattr(variants, "variants") and callable(variants.variants):
+        variants = variants.variants()
+    variants = list(variants)
+    if not variants or not all(isinstance(v, BlockConfig) for v in variants):
+        raise ValueError("variants must be a non-empty sequence of BlockConfig")
+    if not isinstance(cfg, DecoderConfig):
+        raise TypeError(f"cfg must be a DecoderConfig, got {type(cfg).__name__}")
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
+    if scenario.seq_len > cfg.max_seq_len:
+        raise ValueError(
+            f"scenario: prefill_len + decode_len = {scenario.seq_len} exceeds "
+            f"max_seq_len={cfg.max_seq_len}"
+        )
+    if backend not in ("analytic", "measure"):
+        raise ValueError(f"backend must be 'analytic' or 'measure', got {backend!r}")
+    if repeats <= 0:
+        raise ValueError(f"repeats must be positive, got {repeats}")
+    if threads is not None and threads <= 0:
+        raise ValueError(f"threads must be positive, got {threads}")
+    rm = roofline or RooflineModel()
+    L, K, nb = cfg.n_layers, len(variants), len(scenario.batch_sizes)
+    elem = scenario.bytes_per_element
+    nparams = np.array([variant_num_params(cfg, v) for v in variants], dtype=float)
+    kv = np.array([_kv_per_token(cfg, v, elem) * scenario.seq_len for v in variants], float)
+    pre, dec = np.zeros((nb, K)), np.zeros((nb, K))
+    nb_pre, nb_dec = np.zeros(nb), np.zeros(nb)
+    old_threads = torch.get_num_threads()
+    dtype = getattr(torch, scenario.dtype)
+    try:
+        if backend == "measure" and threads is not None:
+            torch.set_num_threads(threads)
+        bar = tqdm(total=nb * (K + 1), disable=not verbose, desc=f"cost ({backend})")
+        for k, b in enumerate(scenario.batch_sizes):
+            for j, v in enumerate(variants):
+                if backend == "analytic":
+                    pre[k, j], dec[k, j] = _analytic_block(cfg, v, scenario, b, rm)
+                else:
+                    pre[k, j], dec[k, j] = _measure_block(cfg, v, scenario, b, repeats, dtype)
+                bar.update()
+            if backend == "analytic":
+                nb_pre[k], nb_dec[k] = _analytic_non_block(cfg, scenario, b, rm)
+            else:
+                nb_pre[k], nb_dec[k] = _measure_non_block(cfg, scenario, b, repeats, dtype)
+            bar.update()
+        bar.close()
+    finally:
+        torch.set_num_threads(old_threads)
+    n_nb = cfg.vocab_size * cfg.d_model * (1 if cfg.tie_embeddings else 2) + cfg.d_model
+    return CostTable(
+        variants=variants,
+        scenario=scenario,
+        param_bytes=np.tile(nparams * elem, (L, 1)),
+        kv_bytes=np.tile(kv, (L, 1)),
+        num_params=np.tile(nparams, (L, 1)),
+        prefill_s=np.repeat(pre[:, None, :], L, axis=1),
+        decode_s=np.repeat(dec[:, None, :], L, axis=1),
+        non_block={
+            "param_bytes": float(n_nb * elem),
+            "num_params": float(n_nb),
+            "prefill_s": nb_pre,
+            "decode_s": nb_dec,
+        },
+        backend=backend,
+    )

@@ -1,0 +1,117 @@
+"""Held-out quality of a child relative to its parent, and measured generation throughput."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from nas_puzzle.data import eval_windows
+from nas_puzzle.losses import kl_to_parent
+from nas_puzzle.model import HeteroDecoder
+
+__all__ = ["evaluate", "measure_throughput"]
+
+
+@torch.no_grad()
+def evaluate(
+    child: HeteroDecoder,
+    parent: HeteroDecoder,
+    val_data: str | Tensor,
+    seq_len: int | None = None,
+    max_windows: int = 64,
+    batch_size: int = 32,
+) -> dict[str, float]:
+    """LM loss, next-token accuracy and KL to the parent on held-out windows.
+
+    Returns
+    -------
+    dict
+        ``lm_loss``, ``top1_acc``, ``kl_to_parent``, ``parent_lm_loss``, ``parent_top1_acc``,
+        ``acc_retained`` (child accuracy / parent accuracy).
+    """
+    if not isinstance(child, HeteroDecoder) or not isinstance(parent, HeteroDecoder):
+        raise TypeError("child and parent must be HeteroDecoder instances")
+    if child.cfg.vocab_size != parent.cfg.vocab_size:
+        raise ValueError("child and parent vocabularies differ")
+    seq_len = child.cfg.max_seq_len if seq_len is None else seq_len
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    windows = eval_windows(val_data, seq_len, max_windows)
+    sums = dict.fromkeys(("lm_loss", "top1_acc", "kl_to_parent", "parent_lm_loss",
+                          "parent_top1_acc"), 0.0)  # fmt: skip
+    n = 0
+    child, parent = child.eval(), parent.eval()
+    for w in windows.split(batch_size):
+        x, y = w[:, :-1], w[:, 1:]
+        lc, _ = child(x)
+        lp, _ = parent(x)
+        k = y.numel()
+        sums["lm_loss"] += float(F.cross_entropy(lc.flatten(0, 1), y.flatten())) * k
+        sums["parent_lm_loss"] += float(F.cross_entropy(lp.flatten(0, 1), y.flatten())) * k
+        sums["top1_acc"] += float((lc.argmax(-1) == y).float().sum())
+        sums["parent_top1_acc"] += float((lp.argmax(-1) == y).float().sum())
+        sums["kl_to_parent"] += float(kl_to_parent(lc, lp)) * k
+        n += k
+    out = {key: v / n for key, v in sums.items()}
+    out["acc_retained"] = out["top1_acc"] / max(out["parent_top1_acc"], 1e-12)
+    return out
+
+
+@torch.inference_mode()
+def measure_throughput(
+    model: HeteroDecoder,
+    batch_size: int = 8,
+    prefill_len: int = 64,
+    decode_len: int = 64,
+    repeats: int = 3,
+    threads: int | None = None,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Wall-clock prefill + cached decode of one batch (median of ``repeats``).
+
+    Returns
+    -------
+    dict
+        ``seconds``, ``tokens_per_s`` (prefill + generated tokens), ``kv_cache_bytes``,
+        ``param_bytes``.
+    """
+    cfg = model.cfg
+    if batch_size <= 0 or prefill_len <= 0 or decode_len < 0 or repeats <= 0:
+        raise ValueError("batch_size, prefill_len, repeats must be positive; decode_len >= 0")
+    if prefill_len + decode_len > cfg.max_seq_len:
+        raise ValueError(
+            f"prefill_len + decode_len = {prefill_len + decode_len} exceeds max_seq_len"
+        )
+    old = torch.get_num_threads()
+    g = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(0, cfg.vocab_size, (batch_size, prefill_len), generator=g)
+    model = model.eval()
+
+    def run():
+        logits, cache = model.prefill(prompt)
+        for _ in range(decode_len):
+            logits, cache = model.decode_step(logits.argmax(-1), cache)
+        return cache
+
+    try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        cache = run()  # warm-up
+        ts = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            run()
+            ts.append(time.perf_counter() - t0)
+    finally:
+        torch.set_num_threads(old)
+    sec = statistics.median(ts)
+    return {
+        "seconds": sec,
+        "tokens_per_s": batch_size * (prefill_len + decode_len) / sec,
+        "kv_cache_bytes": float(cache.nbytes()),
+        "param_bytes": float(sum(p.nbytes for p in model.parameters())),
+    }

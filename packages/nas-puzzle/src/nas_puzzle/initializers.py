@@ -1,0 +1,115 @@
+"""Training-free initialization of child subblocks from the parent (paper App. A).
+
+* FFN width reduction by *Channel Contribution*: C_k = mean_tokens |X_k| * ||W_down[:, k]||.
+* Fewer KV heads: mean-pool the K and V projection heads within each group.
+* Linear attention: W_lin = W_o W_v (V heads repeated to match Q heads) — the exact attention
+  output when every token attends only to itself.
+* Linear FFN: W_lin = W_down W_up (gate ignored).
+* No-op: nothing; parent variant: copy.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from nas_puzzle.config import AttentionConfig, DecoderConfig, FFNConfig
+from nas_puzzle.model import AttentionSubblock, FFNSubblock
+
+__all__ = ["channel_contribution", "init_attention", "init_ffn"]
+
+
+@torch.no_grad()
+def channel_contribution(ffn: FFNSubblock, x: Tensor) -> Tensor:
+    """Average contribution of each intermediate channel to the FFN output.
+
+    Parameters
+    ----------
+    ffn : FFNSubblock
+        A SwiGLU subblock.
+    x : Tensor, shape (..., d_model)
+        Calibration inputs of the subblock (hidden states entering the FFN).
+
+    Returns
+    -------
+    Tensor, shape (intermediate,)
+        ``mean_tokens |X_k| * ||W_down[:, k]||_2``.
+    """
+    if ffn.variant.kind != "swiglu":
+        raise ValueError(f"ffn must be a SwiGLU subblock, got kind={ffn.variant.kind!r}")
+    if not isinstance(x, Tensor) or x.shape[-1] != ffn.cfg.d_model or x.numel() == 0:
+        raise ValueError(f"x must be a non-empty (..., {ffn.cfg.d_model}) tensor")
+    act = ffn.intermediate(x).reshape(-1, ffn.variant.intermediate).abs().mean(0)
+    return act * ffn.down_proj.weight.norm(dim=0)
+
+
+@torch.no_grad()
+def init_attention(parent: AttentionSubblock, variant: AttentionConfig) -> AttentionSubblock:
+    """Initialize an attention variant from the parent's attention subblock (no data needed)."""
+    cfg: DecoderConfig = parent.cfg
+    if not isinstance(variant, AttentionConfig):
+        raise TypeError(f"variant must be an AttentionConfig, got {type(variant).__name__}")
+    if parent.variant.kind != "gqa":
+        raise ValueError("parent must be a GQA attention subblock")
+    child = AttentionSubblock(cfg, variant)
+    if variant.kind == "noop":
+        return child
+    child.norm.weight.copy_(parent.norm.weight)
+    hd, nq, nkv_p = cfg.head_dim, cfg.n_heads, parent.variant.n_kv_heads
+    if variant.kind == "gqa":
+        nkv = variant.n_kv_heads
+        if nkv_p % nkv:
+            raise ValueError(f"variant n_kv_heads={nkv} must divide the parent's {nkv_p}")
+        g = nkv_p // nkv
+        child.q_proj.weight.copy_(parent.q_proj.weight)
+        child.o_proj.weight.copy_(parent.o_proj.weight)
+        for name in ("k_proj", "v_proj"):
+            w = getattr(parent, name).weight.view(nkv, g, hd, cfg.d_model).mean(1)
+            getattr(child, name).weight.copy_(w.reshape(nkv * hd, cfg.d_model))
+        return child
+    # linear: out = W_o [v_{h(1)}; ...; v_{h(nq)}], each query head reads its KV group's value
+    wv = parent.v_proj.weight.view(nkv_p, hd, cfg.d_model)
+    wv = wv.repeat_interleave(nq // nkv_p, dim=0).reshape(nq * hd, cfg.d_model)
+    child.linear.weight.copy_(parent.o_proj.weight @ wv)
+    return child
+
+
+@torch.no_grad()
+def init_ffn(parent: FFNSubblock, variant: FFNConfig, calib: Tensor | None = None) -> FFNSubblock:
+    """Initialize an FFN variant from the parent's FFN subblock.
+
+    Parameters
+    ----------
+    parent : FFNSubblock
+    variant : FFNConfig
+    calib : Tensor, shape (..., d_model), optional
+        FFN inputs for Channel Contribution; required for reduced SwiGLU widths.
+    """
+    cfg = parent.cfg
+    if not isinstance(variant, FFNConfig):
+        raise TypeError(f"variant must be an FFNConfig, got {type(variant).__name__}")
+    if parent.variant.kind != "swiglu":
+        raise ValueError("parent must be a SwiGLU FFN subblock")
+    child = FFNSubblock(cfg, variant)
+    if variant.kind == "noop":
+        return child
+    child.norm.weight.copy_(parent.norm.weight)
+    if variant.kind == "linear":
+        child.linear.weight.copy_(parent.down_proj.weight @ parent.up_proj.weight)
+        return child
+    width = variant.intermediate
+    if width > parent.variant.intermediate:
+        raise ValueError(
+            f"variant intermediate={width} exceeds the parent's {parent.variant.intermediate}"
+        )
+    if width == parent.variant.intermediate:
+        keep = torch.arange(width)
+    else:
+        if calib is None:
+            raise ValueError("calib is required to prune FFN channels (Channel Contribution)")
+        score = channel_contribution(parent, calib)
+        keep = torch.topk(score, width).indices.sort().values  # keep the original order
+    child.gate_proj.weight.copy_(parent.gate_proj.weight[keep])
+    child.up_proj.weight.copy_(parent.up_proj.weight[keep])
+    child.down_proj.weight.copy_(parent.down_proj.weight[:, keep])
+    return child

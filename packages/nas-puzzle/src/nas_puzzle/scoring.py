@@ -1,0 +1,144 @@
+"""Replace-1-block scores (paper §4.2, App. F.1.4).
+
+For each layer i and each composed variant j, the parent with *only* layer i replaced is run on
+validation windows; the mean next-token KL(p_parent || q) (default, best in the paper's
+ablation), LM loss and top-1 accuracy are recorded. A candidate architecture's estimated quality
+is the sum of its per-layer scores, so no candidate is ever run during the search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from nas_puzzle.bld import BlockLibrary, parent_activations
+from nas_puzzle.config import BlockConfig
+from nas_puzzle.data import eval_windows
+from nas_puzzle.losses import kl_to_parent
+from nas_puzzle.model import HeteroDecoder
+
+__all__ = ["METRICS", "ScoreTable", "replace_one_block"]
+
+METRICS = ("kl", "lm_loss", "top1_acc")
+
+
+@dataclass
+class ScoreTable:
+    """Per-layer, per-variant scores.
+
+    Attributes
+    ----------
+    variants : list of BlockConfig
+        Column order (K variants).
+    values : dict of str -> ndarray, shape (L, K)
+        Metric name -> scores.
+    """
+
+    variants: list[BlockConfig]
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.variants = list(self.variants)
+        if not self.variants:
+            raise ValueError("variants is empty")
+        for name, arr in self.values.items():
+            arr = np.asarray(arr, dtype=float)
+            if arr.ndim != 2 or arr.shape[1] != len(self.variants) or arr.shape[0] == 0:
+                raise ValueError(
+                    f"values[{name!r}] must have shape (n_layers, {len(self.variants)}), "
+                    f"got {arr.shape}"
+                )
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"values[{name!r}] contains NaN or inf")
+            self.values[name] = arr
+
+    @property
+    def n_layers(self) -> int:
+        """Number of layers L."""
+        return next(iter(self.values.values())).shape[0]
+
+    def __getitem__(self, metric: str) -> np.ndarray:
+        if metric not in self.values:
+            raise ValueError(f"unknown metric {metric!r}; table has {sorted(self.values)}")
+        return self.values[metric]
+
+
+@torch.no_grad()
+def replace_one_block(
+    parent: HeteroDecoder,
+    lib: BlockLibrary,
+    val_data: str | Tensor,
+    metrics: Sequence[str] = ("kl", "lm_loss"),
+    variants: Sequence[BlockConfig] | None = None,
+    seq_len: int | None = None,
+    max_windows: int = 32,
+    verbose: bool = False,
+) -> ScoreTable:
+    """Score every (layer, variant) by replacing only that layer in the parent.
+
+    Parameters
+    ----------
+    parent : HeteroDecoder
+    lib : BlockLibrary
+    val_data : str or Tensor (n,)
+        Held-out text/tokens.
+    metrics : sequence of {"kl", "lm_loss", "top1_acc"}
+    variants : sequence of BlockConfig, optional
+        Default ``lib.space.variants()``.
+    seq_len : int, optional
+        Window length (default ``cfg.max_seq_len``).
+    max_windows : int
+        Validation windows used (all processed as one batch per variant).
+    verbose : bool
+
+    Returns
+    -------
+    ScoreTable
+        ``values[m]`` of shape (L, K).
+    """
+    if not isinstance(parent, HeteroDecoder):
+        raise TypeError(f"parent must be a HeteroDecoder, got {type(parent).__name__}")
+    if not isinstance(lib, BlockLibrary):
+        raise TypeError(f"lib must be a BlockLibrary, got {type(lib).__name__}")
+    if lib.cfg != parent.cfg:
+        raise ValueError("lib.cfg does not match parent.cfg")
+    metrics = tuple(metrics)
+    bad = [m for m in metrics if m not in METRICS]
+    if bad or not metrics:
+        raise ValueError(f"metrics must be a non-empty subset of {METRICS}, got {metrics}")
+    variants = lib.space.variants() if variants is None else list(variants)
+    cfg = parent.cfg
+    seq_len = cfg.max_seq_len if seq_len is None else seq_len
+    if not 0 < seq_len <= cfg.max_seq_len:
+        raise ValueError(f"seq_len must be in (0, {cfg.max_seq_len}], got {seq_len}")
+    windows = eval_windows(val_data, seq_len, max_windows)
+    tokens, targets = windows[:, :-1], windows[:, 1:]
+    parent = parent.eval()
+    inputs, _ = parent_activations(parent, tokens)
+    parent_logits = parent.logits(inputs[-1])
+    cos, sin = parent.rope_cos[:seq_len], parent.rope_sin[:seq_len]
+    L, K = cfg.n_layers, len(variants)
+    out = {m: np.zeros((L, K)) for m in metrics}
+    bar = tqdm(total=L * K, disable=not verbose, desc="replace-1-block")
+    for i in range(L):
+        for j, v in enumerate(variants):
+            h, _ = lib.block(i, v)(inputs[i], cos, sin)
+            h, _ = parent.run_blocks(h, i + 1)
+            logits = parent.logits(h)
+            if "kl" in out:
+                out["kl"][i, j] = float(kl_to_parent(logits, parent_logits))
+            if "lm_loss" in out:
+                out["lm_loss"][i, j] = float(
+                    F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+                )
+            if "top1_acc" in out:
+                out["top1_acc"][i, j] = float((logits.argmax(-1) == targets).float().mean())
+            bar.update()
+    bar.close()
+    return ScoreTable(variants, out)

@@ -1,0 +1,104 @@
+import numpy as np
+import pytest
+import torch
+
+import nas_puzzle as npz
+
+
+def test_analytic_costs_formulae_and_monotonicity():
+    cfg = npz.DecoderConfig()
+    space = npz.SearchSpace.paper_default(cfg)
+    scen = npz.Scenario(batch_sizes=(1, 8), prefill_len=32, decode_len=32, dtype="float16")
+    c = npz.estimate(space, cfg, scen)
+    j = space.index("gqa2/ffn128")
+    assert c.kv_bytes[0, j] == 2 * 2 * cfg.head_dim * 64 * 2  # 2 (K,V) n_kv hd s bytes
+    assert c.kv_bytes[0, space.index("linear/ffn128")] == 0
+    assert c.num_params[0, j] == npz.variant_num_params(cfg, space.variants()[j])
+    model = npz.HeteroDecoder(cfg, [space.variants()[j]] * cfg.n_layers)
+    assert c.model_totals([j] * cfg.n_layers, 1)["num_params"] == sum(
+        p.numel() for p in model.parameters()
+    )
+    rt = c.runtime_s(8)[0]
+    parent, noop = space.index("gqa8/ffn256"), space.index("noop/noop")
+    assert rt[noop] < rt[j] < rt[parent]
+    assert (c.runtime_s(8) >= c.runtime_s(1)).all()
+    assert np.allclose(c.runtime_s(8)[0], c.runtime_s(8)[-1])  # broadcast over layers
+    with pytest.raises(ValueError, match="max_seq_len"):
+        npz.estimate(space, cfg, npz.Scenario(prefill_len=100, decode_len=100))
+    with pytest.raises(ValueError, match="backend"):
+        npz.estimate(space, cfg, scen, backend="gpu")
+    with pytest.raises(ValueError, match="batch_sizes"):
+        npz.Scenario(batch_sizes=(0,))
+    with pytest.raises(ValueError, match="dtype"):
+        npz.Scenario(dtype="int4")
+
+
+def test_measured_costs_smoke(tiny_cfg):
+    space = npz.SearchSpace.from_names(tiny_cfg, ["gqa4", "noop"], ["ffn32", "noop"])
+    scen = npz.Scenario(batch_sizes=(2,), prefill_len=4, decode_len=2)
+    c = npz.estimate(space, tiny_cfg, scen, backend="measure", repeats=1, threads=1)
+    assert c.backend == "measure"
+    assert (c.runtime_s(2) > 0).all() and c.non_block_runtime_s(2) > 0
+
+
+def test_gkd_loss_identities():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 3, 11)
+    hidden = [torch.randn(2, 3, 4) for _ in range(2)]
+    assert float(npz.gkd_loss(logits, logits, hidden, hidden)) == pytest.approx(0.0, abs=1e-6)
+    scaled = [2.0 * h for h in hidden]  # cosine ignores scale
+    assert float(npz.cosine_hidden_loss(scaled, hidden)) == pytest.approx(0.0, abs=1e-6)
+    p, q = torch.tensor([[0.0, 0.0]]), torch.tensor([[0.0, float(np.log(3.0))]])
+    kl = 0.5 * np.log(0.5 / 0.25) + 0.5 * np.log(0.5 / 0.75)
+    assert float(npz.kl_to_parent(q, p)) == pytest.approx(kl, rel=1e-6)
+    with pytest.raises(ValueError, match="targets"):
+        npz.gkd_loss(logits, logits, hidden, hidden, w_lm=1.0)
+    with pytest.raises(ValueError, match="w_kl"):
+        npz.gkd_loss(logits, logits, hidden, hidden, w_kl=-1.0)
+
+
+def test_realize_uptrain_evaluate(parent, library, corpus, tiny_cfg):
+    child_cfg = [npz.BlockConfig.from_name("gqa1/ffn8")] * tiny_cfg.n_layers
+    child = npz.realize(parent, library, child_cfg)
+    torch.manual_seed(0)
+    with torch.no_grad():  # move the child away from the parent so GKD has work to do
+        for prm in child.blocks.parameters():
+            prm.add_(0.5 * torch.randn_like(prm))
+    before = npz.evaluate(child, parent, corpus[1], max_windows=16)
+    state = {k: v.clone() for k, v in child.state_dict().items()}
+    up = npz.uptrain(child, parent, corpus[0], steps=25, lr=3e-3, batch_size=4, seed=0)
+    after = npz.evaluate(up, parent, corpus[1], max_windows=16)
+    assert after["kl_to_parent"] < before["kl_to_parent"]
+    assert all(torch.equal(state[k], v) for k, v in child.state_dict().items())  # not mutated
+    same = npz.evaluate(parent, parent, corpus[1], max_windows=4)
+    assert same["kl_to_parent"] == pytest.approx(0.0, abs=1e-6)
+    assert same["acc_retained"] == pytest.approx(1.0)
+    th = npz.measure_throughput(up, batch_size=2, prefill_len=4, decode_len=2, repeats=1)
+    assert th["tokens_per_s"] > 0 and th["kv_cache_bytes"] > 0
+    with pytest.raises(ValueError, match="choice has 1 layers"):
+        npz.realize(parent, library, child_cfg[:1])
+    with pytest.raises(ValueError, match="steps"):
+        npz.uptrain(child, parent, corpus[0], steps=-3)
+
+
+def test_data_generators():
+    a, b = npz.toy_corpus(5000, seed=3), npz.toy_corpus(5000, seed=3)
+    assert a == b and len(a) == 5000 and a != npz.toy_corpus(5000, seed=4)
+    tok = npz.ByteTokenizer()
+    assert tok.decode(tok.encode("add 1 + 2 = 3")) == "add 1 + 2 = 3"
+    w = npz.eval_windows(a, 16, 4)
+    assert w.shape == (4, 17)
+    with pytest.raises(ValueError, match="n_bytes"):
+        npz.toy_corpus(0)
+    with pytest.raises(ValueError, match="mix"):
+        npz.toy_corpus(10, mix=(1.0, -1.0, 0.0))
+    with pytest.raises(TypeError, match="data"):
+        npz.split_tokens(torch.zeros(5))
+    with pytest.raises(ValueError, match="fractions"):
+        npz.split_tokens(a, (0.5, 0.6))
+
+
+def test_demo_runs():
+    out = npz.demo(seed=0)
+    assert "puzzle-mip" in out and "uniform" in out
+    assert npz.__version__ == "0.1.0"
