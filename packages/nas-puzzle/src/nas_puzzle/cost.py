@@ -9,7 +9,7 @@ For a :class:`Scenario` (batch sizes, prefill and decode lengths, dtype) every b
   ``decode_len`` cached decode steps, per batch size.
 
 Backends: ``"analytic"`` (deterministic roofline, used by tests) and ``"measure"`` (wall clock on
-this machine: warm-up + median of repeats, ``torch.set_num_threads(threads)``). With identical
+this machine: warm-up + minimum over repeats, ``torch.set_num_threads(threads)``). With identical
 parent layers the cost depends only on the variant, so each variant is measured once and
 broadcast to every layer (``CostTable.param_bytes`` etc. are still (L, K) so per-layer overrides
 are possible). Non-block costs (embedding, final norm, LM head) are kept apart: the MIP subtracts
@@ -18,7 +18,6 @@ them from each budget and adds them back to totals (as Puzzletron does).
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -173,7 +172,7 @@ def _time(fn, repeats: int) -> float:
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+    return min(ts)  # the least-disturbed run: robust on a shared machine
 
 
 @torch.inference_mode()
@@ -319,7 +318,7 @@ def estimate(
     threads : int, optional
         ``torch.set_num_threads`` while measuring (restored afterwards).
     repeats : int
-        Timed repetitions (median) per measurement.
+        Timed repetitions per measurement (the minimum is kept).
     verbose : bool
 
     Returns

@@ -1,0 +1,148 @@
+"""Benchmark: Puzzle (BLD + replace-1-block KL + MIP) vs uniform pruning at equal runtime budgets.
+
+A byte-level llama-style parent is trained here on generated text (nas_puzzle.toy_corpus); a
+decoupled BLD library is built, every (layer, variant) scored by replace-1-block KL, per-variant
+runtimes measured on this CPU (prefill + cached decode at batch b), and for budgets of 90/70/50%
+of the parent's runtime the MIP child is compared with the best homogeneous ("uniform") child
+under the same budget (plus greedy / random / max-params pre-GKD). Both Puzzle and uniform
+children then get the same short GKD. Quality: held-out LM loss, next-token accuracy retained
+and KL to the parent; speed: measured whole-model throughput relative to the parent.
+
+    uv run python tools/bench/nas_puzzle_bench.py            # default (~5-6 min on 2 shared cores)
+    uv run python tools/bench/nas_puzzle_bench.py --quick    # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+import nas_puzzle as npz
+from nas_puzzle import baselines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="tiny smoke-test configuration")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    ap.add_argument("--backend", choices=("measure", "analytic"), default="measure",
+                    help="per-variant cost backend fed to the MIP")  # fmt: skip
+    ap.add_argument("--budgets", type=float, nargs="+", default=[0.9, 0.7, 0.5])
+    ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=None, help="default 4 (2 with --quick)")
+    ap.add_argument("--parent-steps", type=int, default=None, help="default 400 (60 with --quick)")
+    ap.add_argument("--png", type=str, default=None, help="write a speedup/accuracy plot")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    q = args.quick
+    t_start = time.perf_counter()
+
+    n_layers = args.layers or (2 if q else 4)
+    cfg = npz.DecoderConfig(d_model=args.d_model, n_layers=n_layers, n_heads=8, n_kv_heads=8,
+                            ffn_intermediate=4 * args.d_model, max_seq_len=64)  # fmt: skip
+    steps_parent, steps_bld, steps_gkd = (60, 15, 10) if q else (400, 80, 40)
+    steps_parent = args.parent_steps or steps_parent
+    text = npz.toy_corpus(400_000 if q else 2_000_000, seed=args.seed)
+    train, val, test = npz.split_tokens(text, (0.9, 0.05, 0.05))
+    t0 = time.perf_counter()
+    parent = npz.train_parent(cfg, train, steps=steps_parent, lr=3e-3, batch_size=16,
+                              seed=args.seed)  # fmt: skip
+    t_parent = time.perf_counter() - t0
+    n_params = sum(p.numel() for p in parent.parameters())
+
+    space = npz.SearchSpace.paper_default(cfg, ffn_ratios=(1.0, 0.75, 0.5, 0.25, 0.1))
+    t0 = time.perf_counter()
+    lib = npz.build_library(parent, space, train, steps=steps_bld, lr=1e-3, batch_size=8,
+                            seed=args.seed)  # fmt: skip
+    t_bld = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    scores = npz.replace_one_block(parent, lib, val, metrics=("kl", "lm_loss"), max_windows=16)
+    t_score = time.perf_counter() - t0
+
+    b, prefill, decode = 8, 32, 32
+    scen = npz.Scenario(batch_sizes=(b,), prefill_len=prefill, decode_len=decode)
+    t0 = time.perf_counter()
+    costs = npz.estimate(space, cfg, scen, backend=args.backend, threads=args.threads,
+                         repeats=3 if q else 5)  # fmt: skip
+    t_cost = time.perf_counter() - t0
+    pidx = [space.index(cfg.parent_block)] * cfg.n_layers
+    par_rt = costs.model_totals(pidx, b)["runtime_s"]
+
+    def speed(model):
+        return npz.measure_throughput(model, b, prefill, decode, repeats=3 if q else 5,
+                                      threads=args.threads)["tokens_per_s"]  # fmt: skip
+
+    parent_tps = speed(parent)
+    parent_eval = npz.evaluate(parent, parent, test, max_windows=64)
+    rows, plot_rows, t_mip = [], [], 0.0
+    for frac in args.budgets:
+        cons = npz.Constraints(latency_max_s=frac * par_rt)
+        t0 = time.perf_counter()
+        sols = {"puzzle": npz.solve(scores, costs, cons)}
+        t_mip += time.perf_counter() - t0
+        sols["uniform"] = baselines.uniform(scores, costs, cons)
+        if not q:
+            sols["greedy"] = baselines.greedy(scores, costs, cons)
+            sols["random"] = baselines.random_from_library(scores, costs, cons, seed=args.seed)
+            sols["max_params"] = baselines.max_params(scores, costs, cons)
+        for name, sol in sols.items():
+            child = npz.realize(parent, lib, sol)
+            pre = npz.evaluate(child, parent, test, max_windows=64)
+            post = None
+            if name in ("puzzle", "uniform"):
+                up = npz.uptrain(child, parent, train, steps=steps_gkd, lr=2e-4, batch_size=8,
+                                 seed=args.seed)  # fmt: skip
+                post = npz.evaluate(up, parent, test, max_windows=64)
+            sp = speed(child) / parent_tps
+            rows.append((frac, name, sol.totals["runtime_s"] / par_rt, sp, pre, post, sol.names))
+            plot_rows.append({"method": name, "budget": frac, "speedup": sp,
+                              "acc_retained": (post or pre)["acc_retained"]})  # fmt: skip
+
+    total = time.perf_counter() - t_start
+    print(f"parent: {n_params / 1e6:.2f}M params, {cfg.n_layers} layers, d={cfg.d_model}; "
+          f"test LM loss {parent_eval['parent_lm_loss']:.3f}, "
+          f"top-1 acc {parent_eval['parent_top1_acc']:.3f}; "
+          f"{parent_tps:.0f} tok/s (b={b}, {prefill}+{decode} tokens, {args.threads} thread)")  # fmt: skip
+    print(
+        f"library: {len(space.attention)} attention x {len(space.ffn)} FFN variants, "
+        f"{len(lib.training_log)} BLD units x {steps_bld} steps; costs backend={args.backend}"
+    )
+    print(
+        f"time: parent {t_parent:.0f}s, BLD {t_bld:.0f}s, scoring {t_score:.0f}s, "
+        f"costs {t_cost:.0f}s, MIP {t_mip:.2f}s total, whole run {total:.0f}s"
+    )
+    print()
+    hdr = (f"{'budget':>6} {'method':<10} {'cost':>5} {'speedup':>7} | {'LM loss':>7} "
+           f"{'acc%':>6} {'KL':>7} | {'GKD LM':>7} {'acc%':>6} {'KL':>7} | layers")  # fmt: skip
+    print(hdr)
+    print("-" * len(hdr))
+    for frac, name, cost, sp, pre, post, names in rows:
+        g = (f"{post['lm_loss']:>7.3f} {100 * post['acc_retained']:>6.1f} "
+             f"{post['kl_to_parent']:>7.4f}") if post else f"{'':>7} {'':>6} {'':>7}"  # fmt: skip
+        short = " ".join(n.replace("gqa", "g").replace("ffn", "f").replace("linear", "lin")
+                         for n in names)  # fmt: skip
+        print(
+            f"{frac:>6.0%} {name:<10} {cost:>5.2f} {sp:>6.2f}x | {pre['lm_loss']:>7.3f} "
+            f"{100 * pre['acc_retained']:>6.1f} {pre['kl_to_parent']:>7.4f} | {g} | {short}"
+        )
+    print()
+    print("cost = MIP-side runtime estimate / parent (sum of per-block costs); speedup = measured")
+    print("whole-model throughput / parent; acc% = next-token accuracy retained vs parent;")
+    print(f"KL = held-out KL(parent || child); GKD = after {steps_gkd} equal GKD steps (cos + KL).")
+    for frac in args.budgets:
+        pz = next(r for r in rows if r[0] == frac and r[1] == "puzzle")
+        un = next(r for r in rows if r[0] == frac and r[1] == "uniform")
+        ratio = un[4]["kl_to_parent"] / max(pz[4]["kl_to_parent"], 1e-12)
+        print(f"budget {frac:.0%}: uniform KL / Puzzle KL = {ratio:.2f} (pre-GKD)")
+    if args.png:
+        from nas_puzzle.plotting import plot_tradeoff
+
+        plot_tradeoff(plot_rows, args.png)
+        print(f"wrote {args.png}")
+
+
+if __name__ == "__main__":
+    main()
