@@ -1,0 +1,487 @@
+"""CAROTS: causality-aware contrastive anomaly detection (paper §4, Fig. 1).
+
+Pipeline of :meth:`CAROTS.fit` on a normal series:
+
+1. standardise with the training mean/std; keep the last ``val_fraction`` as validation;
+2. fit the causal discoverer (graph + one-step forecaster) and freeze it;
+3. contrastive training: per mini-batch of B windows (G1), build G2 = CPA(G1),
+   [G3; G4] = CDA([G1; G2]), encode all 4B windows and minimise the SOC loss with the
+   similarity threshold scheduled per epoch; keep the epoch with the lowest validation loss;
+4. centroid of the projections of all training windows and their CPA copies.
+
+Anomaly score of a window: distance of its projection to the centroid (s_CL) plus the
+forecaster's squared error on the last step (s_CD), each standardised with its mean/std on
+the training windows.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.base import clone
+from tqdm.auto import tqdm
+
+from causal_ts._validation import check_fraction, check_int, check_positive
+from causal_ts.augment import CausalityDisturbingAugmentor, CausalityPreservingAugmentor
+from causal_ts.base import BaseWindowDetector
+from causal_ts.data import sliding_windows
+from causal_ts.discovery import GivenGraphDiscoverer, VARGrangerDiscoverer
+from causal_ts.encoders import ENCODERS, ContrastiveNet
+from causal_ts.losses import alpha_schedule, soc_loss
+
+__all__ = ["CAROTS", "PlainOneClassContrastive"]
+
+
+def _check_alpha(alpha: Any) -> float | tuple[float, float]:
+    if isinstance(alpha, tuple | list):
+        if len(alpha) != 2:
+            raise ValueError(f"alpha must be a float or a (start, end) pair; got {alpha!r}")
+        a = tuple(float(v) for v in alpha)
+        if not all(-1 <= v <= 1 for v in a):
+            raise ValueError(f"alpha values must lie in [-1, 1]; got {alpha!r}")
+        return a  # type: ignore[return-value]
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float):
+        raise TypeError(f"alpha must be a float or a (start, end) pair; got {alpha!r}")
+    if not -1 <= alpha <= 1:
+        raise ValueError(f"alpha must lie in [-1, 1] (-1 disables filtering); got {alpha}")
+    return float(alpha)
+
+
+@contextmanager
+def _torch_threads(n_jobs: int | None) -> Iterator[None]:
+    """Temporarily set torch's intra-op thread count (restored on exit)."""
+    old = torch.get_num_threads()
+    if n_jobs is not None:
+        torch.set_num_threads(n_jobs)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+class CAROTS(BaseWindowDetector):
+    """Causality-aware contrastive anomaly detector for multivariate time series.
+
+    Parameters
+    ----------
+    window : int, default=10
+        Window length W.
+    discoverer : "var" or discoverer instance, default="var"
+        ``"var"``: :class:`~causal_ts.discovery.VARGrangerDiscoverer` with lag
+        ``min(3, W - 1)``. An instance (e.g. ``GivenGraphDiscoverer(true_graph)``) is cloned
+        and fit on the standardised training part; its ``lag`` must be < W.
+    encoder : {"lstm", "gru", "mlp"}, default="lstm"
+    hidden_dim, proj_dim : int, default=64
+        Encoder width H and projection size D.
+    epochs : int, default=10
+    batch_size : int, default=64
+        B original windows per step (4B windows are encoded).
+    lr, weight_decay : float, default=1e-3, 0.0
+        Adam; cosine decay after ``warmup_epochs`` linear warm-up epochs.
+    warmup_epochs : int, default=1
+    grad_clip : float, default=0.5
+        Gradient-norm clip (0 disables).
+    temperature : float, default=0.1
+    alpha : float or (float, float), default=(0.5, 0.9)
+        SOC similarity threshold: fixed, or a linear per-epoch schedule; -1 disables the filter.
+    noise_level : float, default=0.1
+        CPA noise std (standardised units).
+    noise_step : {"last_input", "last"}, default="last_input"
+    bias_candidates : tuple of float, default=(0.1, 0.2, 0.3, 0.4, 0.5)
+    bias_fraction : float, default=0.5
+    cutoff_prob : float, default=0.1
+        CDA depth-first-search cut probability.
+    use_cpa : bool, default=True
+        False: positives are G1 only (ablation).
+    use_cda : bool, default=True
+        False: negatives disturb random variable subsets instead of causal subgraphs.
+    score : {"combined", "cl", "cd"}, default="combined"
+    score_type : {"l2", "cos"}, default="l2"
+        Distance to the centroid for s_CL.
+    val_fraction : float, default=0.2
+        Tail of the training series used for checkpoint selection.
+    contamination : float, default=0.01
+        Sets ``threshold_`` for :meth:`predict`.
+    nan_policy : {"raise", "ffill"}, default="raise"
+    random_state : int or None, default=0
+    device : str, default="cpu"
+    n_jobs : int or None, default=1
+        torch intra-op threads while fitting/scoring (restored afterwards); None keeps
+        torch's setting. Small recurrent nets run fastest single-threaded on a busy CPU.
+    verbose : bool, default=False
+        Show a tqdm bar over epochs.
+
+    Attributes
+    ----------
+    discoverer_ : fitted discoverer
+    causal_graph_ : numpy.ndarray of shape (N, N), bool
+        ``causal_graph_[c, e]`` = c causes e (row = cause).
+    net_ : ContrastiveNet
+        Encoder + projector (eval mode, best validation epoch).
+    centroid_ : numpy.ndarray of shape (D,)
+    score_stats_ : dict
+        Training mean/std of s_CL and s_CD.
+    history_ : list of dict
+        Per epoch: ``epoch``, ``alpha``, ``train_loss``, ``val_loss``, ``unfiltered_ratio``.
+    best_epoch_ : int
+    decision_scores_, threshold_, labels_, mean_, scale_, n_features_in_ : see
+        :class:`~causal_ts.base.BaseWindowDetector`.
+
+    Examples
+    --------
+    >>> from causal_ts import CAROTS, make_var
+    >>> d = make_var(n_vars=5, n_train=600, n_test=400, seed=0)
+    >>> det = CAROTS(window=8, epochs=1, encoder="mlp").fit(d.X_train)
+    >>> det.decision_function(d.X_test).shape
+    (393,)
+    """
+
+    def __init__(
+        self,
+        window: int = 10,
+        discoverer: Any = "var",
+        encoder: str = "lstm",
+        hidden_dim: int = 64,
+        proj_dim: int = 64,
+        epochs: int = 10,
+        batch_size: int = 64,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        warmup_epochs: int = 1,
+        grad_clip: float = 0.5,
+        temperature: float = 0.1,
+        alpha: float | tuple[float, float] = (0.5, 0.9),
+        noise_level: float = 0.1,
+        noise_step: str = "last_input",
+        bias_candidates: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5),
+        bias_fraction: float = 0.5,
+        cutoff_prob: float = 0.1,
+        use_cpa: bool = True,
+        use_cda: bool = True,
+        score: str = "combined",
+        score_type: str = "l2",
+        val_fraction: float = 0.2,
+        contamination: float = 0.01,
+        nan_policy: str = "raise",
+        random_state: int | None = 0,
+        device: str = "cpu",
+        n_jobs: int | None = 1,
+        verbose: bool = False,
+    ) -> None:
+        self.window = window
+        self.discoverer = discoverer
+        self.encoder = encoder
+        self.hidden_dim = hidden_dim
+        self.proj_dim = proj_dim
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.warmup_epochs = warmup_epochs
+        self.grad_clip = grad_clip
+        self.temperature = temperature
+        self.alpha = alpha
+        self.noise_level = noise_level
+        self.noise_step = noise_step
+        self.bias_candidates = bias_candidates
+        self.bias_fraction = bias_fraction
+        self.cutoff_prob = cutoff_prob
+        self.use_cpa = use_cpa
+        self.use_cda = use_cda
+        self.score = score
+        self.score_type = score_type
+        self.val_fraction = val_fraction
+        self.contamination = contamination
+        self.nan_policy = nan_policy
+        self.random_state = random_state
+        self.device = device
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ------------------------------------------------------------- config
+    def _make_discoverer(self, n_vars: int) -> Any:
+        if isinstance(self.discoverer, str):
+            if self.discoverer != "var":
+                raise ValueError(
+                    f"discoverer must be 'var' or a discoverer instance; got {self.discoverer!r}"
+                )
+            return VARGrangerDiscoverer(lag=min(3, self.window - 1))
+        if not hasattr(self.discoverer, "fit"):
+            raise TypeError("discoverer must be 'var' or an object with fit/predict_next")
+        disc = clone(self.discoverer)
+        if getattr(disc, "lag", 1) >= self.window:
+            raise ValueError(f"window={self.window} must exceed the discoverer's lag ({disc.lag})")
+        return disc
+
+    def _check_params(self) -> None:
+        for name in ("hidden_dim", "proj_dim", "epochs"):
+            check_int(getattr(self, name), name, low=1)
+        check_int(self.batch_size, "batch_size", low=2)
+        check_int(self.warmup_epochs, "warmup_epochs", low=0)
+        check_positive(self.lr, "lr")
+        check_positive(self.weight_decay, "weight_decay", allow_zero=True)
+        check_positive(self.grad_clip, "grad_clip", allow_zero=True)
+        check_positive(self.temperature, "temperature")
+        check_positive(self.noise_level, "noise_level", allow_zero=True)
+        check_fraction(self.val_fraction, "val_fraction", high_open=True)
+        _check_alpha(self.alpha)
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"encoder must be one of {ENCODERS}; got {self.encoder!r}")
+        if self.score not in ("combined", "cl", "cd"):
+            raise ValueError(f"score must be 'combined', 'cl' or 'cd'; got {self.score!r}")
+        if self.score_type not in ("l2", "cos"):
+            raise ValueError(f"score_type must be 'l2' or 'cos'; got {self.score_type!r}")
+        if self.random_state is not None:
+            check_int(self.random_state, "random_state", low=0)
+        if self.n_jobs is not None:
+            check_int(self.n_jobs, "n_jobs", low=1)
+
+    def _variant(self) -> tuple[str, bool, str]:
+        """(score mode, use CPA, CDA subgraph mode) of this detector."""
+        return self.score, bool(self.use_cpa), "dfs" if self.use_cda else "random"
+
+    # ------------------------------------------------------------ training
+    def _fit(self, Xs: np.ndarray) -> None:
+        self._check_params()
+        with _torch_threads(self.n_jobs):
+            self._fit_impl(Xs)
+
+    def _fit_impl(self, Xs: np.ndarray) -> None:
+        self._score_mode, self._use_cpa, subgraph = self._variant()
+        T, N = Xs.shape
+        W = self.window
+        n_val = round(self.val_fraction * T)
+        if n_val < W + 1:
+            n_val = 0  # too short to hold validation windows: train on everything
+        X_tr, X_val = Xs[: T - n_val], Xs[T - n_val :]
+        if X_tr.shape[0] < W + 1:
+            raise ValueError(
+                f"X is too short: {X_tr.shape[0]} training steps after the validation split; "
+                f"need more than window={W}"
+            )
+        rng = np.random.default_rng(self.random_state)
+        torch_seed = int(rng.integers(2**31 - 1))
+        self.discoverer_ = self._make_discoverer(N).fit(X_tr)
+        self.causal_graph_ = np.asarray(self.discoverer_.graph_, dtype=bool).copy()
+        self._cpa = CausalityPreservingAugmentor(
+            self.discoverer_, self.noise_level, self.noise_step, rng=rng
+        )
+        self._cda = CausalityDisturbingAugmentor(
+            self.causal_graph_,
+            self.cutoff_prob,
+            self.bias_candidates,
+            self.bias_fraction,
+            subgraph,
+            rng,
+        )
+        train_w = sliding_windows(X_tr, W).astype(np.float32)
+        val_w = sliding_windows(X_val, W).astype(np.float32) if n_val else None
+        dev = torch.device(self.device)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(torch_seed)
+            self._train(train_w, val_w, rng, dev)
+        self.net_.eval()
+        all_w = sliding_windows(Xs, W).astype(np.float32)
+        pos = np.concatenate([all_w, self._augment_pos(all_w)]) if self._use_cpa else all_w
+        self.centroid_ = self._embed(pos).mean(axis=0)
+        s_cl, s_cd = self._raw_scores(all_w)
+        self.score_stats_ = {
+            "cl_mean": float(s_cl.mean()),
+            "cl_std": float(max(s_cl.std(), 1e-12)),
+            "cd_mean": float(s_cd.mean()),
+            "cd_std": float(max(s_cd.std(), 1e-12)),
+        }
+
+    def _augment_pos(self, g1: np.ndarray) -> np.ndarray:
+        return self._cpa(g1).astype(np.float32)
+
+    def _batch(self, g1: np.ndarray) -> np.ndarray:
+        """[G1; G2; G3; G4] (or [G1; CDA(G1)] without CPA) for one mini-batch."""
+        pos = np.concatenate([g1, self._augment_pos(g1)]) if self._use_cpa else g1
+        neg, _ = self._cda(pos)
+        return np.concatenate([pos, neg.astype(np.float32)])
+
+    def _train(
+        self,
+        train_w: np.ndarray,
+        val_w: np.ndarray | None,
+        rng: np.random.Generator,
+        dev: torch.device,
+    ) -> None:
+        N, W = train_w.shape[2], train_w.shape[1]
+        net = ContrastiveNet(N, W, self.hidden_dim, self.proj_dim, self.encoder).to(dev)
+        opt = torch.optim.Adam(net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        B = min(self.batch_size, train_w.shape[0])
+        if B < 2:
+            raise ValueError("X is too short: fewer than 2 training windows")
+        steps_per_epoch = train_w.shape[0] // B
+        total = steps_per_epoch * self.epochs
+        warm = steps_per_epoch * self.warmup_epochs
+
+        def lr_factor(step: int) -> float:
+            if step < warm:
+                return (step + 1) / warm
+            return 0.5 * (1 + math.cos(math.pi * (step - warm) / max(total - warm, 1)))
+
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
+        tau = float(self.temperature)
+        alpha = _check_alpha(self.alpha)
+        val_seed = int(rng.integers(2**31 - 1))
+        self.history_: list[dict[str, float]] = []
+        best, best_state, self.best_epoch_ = math.inf, None, self.epochs - 1
+        for epoch in tqdm(range(self.epochs), disable=not self.verbose, desc="CAROTS"):
+            a = alpha_schedule(alpha, epoch, self.epochs)
+            net.train()
+            order = rng.permutation(train_w.shape[0])
+            losses, ratios = [], []
+            for k in range(steps_per_epoch):
+                batch = self._batch(train_w[order[k * B : (k + 1) * B]])
+                z = net(torch.from_numpy(batch).to(dev))
+                loss, stats = soc_loss(z, a, tau)
+                opt.zero_grad()
+                loss.backward()
+                if self.grad_clip > 0:
+                    torch.nn.utils.clip_grad_norm_(net.parameters(), self.grad_clip)
+                opt.step()
+                sched.step()
+                losses.append(loss.item())
+                ratios.append(stats.unfiltered_ratio)
+            record = {
+                "epoch": epoch,
+                "alpha": a,
+                "train_loss": float(np.mean(losses)),
+                "unfiltered_ratio": float(np.mean(ratios)),
+                "val_loss": math.nan,
+            }
+            if val_w is not None and val_w.shape[0] >= 2:
+                record["val_loss"] = self._val_loss(net, val_w, a, tau, val_seed, dev)
+                if record["val_loss"] < best:
+                    best, self.best_epoch_ = record["val_loss"], epoch
+                    best_state = copy.deepcopy(net.state_dict())
+            self.history_.append(record)
+        if best_state is not None:
+            net.load_state_dict(best_state)
+        self.net_ = net.eval()
+
+    @torch.no_grad()
+    def _val_loss(
+        self,
+        net: ContrastiveNet,
+        val_w: np.ndarray,
+        alpha: float,
+        tau: float,
+        seed: int,
+        dev: torch.device,
+    ) -> float:
+        # same augmentation draws every epoch so validation losses are comparable
+        saved = (self._cpa.rng, self._cda.rng)
+        self._cpa.rng = self._cda.rng = np.random.default_rng(seed)
+        net.eval()
+        B = min(self.batch_size, val_w.shape[0])
+        total, count = 0.0, 0
+        for k in range(0, val_w.shape[0] - B + 1, B):
+            loss, _ = soc_loss(
+                net(torch.from_numpy(self._batch(val_w[k : k + B])).to(dev)), alpha, tau
+            )
+            total += loss.item()
+            count += 1
+        self._cpa.rng, self._cda.rng = saved
+        return total / max(count, 1)
+
+    # ------------------------------------------------------------- scoring
+    @torch.no_grad()
+    def _embed(self, windows: np.ndarray, chunk: int = 4096) -> np.ndarray:
+        dev = next(self.net_.parameters()).device
+        out = [
+            self.net_(torch.from_numpy(windows[i : i + chunk]).to(dev)).cpu().numpy()
+            for i in range(0, windows.shape[0], chunk)
+        ]
+        return np.concatenate(out).astype(np.float64)
+
+    def _raw_scores(self, windows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """s_CL (distance to the centroid) and s_CD (last-step forecast error), each (n,)."""
+        z = self._embed(windows)
+        if self.score_type == "l2":
+            s_cl = np.linalg.norm(z - self.centroid_, axis=1)
+        else:
+            cos = (
+                z
+                @ self.centroid_
+                / (np.linalg.norm(z, axis=1) * np.linalg.norm(self.centroid_) + 1e-12)
+            )
+            s_cl = (1.0 - cos) / 2.0
+        w = windows.astype(np.float64)
+        pred = self.discoverer_.predict_next(w[:, :-1])
+        s_cd = np.mean((w[:, -1] - pred) ** 2, axis=1)
+        return s_cl, s_cd
+
+    def _score(self, Xs: np.ndarray) -> np.ndarray:
+        windows = sliding_windows(Xs, self.window).astype(np.float32)
+        with _torch_threads(self.n_jobs):
+            s_cl, s_cd = self._raw_scores(windows)
+        st = self.score_stats_
+        z_cl = (s_cl - st["cl_mean"]) / st["cl_std"]
+        z_cd = (s_cd - st["cd_mean"]) / st["cd_std"]
+        if self._score_mode == "cl":
+            return z_cl
+        if self._score_mode == "cd":
+            return z_cd
+        return z_cl + z_cd
+
+
+class PlainOneClassContrastive(CAROTS):
+    """One-class contrastive baseline without causality ("contrastive without causality").
+
+    Same encoder, SOC loss and training as :class:`CAROTS`, but positives are originals plus
+    Gaussian jitter on one random variable (no forecasting), negatives add random biases to
+    random variable subsets (no causal subgraph), and the score is the centroid distance only.
+    Parameters are those of :class:`CAROTS` that remain meaningful.
+    """
+
+    def __init__(
+        self,
+        window: int = 10,
+        encoder: str = "lstm",
+        hidden_dim: int = 64,
+        proj_dim: int = 64,
+        epochs: int = 10,
+        batch_size: int = 64,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        warmup_epochs: int = 1,
+        grad_clip: float = 0.5,
+        temperature: float = 0.1,
+        alpha: float | tuple[float, float] = (0.5, 0.9),
+        noise_level: float = 0.1,
+        bias_candidates: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5),
+        bias_fraction: float = 0.5,
+        val_fraction: float = 0.2,
+        contamination: float = 0.01,
+        nan_policy: str = "raise",
+        random_state: int | None = 0,
+        device: str = "cpu",
+        n_jobs: int | None = 1,
+        verbose: bool = False,
+    ) -> None:
+        super().__init__(
+            window=window, encoder=encoder, hidden_dim=hidden_dim, proj_dim=proj_dim,
+            epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
+            warmup_epochs=warmup_epochs, grad_clip=grad_clip, temperature=temperature,
+            alpha=alpha, noise_level=noise_level, bias_candidates=bias_candidates,
+            bias_fraction=bias_fraction, val_fraction=val_fraction, contamination=contamination,
+            nan_policy=nan_policy, random_state=random_state, device=device, n_jobs=n_jobs,
+            verbose=verbose,
+        )  # fmt: skip
+
+    def _make_discoverer(self, n_vars: int) -> Any:
+        # an empty graph: the CPA then only jitters one variable, the CDA ignores structure
+        return GivenGraphDiscoverer(np.zeros((n_vars, n_vars), dtype=bool), lag=1)
+
+    def _variant(self) -> tuple[str, bool, str]:
+        return "cl", True, "random"

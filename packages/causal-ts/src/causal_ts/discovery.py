@@ -1,0 +1,242 @@
+"""Causal discoverers: a causal graph plus a one-step forecaster learned on normal data.
+
+This is stage 1 of CAROTS (paper §4.1, Fig. 1a): a forecasting-based causal discovery
+model is fit on the normal training series and frozen. It supplies the graph used by both
+augmentors and the forecaster used by the causality-preserving augmentor and by the
+anomaly score. The paper uses CUTS+; the default here is a linear VAR with Granger F-tests
+(statsmodels), see the package README for the difference.
+
+Graph convention: ``graph_[c, e] = True`` iff variable ``c`` Granger-causes ``e``
+(row = cause, column = effect); the diagonal (self-lags) is True for non-constant variables.
+
+Every discoverer exposes ``fit(X) -> self``, ``graph_``, ``edge_scores_``, ``lag_`` and
+``predict_next(prefix) -> (B, N)``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from causal_ts._validation import check_fraction, check_graph, check_int, check_series
+
+__all__ = ["GivenGraphDiscoverer", "VARGrangerDiscoverer", "constant_columns"]
+
+
+def constant_columns(X: np.ndarray) -> np.ndarray:
+    """Boolean mask (N,) of columns whose values never change."""
+    return np.ptp(X, axis=0) <= 1e-12 * np.maximum(1.0, np.abs(X).max(axis=0))
+
+
+def _lag_matrix(X: np.ndarray, lag: int) -> tuple[np.ndarray, np.ndarray]:
+    """Regressors ``Z[t - lag, l*N + c] = X[t-l-1, c]`` and targets ``X[lag:]``."""
+    T = X.shape[0]
+    Z = np.concatenate([X[lag - k - 1 : T - k - 1] for k in range(lag)], axis=1)
+    return Z, X[lag:]
+
+
+class _GraphForecasterMixin:
+    """Restricted linear forecaster: each effect regressed on the lags of its parents."""
+
+    intercept_: np.ndarray
+    coef_: np.ndarray
+    lag_: int
+    n_features_in_: int
+
+    def _fit_forecaster(self, X: np.ndarray, graph: np.ndarray, lag: int) -> None:
+        _T, N = X.shape
+        Z, Y = _lag_matrix(X, lag)
+        self.intercept_ = Y.mean(axis=0)
+        self.coef_ = np.zeros((lag, N, N))
+        # N small least-squares problems, one per effect (equation-by-equation OLS)
+        for e in range(N):
+            parents = np.flatnonzero(graph[:, e])
+            if parents.size == 0:
+                continue
+            cols = (np.arange(lag)[:, None] * N + parents[None, :]).ravel()
+            design = np.column_stack([np.ones(Z.shape[0]), Z[:, cols]])
+            beta, *_ = np.linalg.lstsq(design, Y[:, e], rcond=None)
+            self.intercept_[e] = beta[0]
+            self.coef_[:, parents, e] = beta[1:].reshape(lag, parents.size)
+        self.lag_ = lag
+        self.n_features_in_ = N
+
+    def predict_next(self, prefix: Any) -> np.ndarray:
+        """One-step forecast of the step after each prefix.
+
+        Parameters
+        ----------
+        prefix : array-like of shape (B, L, N), L >= ``lag_``
+            Past values in time order (last row = most recent).
+
+        Returns
+        -------
+        numpy.ndarray of shape (B, N)
+            ``intercept_ + sum_l prefix[:, L-1-l] @ coef_[l]``.
+        """
+        if not hasattr(self, "coef_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(X) first")
+        x = np.asarray(prefix, dtype=float)
+        if x.ndim != 3:
+            raise ValueError(f"prefix must be 3-D of shape (B, L, N); got shape {x.shape}")
+        if x.shape[2] != self.n_features_in_:
+            raise ValueError(
+                f"prefix has {x.shape[2]} variables; the discoverer was fit on "
+                f"{self.n_features_in_}"
+            )
+        if x.shape[1] < self.lag_:
+            raise ValueError(f"prefix has {x.shape[1]} steps; need at least lag_={self.lag_}")
+        recent = x[:, ::-1][:, : self.lag_]  # (B, lag, N), lag 1 first
+        return self.intercept_ + np.einsum("bln,lne->be", recent, self.coef_)
+
+
+class VARGrangerDiscoverer(_GraphForecasterMixin, BaseEstimator):
+    """VAR(p) + pairwise Granger F-tests (statsmodels), restricted-OLS forecaster.
+
+    Parameters
+    ----------
+    lag : int, default=3
+        VAR order p.
+    alpha : float, default=0.01
+        Significance level of the Granger tests: ``graph_[c, e]`` iff p-value < alpha.
+    correction : {None, "bonferroni"}, default=None
+        ``"bonferroni"`` divides ``alpha`` by the number of tests N(N-1).
+    restricted : bool, default=True
+        If True each effect is refit on the lags of its parents (and itself) only;
+        if False the full VAR is used as forecaster (the graph is unchanged).
+
+    Attributes
+    ----------
+    graph_ : numpy.ndarray of shape (N, N), bool
+        ``graph_[c, e]`` = c Granger-causes e (row = cause); diagonal True except for
+        constant columns, whose rows and columns are all False.
+    edge_scores_ : numpy.ndarray of shape (N, N)
+        ``1 - p-value`` for every tested pair (0 on untested pairs, 1 on the diagonal).
+    pvalues_ : numpy.ndarray of shape (N, N)
+    intercept_ : numpy.ndarray of shape (N,)
+    coef_ : numpy.ndarray of shape (lag, N, N)
+        ``coef_[l, c, e]`` multiplies ``x[t-l-1, c]`` in the forecast of ``x[t, e]``.
+    lag_ : int
+    """
+
+    def __init__(
+        self,
+        lag: int = 3,
+        alpha: float = 0.01,
+        correction: str | None = None,
+        restricted: bool = True,
+    ) -> None:
+        self.lag = lag
+        self.alpha = alpha
+        self.correction = correction
+        self.restricted = restricted
+
+    def fit(self, X: Any, y: Any = None) -> VARGrangerDiscoverer:
+        """Fit the VAR, run the N(N-1) Granger tests and the forecaster.
+
+        Parameters
+        ----------
+        X : array-like of shape (T, N)
+            Normal training series (ideally standardised).
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        from statsmodels.tsa.api import VAR
+
+        lag = check_int(self.lag, "lag", low=1)
+        alpha = check_fraction(self.alpha, "alpha", low_open=True)
+        if self.correction not in (None, "bonferroni"):
+            raise ValueError(f"correction must be None or 'bonferroni'; got {self.correction!r}")
+        X = check_series(X, "X")
+        T, N = X.shape
+        min_len = (N * lag + 1) * 2
+        if T <= min_len:
+            raise ValueError(
+                f"X has {T} time steps; the VAR({lag}) on {N} variables needs more than {min_len}"
+            )
+        const = constant_columns(X)
+        if const.any():
+            warnings.warn(
+                f"constant columns {np.flatnonzero(const).tolist()} are excluded from the "
+                "Granger tests and the VAR (their graph rows/columns are False)",
+                UserWarning,
+                stacklevel=2,
+            )
+        active = np.flatnonzero(~const)
+        pvalues = np.ones((N, N))
+        if active.size >= 2:
+            res = VAR(X[:, active]).fit(maxlags=lag, trend="c")
+            for i, c in enumerate(active):
+                for j, e in enumerate(active):
+                    if i != j:
+                        test = res.test_causality(caused=j, causing=[i], kind="f")
+                        pvalues[c, e] = test.pvalue
+        n_tests = max(active.size * (active.size - 1), 1)
+        level = alpha / n_tests if self.correction == "bonferroni" else alpha
+        graph = pvalues < level
+        np.fill_diagonal(graph, False)
+        graph[active, active] = True
+        scores = 1.0 - pvalues
+        np.fill_diagonal(scores, 1.0)
+        scores[const, :] = 0.0
+        scores[:, const] = 0.0
+        self.pvalues_ = pvalues
+        self.edge_scores_ = scores
+        self.graph_ = graph
+        forecast_graph = graph.copy()
+        if not self.restricted:
+            forecast_graph[np.ix_(active, active)] = True
+        self._fit_forecaster(X, forecast_graph, lag)
+        return self
+
+
+class GivenGraphDiscoverer(_GraphForecasterMixin, BaseEstimator):
+    """A user-supplied graph with the restricted linear (VAR) forecaster.
+
+    Parameters
+    ----------
+    graph : array-like of shape (N, N)
+        ``graph[c, e]`` = c causes e (row = cause). Self-loops are added for the forecaster.
+    lag : int, default=3
+
+    Attributes
+    ----------
+    graph_, edge_scores_, intercept_, coef_, lag_ : as in :class:`VARGrangerDiscoverer`.
+    """
+
+    def __init__(self, graph: Any = None, lag: int = 3) -> None:
+        self.graph = graph
+        self.lag = lag
+
+    def fit(self, X: Any, y: Any = None) -> GivenGraphDiscoverer:
+        """Check the graph against ``X`` and fit the forecaster.
+
+        Parameters
+        ----------
+        X : array-like of shape (T, N)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        lag = check_int(self.lag, "lag", low=1)
+        X = check_series(X, "X")
+        T, N = X.shape
+        if self.graph is None:
+            raise ValueError("graph must be given (an (N, N) boolean matrix)")
+        graph = check_graph(self.graph, N, "graph")
+        if T <= lag + 1:
+            raise ValueError(f"X has {T} time steps; need more than lag + 1 = {lag + 1}")
+        self.graph_ = graph.copy()
+        self.edge_scores_ = graph.astype(float)
+        forecast_graph = graph | np.eye(N, dtype=bool)
+        forecast_graph[:, constant_columns(X)] = False
+        self._fit_forecaster(X, forecast_graph, lag)
+        return self

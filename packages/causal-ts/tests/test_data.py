@@ -1,0 +1,118 @@
+import numpy as np
+import pytest
+
+from causal_ts.data import (
+    ANOMALY_KINDS,
+    _companion_radius,
+    inject_anomalies,
+    inject_causal_break,
+    lorenz96_derivative,
+    make_lorenz96,
+    make_var,
+    simulate_lorenz96,
+    simulate_var,
+    sliding_windows,
+    var_coefficients,
+)
+
+
+def test_var_coefficients_stable_and_oriented() -> None:
+    coefs, graph = var_coefficients(8, lag=3, sparsity=0.5, seed=0)
+    assert _companion_radius(coefs) < 1.0
+    np.testing.assert_array_equal(coefs[0] != 0, graph)  # coefs[l, c, e]: row = cause
+    assert graph.diagonal().all()
+    assert (graph.sum(axis=0) == 4).all()  # floor(0.5*8) - 1 = 3 parents + self per effect
+
+
+def test_simulate_var_shapes_and_determinism() -> None:
+    X1, g1 = simulate_var(5, 300, seed=3)
+    X2, g2 = simulate_var(5, 300, seed=3)
+    assert X1.shape == (300, 5) and np.isfinite(X1).all()
+    np.testing.assert_array_equal(X1, X2)
+    np.testing.assert_array_equal(g1, g2)
+
+
+def test_lorenz96_derivative_matches_finite_differences() -> None:
+    dt = 0.01
+    X, graph = simulate_lorenz96(6, 400, dt=dt, sd=0.0, burn_in=100, seed=0)
+    central = (X[2:] - X[:-2]) / (2 * dt)
+    np.testing.assert_allclose(
+        central, lorenz96_derivative(X[1:-1]), atol=0.05 * np.abs(central).max()
+    )
+    # parents of i are i-2, i-1, i+1 (row = cause): asymmetric, so a transposed graph fails
+    assert graph[4, 0] and graph[5, 0] and graph[1, 0] and not graph[2, 0]
+    assert not np.array_equal(graph, graph.T)
+
+
+def test_lorenz96_derivative_closed_form() -> None:
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    # i=0: (x1 - x2) * x3 - x0 + F
+    assert lorenz96_derivative(x, F=8.0)[0] == pytest.approx((2 - 3) * 4 - 1 + 8)
+
+
+@pytest.mark.parametrize("kind", ANOMALY_KINDS)
+def test_labels_cover_exactly_the_modified_points(kind: str) -> None:
+    X, _ = simulate_var(6, 500, seed=1)
+    X_before = X.copy()
+    out, y, info = inject_anomalies(X, kind, n_vars=2, ratio=0.02, factor=3.0, seed=2)
+    np.testing.assert_array_equal(X, X_before)  # input untouched
+    changed = (out != X).any(axis=1)
+    assert changed.sum() > 0
+    np.testing.assert_array_equal(changed[~y.astype(bool)], False)
+    # every labelled step changed (a ramp starts at 0, so its first step is unchanged)
+    missed = y.astype(bool) & ~changed
+    assert missed.sum() <= (info.centres.size if kind == "collective_trend" else 0)
+    cols = np.flatnonzero((out != X).any(axis=0))
+    assert set(cols) <= set(info.variables)
+
+
+def test_causal_break_changes_only_effects() -> None:
+    d = make_var(n_vars=6, n_train=100, n_test=400, kind="causal_break", n_breaks=4, seed=0)
+    assert d.y_test.sum() == 4 * 20
+    info = d.anomalies[0]
+    off = d.graph & ~np.eye(6, dtype=bool)
+    assert all(off[:, v].any() for v in info.variables)
+
+
+def test_inject_causal_break_direct() -> None:
+    X = np.zeros((100, 3))
+    alt = np.ones((100, 3))
+    graph = np.array([[1, 1, 0], [0, 1, 0], [0, 0, 1]], dtype=bool)  # only 0 -> 1
+    out, y, info = inject_causal_break(X, graph, alt, n_segments=2, length=10, seed=0)
+    assert set(info.variables) == {1}
+    np.testing.assert_array_equal(out[:, 1], y)
+    assert out[:, [0, 2]].sum() == 0
+
+
+@pytest.mark.parametrize("maker", [make_var, make_lorenz96])
+def test_makers_mixed(maker) -> None:  # type: ignore[no-untyped-def]
+    d = maker(n_vars=5, n_train=200, n_test=300, seed=0)
+    assert d.X_train.shape == (200, 5) and d.X_test.shape == (300, 5)
+    assert d.y_test.shape == (300,) and 0 < d.y_test.mean() < 0.5
+    assert d.graph.shape == (5, 5)
+
+
+def test_sliding_windows() -> None:
+    X = np.arange(12.0).reshape(6, 2)
+    w = sliding_windows(X, 3)
+    assert w.shape == (4, 3, 2)
+    np.testing.assert_array_equal(w[1], X[1:4])
+    assert sliding_windows(X, 3, stride=2).shape == (2, 3, 2)
+
+
+def test_bad_inputs() -> None:
+    X = np.zeros((50, 3))
+    with pytest.raises(ValueError, match="kind"):
+        inject_anomalies(X, "bogus")
+    with pytest.raises(ValueError, match="n_vars"):
+        inject_anomalies(X, "spike", n_vars=4)
+    with pytest.raises(ValueError, match="ratio"):
+        inject_anomalies(X, "spike", ratio=0.0)
+    with pytest.raises(ValueError, match="window"):
+        sliding_windows(X, 51)
+    with pytest.raises(ValueError, match="X_independent"):
+        inject_causal_break(X, np.eye(3), np.zeros((40, 3)))
+    with pytest.raises(ValueError, match="parent"):
+        inject_causal_break(X, np.eye(3), X, n_segments=2, length=5)
+    with pytest.raises(ValueError, match="kind"):
+        make_var(kind="nope")

@@ -1,0 +1,153 @@
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from causal_ts import (
+    CAROTS,
+    GivenGraphDiscoverer,
+    IsolationForestWindows,
+    PCAReconstruction,
+    PlainOneClassContrastive,
+    VARResidual,
+    evaluate,
+    make_var,
+    window_labels,
+)
+
+TINY = dict(window=6, encoder="mlp", hidden_dim=16, proj_dim=16, epochs=2, batch_size=32)
+
+
+@pytest.fixture(scope="module")
+def data():  # type: ignore[no-untyped-def]
+    return make_var(n_vars=4, n_train=500, n_test=400, kind="spike", factor=6.0, ratio=0.02, seed=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(data):  # type: ignore[no-untyped-def]
+    return CAROTS(**TINY, random_state=0).fit(data.X_train)
+
+
+def test_shapes_and_attributes(fitted, data) -> None:  # type: ignore[no-untyped-def]
+    det = fitted
+    T = data.X_test.shape[0]
+    s = det.decision_function(data.X_test)
+    assert s.shape == (T - 5,) and np.isfinite(s).all()
+    sp = det.decision_function(data.X_test, align="point")
+    assert sp.shape == (T,) and np.isnan(sp[:5]).all()
+    np.testing.assert_array_equal(sp[5:], s)
+    assert det.causal_graph_.shape == (4, 4) and det.causal_graph_.dtype == bool
+    assert det.decision_scores_.shape == (500 - 5,)
+    assert len(det.history_) == 2 and {"alpha", "train_loss", "val_loss"} <= set(det.history_[0])
+    assert det.history_[0]["alpha"] == 0.5 and det.history_[1]["alpha"] == pytest.approx(0.9)
+    pred = det.predict(data.X_test)
+    assert set(np.unique(pred)) <= {0, 1}
+    assert det.labels_.mean() <= 0.05
+    proba = det.predict_proba(data.X_test)
+    assert proba.shape == (T - 5, 2) and np.allclose(proba.sum(axis=1), 1)
+    assert det.predict(data.X_test, threshold=1e9).sum() == 0
+
+
+def test_detects_large_spikes(fitted, data) -> None:  # type: ignore[no-untyped-def]
+    y = window_labels(data.y_test, 6)
+    assert evaluate(fitted.decision_function(data.X_test), y)["AUROC"] > 0.5
+
+
+def test_deterministic_with_seed(fitted, data) -> None:  # type: ignore[no-untyped-def]
+    again = CAROTS(**TINY, random_state=0).fit(data.X_train)
+    np.testing.assert_allclose(
+        again.decision_function(data.X_test), fitted.decision_function(data.X_test)
+    )
+
+
+def test_input_not_mutated_and_clone(data) -> None:  # type: ignore[no-untyped-def]
+    X = data.X_train.copy()
+    det = CAROTS(**{**TINY, "epochs": 1}, score="cd", use_cpa=False)
+    det.fit(X)
+    np.testing.assert_array_equal(X, data.X_train)
+    params = clone(det).get_params()
+    assert params["window"] == 6 and params["score"] == "cd"
+
+
+def test_lstm_oracle_graph_and_fixed_alpha(data) -> None:  # type: ignore[no-untyped-def]
+    det = CAROTS(
+        window=6, encoder="lstm", hidden_dim=8, proj_dim=8, epochs=1, batch_size=32,
+        discoverer=GivenGraphDiscoverer(data.graph, lag=2), alpha=0.7, score_type="cos",
+    ).fit(data.X_train)  # fmt: skip
+    np.testing.assert_array_equal(det.causal_graph_, data.graph)
+    assert np.isfinite(det.decision_function(data.X_test)).all()
+
+
+def test_plain_contrastive_and_baselines(data) -> None:  # type: ignore[no-untyped-def]
+    y = window_labels(data.y_test, 6)
+    dets = [
+        PlainOneClassContrastive(**TINY),
+        VARResidual(window=6),
+        IsolationForestWindows(window=6, n_estimators=20),
+        PCAReconstruction(window=6),
+    ]
+    for det in dets:
+        s = det.fit(data.X_train).decision_function(data.X_test)
+        assert s.shape == (395,) and np.isfinite(s).all()
+        assert evaluate(s, y)["AUROC"] > 0.5, type(det).__name__
+    assert "discoverer" not in dets[0].get_params()
+
+
+def test_nan_policy_ffill(data) -> None:  # type: ignore[no-untyped-def]
+    X = data.X_train.copy()
+    X[[0, 10, 11], 1] = np.nan
+    X[20, 2] = np.inf
+    det = VARResidual(window=6, nan_policy="ffill").fit(X)
+    assert np.isfinite(det.decision_scores_).all()
+    assert np.isnan(X[0, 1])  # caller's array untouched
+
+
+def test_constant_channel_is_documented_handling(data) -> None:  # type: ignore[no-untyped-def]
+    X = data.X_train.copy()
+    X[:, 3] = 2.0
+    with pytest.warns(UserWarning, match="constant"):
+        det = CAROTS(**{**TINY, "epochs": 1}).fit(X)
+    assert not det.causal_graph_[3].any()
+    assert np.isfinite(det.decision_function(data.X_test)).all()
+
+
+def test_bad_inputs(fitted, data) -> None:  # type: ignore[no-untyped-def]
+    X = data.X_train
+    bad = X.copy()
+    bad[3, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        CAROTS(**TINY).fit(bad)
+    bad[3, 0] = np.inf
+    with pytest.raises(ValueError, match="NaN/inf"):
+        fitted.decision_function(bad)
+    with pytest.raises(ValueError, match="1-D"):
+        CAROTS(**TINY).fit(X[:, 0])
+    with pytest.raises(ValueError, match="window"):
+        fitted.decision_function(data.X_test[:4])
+    with pytest.raises(ValueError, match="channels"):
+        fitted.decision_function(data.X_test[:, :3])
+    with pytest.raises(ValueError, match="time steps"):
+        CAROTS(**TINY).fit(X[:20])
+    with pytest.raises(TypeError, match="X"):
+        CAROTS(**TINY).fit(np.array([["a", "b"], ["c", "d"]]))
+    with pytest.raises(ValueError, match="empty"):
+        CAROTS(**TINY).fit(np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="window"):
+        CAROTS(window=1).fit(X)
+    with pytest.raises(ValueError, match="window"):
+        CAROTS(window=3, discoverer=GivenGraphDiscoverer(data.graph, lag=3)).fit(X)
+    with pytest.raises(ValueError, match="contamination"):
+        CAROTS(**TINY, contamination=0.7).fit(X)
+    with pytest.raises(ValueError, match="alpha"):
+        CAROTS(**TINY, alpha=2.0).fit(X)
+    with pytest.raises(ValueError, match="encoder"):
+        CAROTS(**{**TINY, "encoder": "cnn"}).fit(X)
+    with pytest.raises(ValueError, match="score"):
+        CAROTS(**TINY, score="max").fit(X)
+    with pytest.raises(ValueError, match="epochs"):
+        CAROTS(**{**TINY, "epochs": 0}).fit(X)
+    with pytest.raises(ValueError, match="align"):
+        fitted.decision_function(data.X_test, align="centre")
+    with pytest.raises(RuntimeError, match="fit"):
+        CAROTS().decision_function(X)
+    with pytest.raises(ValueError, match="nan_policy"):
+        VARResidual(nan_policy="drop").fit(X)
