@@ -120,9 +120,7 @@ def main() -> None:
 
     rows = []
     for alg in algs:
-        size = model_size_bytes(runs[alg][envs[0]][0]["model"].network)
-        if alg == "PTQ":
-            size = model_size_bytes(runs[alg][envs[0]][0]["model"].quantized_network())
+        size = model_size_bytes(runs[alg][envs[0]][0]["model"].predict_network())
         rows.append((alg, 1, single(alg), per_env(alg), size, secs[alg], stability(alg)))
     for name, alg, cls in (("ERM Ens.", "ERM", Ensemble), ("EoQ", "QTDoG", EoQ)):
         tr, pe, size = ensemble(alg, cls)
@@ -162,8 +160,6 @@ def main() -> None:
         for e in envs:
             for r in runs[alg][e]:
                 model = r["model"]
-                if alg == "PTQ":
-                    model = r["model"].quantized_network()
                 kw = {"radii": ("rel", rel), "n_directions": a.flat_dirs, "seed": 0}
                 fs.append(local_flatness(model, F.cross_entropy, r["source"], **kw)["mean"][1:])
                 ft.append(local_flatness(model, F.cross_entropy, r["target"], **kw)["mean"][1:])

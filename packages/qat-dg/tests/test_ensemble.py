@@ -41,3 +41,13 @@ def test_errors():
         EoQ([quantize_model(_net(0), bits=7), _net(1)])
     with pytest.raises(TypeError, match="members"):
         Ensemble(["model"])
+
+
+def test_ptq_members_count_quantized_size():
+    from qat_dg.algorithms import PTQ
+
+    torch.manual_seed(0)
+    algo = PTQ((1, 8, 8), 10, 1, {"arch": "small_cnn", "width": 4, "bits": 4})
+    ens = Ensemble([algo])
+    assert ens.size_bits() == model_size_bits(algo.quantized_network())
+    assert ens.size_bits() < model_size_bits(algo.network)

@@ -59,3 +59,18 @@ def test_errors():
     x, y = _data()
     with pytest.raises(ValueError, match="loader"):
         local_flatness(net, F.cross_entropy, (x, y[:3]))
+
+
+def test_algorithm_probes_its_predict_network():
+    from qat_dg.algorithms import ERM_SMA
+
+    torch.manual_seed(0)
+    algo = ERM_SMA((1, 8, 8), 10, 2, {"arch": "mlp", "sma_start_step": 0})
+    x, y = _data()
+    for _ in range(3):
+        algo.update([(x[:16], y[:16]), (x[16:32], y[16:32])])
+    sma = {k: v.clone() for k, v in algo.network_sma.state_dict().items()}
+    res = local_flatness(algo, F.cross_entropy, (x, y), radii=("rel", [0.3]), n_directions=3)
+    assert res["mean"][0] != 0.0  # frozen (requires_grad=False) averaged weights were perturbed
+    for k, v in algo.network_sma.state_dict().items():
+        assert torch.equal(v, sma[k])

@@ -144,6 +144,10 @@ class Algorithm(nn.Module):
         """One optimisation step on one minibatch per training domain; returns logged values."""
         raise NotImplementedError
 
+    def predict_network(self) -> nn.Module:
+        """The ``nn.Module`` that :meth:`predict` runs (for flatness probes and size counts)."""
+        raise NotImplementedError
+
     def predict(self, x: Tensor) -> Tensor:
         """Logits of shape (B, num_classes) for x of shape (B, C, H, W)."""
         raise NotImplementedError
@@ -182,6 +186,10 @@ class ERM(Algorithm):
         self.optimizer.step()
         self.num_updates += 1
         return {"loss": float(loss.detach())}
+
+    def predict_network(self) -> nn.Module:
+        """The trained network itself."""
+        return self.network
 
     def predict(self, x: Tensor) -> Tensor:
         """Logits (B, num_classes)."""
@@ -317,6 +325,11 @@ class ERM_SMA(ERM):
                 ba.copy_(b)
         return out
 
+    def predict_network(self) -> nn.Module:
+        """The weight-averaged network."""
+        self.network_sma.train(self.training)
+        return self.network_sma
+
     def predict(self, x: Tensor) -> Tensor:
         """Logits of the averaged network."""
         self.network_sma.train(self.training)
@@ -394,6 +407,10 @@ class PTQ(ERM):
                     m.quantizer.step.copy_((amax / q_p).clamp_min(1e-8))
             self._cache = (self.num_updates, q)
         return self._cache[1]
+
+    def predict_network(self) -> nn.Module:
+        """The round-to-nearest quantized copy."""
+        return self.quantized_network()
 
     def predict(self, x: Tensor) -> Tensor:
         """Logits of the quantized copy."""

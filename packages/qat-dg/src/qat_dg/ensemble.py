@@ -16,7 +16,8 @@ __all__ = ["Ensemble", "EoQ"]
 
 
 def _network(member: nn.Module) -> nn.Module:
-    return getattr(member, "network", member)
+    # an Algorithm predicts with predict_network() (e.g. PTQ's quantized copy)
+    return member.predict_network() if hasattr(member, "predict_network") else member
 
 
 def _signature(member: nn.Module) -> list[tuple[str, str, tuple[int, ...]]]:

@@ -28,7 +28,7 @@ def _batches(data: object, batch_size: int) -> Iterable[tuple[Tensor, Tensor]]:
 def _mean_loss(model: nn.Module, loss_fn: Callable, batches: Iterable) -> float:
     total, n = 0.0, 0
     for x, y in batches:
-        out = model.predict(x) if hasattr(model, "predict") else model(x)
+        out = model(x)
         total += float(loss_fn(out, y, reduction="sum"))
         n += len(y)
     if n == 0:
@@ -68,7 +68,9 @@ def local_flatness(
     n_directions : int, default=20
         Directions per radius (>= 1).
     include : {"weights", "all"}, default="weights"
-        ``"weights"``: every trainable parameter except LSQ step sizes; ``"all"``: also steps.
+        ``"weights"``: every parameter (frozen ones too) except LSQ step sizes; ``"all"``: also
+        the steps. For an :class:`~qat_dg.algorithms.Algorithm` the parameters of its
+        ``predict_network()`` are perturbed (e.g. the averaged copy of ``ERM_SMA``).
     seed : int, default=0
         Direction seed.
     batch_size : int, default=512
@@ -95,14 +97,12 @@ def local_flatness(
     values = np.asarray(list(values), dtype=float)
     if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
         raise ValueError("radii must be a non-empty sequence of finite values >= 0")
+    if hasattr(model, "predict_network"):  # an Algorithm: probe the module predict() runs
+        model = model.predict_network()
     steps = {id(p) for p in quant_parameters(model)}
-    params = [
-        p
-        for p in model.parameters()
-        if p.requires_grad and (include == "all" or id(p) not in steps)
-    ]
+    params = [p for p in model.parameters() if include == "all" or id(p) not in steps]
     if not params:
-        raise ValueError("model has no trainable parameters to perturb")
+        raise ValueError("model has no parameters to perturb")
     batches = list(_batches(loader, batch_size))
     was_training = model.training
     model.eval()
