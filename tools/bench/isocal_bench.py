@@ -69,6 +69,16 @@ METHODS = {
     "SCIR": SCIRCalibrator,
 }
 BASE = "OvR-IR"
+FLOOR = 1e-3  # NLL is also reported after flooring every method's output at this value
+
+
+def floored(Q: np.ndarray) -> np.ndarray:
+    Q = np.maximum(Q, FLOOR)
+    return Q / Q.sum(axis=1, keepdims=True)
+
+
+def scores(y: np.ndarray, Q: np.ndarray, dt: float) -> tuple:
+    return (log_loss(y, Q), top_label_ece(y, Q), accuracy(y, Q), dt, log_loss(y, floored(Q)))
 
 
 def datasets(quick: bool) -> dict:
@@ -117,17 +127,13 @@ def quality(quick: bool, n_seeds: int) -> tuple[list, dict]:
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     clf = classifiers(seed)[cname].fit(X_tr, y_tr)
                 P_cal, P_te = clf.predict_proba(X_cal), clf.predict_proba(X_te)
-                res["uncal"].append(
-                    (log_loss(y_te, P_te), top_label_ece(y_te, P_te), accuracy(y_te, P_te), 0.0)
-                )
+                res["uncal"].append(scores(y_te, P_te, 0.0))
                 for mname, cls in METHODS.items():
                     t0 = time.perf_counter()
                     cal = cls().fit(P_cal, y_cal)
                     dt = time.perf_counter() - t0
                     Q = cal.predict_proba(P_te)
-                    res[mname].append(
-                        (log_loss(y_te, Q), top_label_ece(y_te, Q), accuracy(y_te, Q), dt)
-                    )
+                    res[mname].append(scores(y_te, Q, dt))
                     if seed == 0 and dname == "digits" and cname == "MLP":
                         saved[mname] = (y_te, Q)
                 if seed == 0 and dname == "digits" and cname == "MLP":
@@ -140,10 +146,12 @@ def quality(quick: bool, n_seeds: int) -> tuple[list, dict]:
 def print_quality(rows: list, n_seeds: int) -> None:
     print(
         f"\n## Quality on held-out test sets, mean +- std over {n_seeds} seeds "
-        "(NLL ratio and fit-time ratio are relative to OvR-IR)\n"
+        "(NLL ratio and fit-time ratio are relative to OvR-IR; NLL@floor: outputs floored "
+        f"at {FLOOR:g} and renormalized before scoring, for every method alike)\n"
     )
     head = (
-        f"| {'data/clf':<20} | {'method':<9} | {'NLL':>15} | {'NLL/OvR':>7} | "
+        f"| {'data/clf':<22} | {'method':<9} | {'NLL':>15} | {'NLL/OvR':>7} | "
+        f"{'NLL@floor':>15} | "
         f"{'ECE':>15} | {'acc':>6} | {'fit ms':>8} | {'fit/OvR':>7} |"
     )
     print(head)
@@ -151,6 +159,7 @@ def print_quality(rows: list, n_seeds: int) -> None:
     ranks = {m: [] for m in ["uncal", *METHODS]}
     ratios = {m: [] for m in ["uncal", *METHODS]}
     ece_ranks = {m: [] for m in ["uncal", *METHODS]}
+    floor_ranks = {m: [] for m in ["uncal", *METHODS]}
     for dname, cname, n_cal, res in rows:
         base_nll = res[BASE][:, 0].mean()
         base_t = res[BASE][:, 3].mean()
@@ -158,26 +167,31 @@ def print_quality(rows: list, n_seeds: int) -> None:
         ece_means = {m: v[:, 1].mean() for m, v in res.items()}
         order = sorted(nll_means, key=nll_means.get)
         eorder = sorted(ece_means, key=ece_means.get)
+        floor_means = {m: v[:, 4].mean() for m, v in res.items()}
+        forder = sorted(floor_means, key=floor_means.get)
         for m in res:
             ranks[m].append(order.index(m) + 1)
             ece_ranks[m].append(eorder.index(m) + 1)
+            floor_ranks[m].append(forder.index(m) + 1)
             ratios[m].append(nll_means[m] / base_nll)
         for m, v in res.items():
             tag = f"{dname}/{cname} n={n_cal}" if m == "uncal" else ""
+            fl = f"{v[:, 4].mean():.4f}+-{v[:, 4].std():.4f}"
             t = v[:, 3].mean()
             print(
-                f"| {tag:<20} | {m:<9} | {v[:, 0].mean():>7.4f}+-{v[:, 0].std():<6.4f} | "
-                f"{v[:, 0].mean() / base_nll:>7.2f} | {v[:, 1].mean():>7.4f}+-{v[:, 1].std():<6.4f} | "
+                f"| {tag:<22} | {m:<9} | {v[:, 0].mean():>7.4f}+-{v[:, 0].std():<6.4f} | "
+                f"{v[:, 0].mean() / base_nll:>7.2f} | {fl:>15} | "
+                f"{v[:, 1].mean():>7.4f}+-{v[:, 1].std():<6.4f} | "
                 f"{v[:, 2].mean():>6.3f} | {1000 * t:>8.1f} | "
                 f"{(t / base_t if m != 'uncal' else 0):>7.2f} |"
             )
     print("\n## Summary over all data set x classifier cells\n")
-    print("| method    | mean NLL rank | mean ECE rank | geo-mean NLL/OvR |")
-    print("|-----------|---------------|---------------|------------------|")
+    print("| method    | mean NLL rank | mean NLL@floor rank | mean ECE rank | geo-mean NLL/OvR |")
+    print("|-----------|---------------|---------------------|---------------|------------------|")
     for m in ranks:
         print(
-            f"| {m:<9} | {np.mean(ranks[m]):>13.2f} | {np.mean(ece_ranks[m]):>13.2f} | "
-            f"{np.exp(np.mean(np.log(ratios[m]))):>16.3f} |"
+            f"| {m:<9} | {np.mean(ranks[m]):>13.2f} | {np.mean(floor_ranks[m]):>19.2f} | "
+            f"{np.mean(ece_ranks[m]):>13.2f} | {np.exp(np.mean(np.log(ratios[m]))):>16.3f} |"
         )
 
 
