@@ -1,7 +1,70 @@
 """LoMAP manifold projection for diffusion planners on gymnasium mazes."""
 
+from lomap_planner.controller import WaypointController
+from lomap_planner.datasets import (
+    collect_maze2d_dataset,
+    episode_bounds,
+    load_hdf5,
+    make_windows,
+    save_hdf5,
+    validate_dataset,
+)
 from lomap_planner.demo import demo
+from lomap_planner.diffusion import GaussianDiffusion, apply_conditioning, cosine_beta_schedule
+from lomap_planner.env import PointMazeEnv, register_envs
+from lomap_planner.geometry import plan_is_infeasible, segments_hit_walls
+from lomap_planner.layouts import LAYOUTS, get_layout, parse_layout
+from lomap_planner.lomap import LoMAP, local_pca, project_affine
+from lomap_planner.metrics import (
+    D4RL_REF_MAX_SCORE,
+    D4RL_REF_MIN_SCORE,
+    infeasible_plan_fraction,
+    normalized_score,
+    rollout_planner,
+)
+from lomap_planner.neighbors import NeighborIndex
+from lomap_planner.normalizers import LimitsNormalizer
+from lomap_planner.physics import PhysicsParams, point_mass_step
+from lomap_planner.planner import DiffuserPlanner
+from lomap_planner.training import goal_conditions, train_diffusion
+from lomap_planner.unet import TemporalUnet
 
-__all__ = ["__version__", "demo"]
+__all__ = [
+    "D4RL_REF_MAX_SCORE",
+    "D4RL_REF_MIN_SCORE",
+    "LAYOUTS",
+    "DiffuserPlanner",
+    "GaussianDiffusion",
+    "LimitsNormalizer",
+    "LoMAP",
+    "NeighborIndex",
+    "PhysicsParams",
+    "PointMazeEnv",
+    "TemporalUnet",
+    "WaypointController",
+    "__version__",
+    "apply_conditioning",
+    "collect_maze2d_dataset",
+    "cosine_beta_schedule",
+    "demo",
+    "episode_bounds",
+    "get_layout",
+    "goal_conditions",
+    "infeasible_plan_fraction",
+    "load_hdf5",
+    "local_pca",
+    "make_windows",
+    "normalized_score",
+    "parse_layout",
+    "plan_is_infeasible",
+    "point_mass_step",
+    "project_affine",
+    "register_envs",
+    "rollout_planner",
+    "save_hdf5",
+    "segments_hit_walls",
+    "train_diffusion",
+    "validate_dataset",
+]
 
 __version__ = "0.1.0"

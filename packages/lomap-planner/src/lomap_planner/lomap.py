@@ -1,0 +1,209 @@
+"""LoMAP: local manifold approximation and projection (Lee & Choi, ICML 2025, Sec. 4).
+
+At selected reverse-diffusion steps the sample ``x_{i-1}`` is replaced by its
+projection onto a low-rank affine subspace fitted to offline trajectories:
+
+1. Tweedie estimate ``x0_hat = E[x_0 | x_{i-1}]`` from the denoiser;
+2. ``k`` nearest offline windows of ``x0_hat`` (cosine similarity);
+3. forward-diffuse the neighbours to level ``i-1``: ``sqrt(a) n + sqrt(1-a) eps``;
+4. PCA of the noisy neighbours, keeping the leading components that explain a
+   fraction ``tau`` of the variance;
+5. ``x_{i-1} <- mu + U U^T (x_{i-1} - mu)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from lomap_planner.neighbors import NeighborIndex
+
+__all__ = ["LoMAP", "local_pca", "project_affine"]
+
+
+def local_pca(
+    samples: torch.Tensor, tau: float = 0.99, rank: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Batched PCA of local neighbourhoods.
+
+    Parameters
+    ----------
+    samples : Tensor, shape (b, k, d)
+        ``k`` points per batch element.
+    tau : float, default=0.99
+        Keep the fewest leading components whose cumulative explained variance
+        reaches ``tau`` (ignored when ``rank`` is given).
+    rank : int, optional
+        Fixed number of components, ``1 <= rank <= min(k, d)``.
+
+    Returns
+    -------
+    mean : Tensor, shape (b, d)
+    basis : Tensor, shape (b, d, r_max)
+        Orthonormal principal directions; columns past an element's own rank are 0.
+    n_components : Tensor of int64, shape (b,)
+    """
+    if not isinstance(samples, torch.Tensor) or samples.ndim != 3:
+        raise ValueError("samples must be a Tensor of shape (b, k, d)")
+    b, k, d = samples.shape
+    if k < 2 or d < 1:
+        raise ValueError(f"samples needs k >= 2 points of dim >= 1, got k={k}, d={d}")
+    if not torch.isfinite(samples).all():
+        raise ValueError("samples contains NaN or inf")
+    if rank is not None and not (1 <= rank <= min(k, d)):
+        raise ValueError(f"rank must be in [1, min(k, d)] = [1, {min(k, d)}], got {rank}")
+    if not (0.0 < tau <= 1.0):
+        raise ValueError(f"tau must be in (0, 1], got {tau}")
+    mean = samples.mean(1)
+    centred = samples - mean[:, None]
+    # Thin SVD of the (k, d) centred block: rows of vh are the principal axes and
+    # s**2 the variances, without forming the d x d covariance.
+    _, s, vh = torch.linalg.svd(centred, full_matrices=False)
+    var = s**2
+    if rank is None:
+        frac = var.cumsum(1) / var.sum(1, keepdim=True).clamp_min(1e-30)
+        n_comp = (frac < tau - 1e-12).sum(1) + 1
+        n_comp = n_comp.clamp(max=var.shape[1])
+    else:
+        n_comp = torch.full((b,), rank, dtype=torch.long)
+    r_max = int(n_comp.max())
+    keep = torch.arange(r_max)[None] < n_comp[:, None]  # (b, r_max)
+    basis = vh[:, :r_max].transpose(1, 2) * keep[:, None].to(vh.dtype)
+    return mean, basis, n_comp
+
+
+def project_affine(x: torch.Tensor, mean: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
+    """Orthogonal projection onto ``{mean + basis @ c}``: ``mean + U U^T (x - mean)``.
+
+    Parameters
+    ----------
+    x, mean : Tensor, shape (b, d)
+    basis : Tensor, shape (b, d, r), orthonormal (or zero) columns
+
+    Returns
+    -------
+    Tensor, shape (b, d)
+    """
+    if x.shape != mean.shape or basis.shape[:2] != x.shape:
+        raise ValueError("x, mean must be (b, d) and basis (b, d, r)")
+    coef = torch.einsum("bdr,bd->br", basis, x - mean)
+    return mean + torch.einsum("bdr,br->bd", basis, coef)
+
+
+class LoMAP:
+    """Training-free manifold projection for a trajectory diffusion sampler.
+
+    Parameters
+    ----------
+    windows : ndarray or Tensor, shape (n, horizon, transition_dim)
+        Offline trajectory windows in the *normalised* space the model samples in.
+    n_neighbors : int, default=10
+        ``k`` neighbours per projection (official maze2d config: 10).
+    tau : float, default=0.99
+        Explained-variance threshold of the local PCA (official config: 0.99).
+    rank : int, optional
+        Fixed subspace rank instead of ``tau``; must not exceed the trajectory
+        dimension ``horizon * transition_dim`` nor ``n_neighbors``.
+    proj_range : tuple of float, default=(0.5, 0.8)
+        Project when the step index ``i`` satisfies ``lo * (N-1) <= i <= hi * (N-1)``
+        (``N`` diffusion steps, ``i`` counted from ``N-1`` down to 0), as in the
+        official maze2d configs.
+    metric : {"cosine", "euclidean"}, default="cosine"
+    backend : {"torch", "kdtree"}, default="torch"
+    """
+
+    def __init__(
+        self,
+        windows: np.ndarray | torch.Tensor,
+        n_neighbors: int = 10,
+        tau: float = 0.99,
+        rank: int | None = None,
+        proj_range: tuple[float, float] = (0.5, 0.8),
+        metric: str = "cosine",
+        backend: str = "torch",
+    ) -> None:
+        w = torch.as_tensor(
+            np.asarray(windows) if not isinstance(windows, torch.Tensor) else windows
+        )
+        if w.ndim != 3 or min(w.shape) == 0:
+            raise ValueError(
+                f"windows must have shape (n, horizon, transition_dim), got {tuple(w.shape)}"
+            )
+        if not torch.isfinite(w).all():
+            raise ValueError("windows contains NaN or inf")
+        n, horizon, tdim = w.shape
+        dim = horizon * tdim
+        if not isinstance(n_neighbors, (int, np.integer)) or not (2 <= n_neighbors <= n):
+            raise ValueError(
+                f"n_neighbors must be an int in [2, n_windows={n}], got {n_neighbors!r}"
+            )
+        if not (0.0 < tau <= 1.0):
+            raise ValueError(f"tau must be in (0, 1], got {tau}")
+        if rank is not None:
+            if rank > dim:
+                raise ValueError(
+                    f"rank={rank} exceeds the trajectory dimension horizon*transition_dim={dim}"
+                )
+            if not (1 <= rank <= n_neighbors):
+                raise ValueError(f"rank must be in [1, n_neighbors={n_neighbors}], got {rank}")
+        lo, hi = proj_range
+        if not (0.0 <= lo < hi <= 1.0):
+            raise ValueError(f"proj_range must satisfy 0 <= lo < hi <= 1, got {proj_range}")
+        self.windows = w.float()
+        self.horizon, self.transition_dim = horizon, tdim
+        self.n_neighbors, self.tau, self.rank = int(n_neighbors), float(tau), rank
+        self.proj_range = (float(lo), float(hi))
+        self.index = NeighborIndex(self.windows.reshape(n, dim), metric=metric, backend=backend)
+        self.last_ranks: torch.Tensor | None = None
+
+    def active(self, i: int, n_timesteps: int) -> bool:
+        """Whether to project after the reverse step from level ``i`` to ``i-1``."""
+        lo, hi = self.proj_range
+        return i > 0 and int(lo * (n_timesteps - 1)) <= i <= int(hi * (n_timesteps - 1))
+
+    @torch.no_grad()
+    def project(
+        self,
+        x: torch.Tensor,
+        x0_hat: torch.Tensor,
+        alpha_bar: float,
+        condition: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Project noisy samples onto their local data manifold.
+
+        Parameters
+        ----------
+        x : Tensor, shape (b, horizon, transition_dim)
+            Samples at the noise level ``alpha_bar``.
+        x0_hat : Tensor, shape (b, horizon, transition_dim)
+            Tweedie estimates of the clean samples (neighbour queries).
+        alpha_bar : float
+            Cumulative signal coefficient of ``x``'s noise level (1 = clean).
+        condition : callable, optional
+            Re-applies inpainting constraints to a (b * k, horizon, dim) tensor so the
+            neighbours share ``x``'s fixed start/goal.
+        generator : torch.Generator, optional
+
+        Returns
+        -------
+        Tensor, shape like ``x``
+        """
+        if x.shape != x0_hat.shape or x.shape[1:] != (self.horizon, self.transition_dim):
+            raise ValueError(
+                f"x and x0_hat must have shape (b, {self.horizon}, {self.transition_dim})"
+            )
+        if not (0.0 < alpha_bar <= 1.0):
+            raise ValueError(f"alpha_bar must be in (0, 1], got {alpha_bar}")
+        b, k = x.shape[0], self.n_neighbors
+        _, idx = self.index.search(x0_hat.reshape(b, -1), k)
+        nb = self.windows[idx.reshape(-1)].to(x)  # (b * k, H, C)
+        eps = torch.randn(nb.shape, generator=generator, dtype=nb.dtype)
+        nb = alpha_bar**0.5 * nb + (1.0 - alpha_bar) ** 0.5 * eps.to(nb)
+        if condition is not None:
+            nb = condition(nb)
+        mean, basis, ranks = local_pca(nb.reshape(b, k, -1), tau=self.tau, rank=self.rank)
+        self.last_ranks = ranks
+        return project_affine(x.reshape(b, -1), mean, basis).reshape(x.shape)

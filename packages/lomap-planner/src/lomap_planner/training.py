@@ -1,0 +1,128 @@
+"""Training loop for the trajectory diffusion model."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from lomap_planner.diffusion import GaussianDiffusion
+
+__all__ = ["goal_conditions", "train_diffusion"]
+
+
+class _Adam:
+    """Plain Adam (Kingma & Ba, 2015) without weight decay.
+
+    ``torch.optim.Adam`` imports ``torch._dynamo`` on construction, which costs over
+    a minute per process on machines without a bytecode cache; this small
+    update keeps training and tests quick.
+    """
+
+    def __init__(self, params: list[torch.nn.Parameter], lr: float, betas=(0.9, 0.999), eps=1e-8):
+        self.params, self.lr, self.betas, self.eps = params, lr, betas, eps
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+        self.t = 0
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.t += 1
+        b1, b2 = self.betas
+        c1, c2 = 1 - b1**self.t, 1 - b2**self.t
+        for p, m, v in zip(self.params, self.m, self.v, strict=True):
+            if p.grad is None:
+                continue
+            m.lerp_(p.grad, 1 - b1)
+            v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+            p.addcdiv_(m / c1, (v / c2).sqrt_().add_(self.eps), value=-self.lr)
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+
+def goal_conditions(x: torch.Tensor, action_dim: int, goal_features: int = 2) -> dict:
+    """Diffuser's Maze2D conditions: the full first state and the last position.
+
+    Parameters
+    ----------
+    x : Tensor, shape (B, H, C)
+        Normalised windows.
+    action_dim : int
+    goal_features : int, default=2
+        Leading observation features fixed at the last step (2 = goal position).
+    """
+    return {
+        0: x[:, 0, action_dim:],
+        x.shape[1] - 1: x[:, -1, action_dim : action_dim + goal_features],
+    }
+
+
+def train_diffusion(
+    diffusion: GaussianDiffusion,
+    windows: np.ndarray | torch.Tensor,
+    n_steps: int = 2000,
+    batch_size: int = 64,
+    lr: float = 2e-4,
+    ema_decay: float = 0.995,
+    seed: int = 0,
+    verbose: bool = False,
+) -> list[float]:
+    """Fit the denoiser on normalised windows with Adam; keeps an EMA of the weights.
+
+    The EMA weights are copied into ``diffusion`` at the end (Diffuser samples with
+    the EMA model).
+
+    Parameters
+    ----------
+    diffusion : GaussianDiffusion
+    windows : ndarray or Tensor, shape (n, horizon, transition_dim)
+        Normalised to ``[-1, 1]``.
+    n_steps, batch_size : int
+    lr : float
+    ema_decay : float, default=0.995
+    seed : int
+    verbose : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    list of float
+        The training loss per step.
+    """
+    w = torch.as_tensor(np.asarray(windows) if not isinstance(windows, torch.Tensor) else windows)
+    w = w.float()
+    if w.ndim != 3 or w.shape[1:] != (diffusion.horizon, diffusion.transition_dim):
+        raise ValueError(
+            f"windows must have shape (n, {diffusion.horizon}, {diffusion.transition_dim})"
+        )
+    if len(w) == 0:
+        raise ValueError("windows is empty")
+    if not torch.isfinite(w).all():
+        raise ValueError("windows contains NaN or inf")
+    if n_steps < 1 or batch_size < 1:
+        raise ValueError("n_steps and batch_size must be >= 1")
+    if not (0.0 <= ema_decay < 1.0):
+        raise ValueError(f"ema_decay must be in [0, 1), got {ema_decay}")
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    opt = _Adam([p for p in diffusion.model.parameters() if p.requires_grad], lr=lr)
+    ema = copy.deepcopy(diffusion.model).requires_grad_(False)
+    losses = []
+    diffusion.train()
+    for _ in tqdm(range(n_steps), disable=not verbose, desc="train"):
+        x0 = w[torch.randint(len(w), (batch_size,), generator=gen)]
+        loss = diffusion.loss(x0, goal_conditions(x0, diffusion.action_dim))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            for pe, pm in zip(ema.parameters(), diffusion.model.parameters(), strict=True):
+                pe.lerp_(pm, 1.0 - ema_decay)
+        losses.append(loss.item())
+    diffusion.model.load_state_dict(ema.state_dict())
+    diffusion.eval()
+    return losses

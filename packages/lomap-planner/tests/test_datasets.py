@@ -1,0 +1,113 @@
+import numpy as np
+import pytest
+
+from lomap_planner.datasets import (
+    REQUIRED_KEYS,
+    collect_maze2d_dataset,
+    episode_bounds,
+    load_hdf5,
+    make_windows,
+    save_hdf5,
+    validate_dataset,
+)
+from lomap_planner.geometry import segments_hit_walls
+from lomap_planner.normalizers import LimitsNormalizer
+
+
+def test_generator_d4rl_layout(tiny_env, tiny_data):
+    d = tiny_data
+    for k in (*REQUIRED_KEYS, "infos/goal", "infos/qpos", "infos/qvel"):
+        assert len(d[k]) == 1200
+    assert d["observations"].shape == (1200, 4) and d["actions"].shape == (1200, 2)
+    assert d["observations"].dtype == np.float32
+    assert not d["terminals"].any()
+    assert np.abs(d["actions"]).max() <= 1.0
+    # 12 streams of 100 steps; timeouts every 20 steps and at each stream end.
+    assert d["timeouts"].sum() == 60
+    bounds = episode_bounds(d)
+    assert (bounds[:, 1] - bounds[:, 0] == 20).all()
+    # Within an episode the logged positions follow feasible physics.
+    for a, b in bounds[:5]:
+        p = d["observations"][a:b, :2]
+        assert not segments_hit_walls(p[:-1], p[1:], tiny_env.walls).any()
+    # The controller reaches goals, so some reward is collected.
+    assert d["rewards"].sum() > 0
+
+
+def test_hdf5_roundtrip(tmp_path, tiny_data):
+    path = tmp_path / "maze.hdf5"
+    save_hdf5(tiny_data, path)
+    back = load_hdf5(path)
+    assert set(back) == set(tiny_data)
+    for k in tiny_data:
+        np.testing.assert_array_equal(back[k], tiny_data[k])
+
+
+def test_load_hdf5_bad_files(tmp_path, tiny_data):
+    import h5py
+
+    with pytest.raises(ValueError, match="path"):
+        load_hdf5(tmp_path / "missing.hdf5")
+    path = tmp_path / "bad.hdf5"
+    with h5py.File(path, "w") as f:
+        for k in ("observations", "actions", "rewards", "terminals"):
+            f.create_dataset(k, data=tiny_data[k])
+    with pytest.raises(ValueError, match="timeouts"):
+        load_hdf5(path)
+    with h5py.File(path, "a") as f:
+        f.create_dataset("timeouts", data=tiny_data["timeouts"][:-3])
+    with pytest.raises(ValueError, match="timeouts has length"):
+        load_hdf5(path)
+
+
+def test_validate_dataset_errors(tiny_data):
+    d = dict(tiny_data)
+    obs = d["observations"].copy()
+    obs[5, 1] = np.nan
+    with pytest.raises(ValueError, match="observations contains NaN"):
+        validate_dataset({**d, "observations": obs})
+    with pytest.raises(ValueError, match="actions has length"):
+        validate_dataset({**d, "actions": d["actions"][:10]})
+    with pytest.raises(ValueError, match="missing"):
+        validate_dataset({k: v for k, v in d.items() if k != "rewards"})
+    with pytest.raises(ValueError, match="empty"):
+        validate_dataset({k: v[:0] for k, v in d.items()})
+    with pytest.raises(TypeError, match="data"):
+        validate_dataset([1, 2])
+    # The caller's arrays are not modified by validation.
+    assert np.isfinite(tiny_data["observations"]).all()
+
+
+def test_make_windows_respect_episodes(tiny_data):
+    w = make_windows(tiny_data, 8)
+    # 60 episodes of 20 steps -> 13 windows each.
+    assert w.shape == (60 * 13, 8, 6)
+    np.testing.assert_array_equal(w[0, :, 2:], tiny_data["observations"][:8])
+    np.testing.assert_array_equal(w[13, 0, 2:], tiny_data["observations"][20])
+    with pytest.raises(ValueError, match="horizon"):
+        make_windows(tiny_data, 21)
+    with pytest.raises(ValueError, match="horizon"):
+        make_windows(tiny_data, 1)
+    assert make_windows(tiny_data, 8, include_actions=False).shape[-1] == 4
+
+
+def test_collect_bad_input(tiny_env):
+    with pytest.raises(ValueError, match="n_steps"):
+        collect_maze2d_dataset(tiny_env, 0)
+    with pytest.raises(ValueError, match="action_noise"):
+        collect_maze2d_dataset(tiny_env, 10, action_noise=-1.0)
+    with pytest.raises(TypeError, match="env"):
+        collect_maze2d_dataset("tiny", 10)
+
+
+def test_limits_normalizer_roundtrip():
+    x = np.random.default_rng(0).normal(size=(50, 3, 4))
+    x[..., 3] = 2.0  # constant feature
+    n = LimitsNormalizer(x)
+    y = n.normalize(x)
+    assert np.allclose(y[..., :3].min(axis=(0, 1)), -1) and np.allclose(
+        y[..., :3].max(axis=(0, 1)), 1
+    )
+    np.testing.assert_allclose(n.unnormalize(y), x)
+    with pytest.raises(ValueError, match="NaN"):
+        LimitsNormalizer(np.array([[np.nan]]))
