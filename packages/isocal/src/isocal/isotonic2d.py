@@ -53,14 +53,17 @@ def best_upper_set_rank2d(
     table = np.bincount(
         row_idx * (n_cols + 1) + col_idx, weights=gain, minlength=n_rows * (n_cols + 1)
     ).reshape(n_rows, n_cols + 1)
-    # suffix[r, j] = gain of taking row r's points with value >= uniq[j].
-    suffix = np.cumsum(table[:, ::-1], axis=1)[:, ::-1]
-    # Thresholds j_0 >= j_1 >= ... (higher ranks include more): DP over rows.
-    score = np.empty_like(suffix)
-    score[0] = suffix[0]
-    for r in range(1, n_rows):
-        best_above = np.maximum.accumulate(score[r - 1][::-1])[::-1]
-        score[r] = suffix[r] + best_above
+    # In place (one n_rows x (n_cols + 1) array; it dominates the memory use):
+    # 1) table[r, j] <- gain of taking row r's points with value >= uniq[j] (suffix sums);
+    # 2) table[r, j] <- best gain of rows 0..r with row r's threshold at j. Thresholds
+    #    satisfy j_0 >= j_1 >= ... because higher ranks include more points.
+    score = table
+    for r in range(n_rows):
+        row = score[r, ::-1]
+        np.cumsum(row, out=row)
+        if r > 0:
+            best_above = np.maximum.accumulate(score[r - 1, ::-1])[::-1]
+            score[r] += best_above
     thresholds = np.empty(n_rows, dtype=np.int64)
     j = int(np.argmax(score[-1]))
     best = float(score[-1, j])
