@@ -198,3 +198,25 @@ def test_min_prob_floor(cls, small_problem):
         cls(min_prob=0.5).fit(P, y)
     with pytest.raises(ValueError, match="min_prob"):
         cls(min_prob=-1e-3).fit(P, y)
+
+
+@pytest.mark.parametrize("cls", [NAFIRCalibrator, SCIRCalibrator, FIRCalibrator])
+def test_class_agnostic_permutation_equivariance(cls, small_problem):
+    """Shared-map methods do not care about class identities: permuting classes permutes outputs."""
+    P, y = small_problem
+    perm = np.array([2, 0, 3, 1])
+    inv = np.argsort(perm)
+    T = np.random.default_rng(3).dirichlet(np.ones(4), 50)
+    Q = cls().fit(P, y).predict_proba(T)
+    Qp = cls().fit(P[:, perm], inv[y]).predict_proba(T[:, perm])
+    np.testing.assert_allclose(Qp, Q[:, perm], atol=1e-7)
+
+
+@pytest.mark.parametrize("cls", [NAFIRCalibrator, SCIRCalibrator, OvRIsotonicCalibrator])
+def test_integer_weights_equal_repeated_rows(cls, small_problem):
+    P, y = small_problem
+    w = np.random.default_rng(4).integers(1, 4, len(y))
+    T = np.random.default_rng(5).dirichlet(np.ones(4), 50)
+    a = cls().fit(P, y, sample_weight=w).predict_proba(T)
+    b = cls().fit(np.repeat(P, w, axis=0), np.repeat(y, w)).predict_proba(T)
+    np.testing.assert_allclose(a, b, atol=1e-6)
