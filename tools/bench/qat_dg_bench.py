@@ -106,7 +106,7 @@ def main() -> None:
             idx = [(t + k) % a.seeds for k in range(a.members)]
             for j, e in enumerate(envs):
                 ens = cls([runs[alg][e][i]["model"] for i in idx])
-                accs[t, j] = accuracy(ens, *runs[alg][e][0]["target_in"])
+                accs[t, j] = accuracy(ens, *runs[alg][e][t]["target_in"])
                 size = ens.size_bits() / 8
         return accs.mean(1), list(accs.mean(0)), size
 

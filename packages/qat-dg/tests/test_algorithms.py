@@ -140,3 +140,18 @@ def test_bad_inputs():
         erm.update([(bad, torch.zeros(2, dtype=torch.long))])
     assert default_hparams("QTDoG")["bits"] == 7
     assert not is_quantized(erm.network)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("batch_size", 0), ("rho", -0.1), ("weight_decay", float("nan")), ("sma_start_step", -2)],
+)
+def test_hparam_ranges(key, value):
+    cls = {"rho": SAM, "sma_start_step": ERM_SMA}.get(key, ERM)
+    with pytest.raises(ValueError, match=key):
+        cls(SHAPE, 10, 2, {key: value})
+
+
+def test_noise_injection_bits_checked_at_init():
+    with pytest.raises(ValueError, match="bits"):
+        NoiseInjection(SHAPE, 10, 2, {"bits": 20})

@@ -105,3 +105,16 @@ def test_symmetric_range_and_quantizer_module():
     codes = q.integers(w)
     assert codes.dtype == torch.int8
     torch.testing.assert_close(codes.float() * q.step[:, None], q(w))
+
+
+def test_grad_scale_channel_vs_tensor():
+    torch.manual_seed(2)
+    w = torch.randn(4, 9)
+    grads = {}
+    for mode in ("tensor", "channel"):
+        q = LSQQuantizer(4, bits=4, grad_scale=mode)
+        q.init_from(w)
+        q(w).pow(2).sum().backward()
+        grads[mode] = q.step.grad
+    # 1/sqrt(Q_P * 9) vs 1/sqrt(Q_P * 36): ratio sqrt(4) = 2
+    torch.testing.assert_close(grads["channel"], 2 * grads["tensor"])

@@ -112,6 +112,15 @@ class Algorithm(nn.Module):
             v = self.hparams[key]
             if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
                 raise ValueError(f"hparams['{key}'] must be a positive finite number, got {v!r}")
+        for key in ("weight_decay", "rho", "sma_start_step", "quant_start_step"):
+            v = self.hparams.get(key, 0)
+            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
+                raise ValueError(f"hparams['{key}'] must be a finite number >= 0, got {v!r}")
+        b = self.hparams["batch_size"]
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise ValueError(f"hparams['batch_size'] must be an int >= 1, got {b!r}")
+        if "bits" in self.hparams:
+            quant_range(self.hparams["bits"])  # raises ValueError naming bits
         if int(num_domains) < 1:
             raise ValueError(f"num_domains must be >= 1, got {num_domains}")
         self.input_shape = tuple(int(d) for d in input_shape)

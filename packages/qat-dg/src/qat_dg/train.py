@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -47,7 +47,6 @@ class TrainConfig:
     threads: int | None = None
     keep_model: bool = True
     verbose: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("n_steps", "checkpoint_freq"):

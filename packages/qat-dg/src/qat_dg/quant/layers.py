@@ -60,6 +60,7 @@ class QuantConfig:
 
     def __post_init__(self) -> None:
         _check_bits(self.bits)
+        object.__setattr__(self, "bits", int(self.bits))
         targets = (self.targets,) if isinstance(self.targets, str) else tuple(self.targets)
         object.__setattr__(self, "targets", targets)
         exclude = (self.exclude,) if isinstance(self.exclude, str) else tuple(self.exclude)

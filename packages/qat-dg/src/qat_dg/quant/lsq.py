@@ -8,6 +8,7 @@ with a straight-through estimator (STE) and a scaled step-size gradient.
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import Tensor, nn
@@ -48,7 +49,7 @@ def quant_range(bits: int, symmetric: bool = False, all_positive: bool = False) 
 
 
 def _check_bits(bits: int) -> None:
-    if isinstance(bits, bool) or not isinstance(bits, int):
+    if isinstance(bits, bool) or not isinstance(bits, numbers.Integral):
         raise TypeError(f"bits must be an int, got {type(bits).__name__}")
     if not 2 <= bits <= 16:
         raise ValueError(f"bits must be in [2, 16], got {bits}")
@@ -181,6 +182,7 @@ class LSQQuantizer(nn.Module):
     ) -> None:
         super().__init__()
         _check_bits(bits)
+        bits = int(bits)
         if grad_scale not in ("tensor", "channel"):
             raise ValueError(f"grad_scale must be 'tensor' or 'channel', got {grad_scale!r}")
         if int(num_channels) < 1:
