@@ -82,7 +82,7 @@ def test_passkey_batch():
     ids, target, depth = sa.passkey_batch(16, 100, generator=gen)
     rows = torch.arange(16)
     assert ids.shape == (16, 100) and (ids[rows, depth] == 64).all()
-    assert (ids[rows, depth + 1] == target).all() and (ids[:, -1] == 65).all()
+    assert (ids[rows, depth + 1] == target).all() and (ids[:, -1] == 64).all()
     ids2, *_ = sa.passkey_batch(16, 100, generator=torch.Generator().manual_seed(0))
     assert torch.equal(ids, ids2)
     with pytest.raises(ValueError, match="length"):
@@ -91,3 +91,37 @@ def test_passkey_batch():
         sa.passkey_batch(2, 10, depth=torch.tensor([0, 9]))
     with pytest.raises(ValueError, match="input_ids"):
         model()(torch.zeros(3, dtype=torch.long))
+
+
+def test_associative_recall_batch():
+    gen = torch.Generator().manual_seed(0)
+    ids, tgt, dist = sa.associative_recall_batch(
+        8, 64, num_pairs=5, num_queries=3, num_keys=16, num_values=16, vocab_size=64, generator=gen
+    )
+    assert ids.shape == tgt.shape == (8, 64) and dist.shape == (8, 3)
+    assert ((tgt != -100).sum(1) == 3).all()
+    for b in range(8):
+        for qp in (tgt[b] != -100).nonzero().flatten().tolist():
+            key, value = ids[b, qp].item(), tgt[b, qp].item()
+            assert ids[b, qp + 1] == value and key < 16 <= value < 32
+            earlier = (ids[b, :qp] == key).nonzero().flatten()
+            assert len(earlier) == 1 and ids[b, earlier[0] + 1] == value
+            assert qp - earlier[0] in dist[b].tolist()
+    with pytest.raises(ValueError, match="num_queries"):
+        sa.associative_recall_batch(2, 64, num_pairs=2, num_queries=3)
+    with pytest.raises(ValueError, match="length"):
+        sa.associative_recall_batch(2, 10, num_pairs=8, num_queries=2)
+    with pytest.raises(ValueError, match="vocab_size"):
+        sa.associative_recall_batch(2, 64, vocab_size=40)
+
+
+def test_plot_scaling(tmp_path):
+    pytest.importorskip("matplotlib")
+    from sparse_attn.plotting import plot_scaling
+
+    rows = [{"method": m, "L": n, "fwd": n * 1e-6, "fwdbwd": n * 3e-6}
+            for m in ("dense", "cca") for n in (512, 1024)]  # fmt: skip
+    plot_scaling(rows, str(tmp_path / "s.png"))
+    assert (tmp_path / "s.png").stat().st_size > 0
+    with pytest.raises(ValueError, match="rows"):
+        plot_scaling([], str(tmp_path / "e.png"))

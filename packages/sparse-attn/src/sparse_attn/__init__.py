@@ -30,7 +30,7 @@ from sparse_attn.region import (
     region_metadata,
     region_topk_attention,
 )
-from sparse_attn.tasks import passkey_batch
+from sparse_attn.tasks import associative_recall_batch, passkey_batch
 
 __all__ = [
     "CCAAttention",
@@ -48,6 +48,7 @@ __all__ = [
     "__version__",
     "analytic_cache_entries",
     "apply_rope",
+    "associative_recall_batch",
     "cca_attention",
     "cca_core_tokens",
     "cca_num_visible_cores",
