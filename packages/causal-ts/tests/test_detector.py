@@ -151,3 +151,26 @@ def test_bad_inputs(fitted, data) -> None:  # type: ignore[no-untyped-def]
         CAROTS().decision_function(X)
     with pytest.raises(ValueError, match="nan_policy"):
         VARResidual(nan_policy="drop").fit(X)
+
+
+def test_pickle_roundtrip(fitted, data) -> None:  # type: ignore[no-untyped-def]
+    import pickle
+
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_allclose(
+        again.decision_function(data.X_test), fitted.decision_function(data.X_test)
+    )
+
+
+def test_plotting(fitted, data) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from causal_ts.plotting import plot_history, plot_scores
+
+    assert plot_history(fitted.history_) is not None
+    s = fitted.decision_function(data.X_test)
+    assert plot_scores(s, window_labels(data.y_test, 6), fitted.threshold_) is not None
+    with pytest.raises(ValueError, match="labels"):
+        plot_scores(s, np.zeros(3))
