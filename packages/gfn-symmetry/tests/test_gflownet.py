@@ -157,3 +157,42 @@ def test_bad_call_arguments():
         gfn.sample(0)
     with pytest.raises(ValueError, match="trajectories"):
         gfn.compute_loss([], torch.zeros(0))
+
+
+def test_adam_matches_closed_form_first_step():
+    from gfn_symmetry.optim import Adam
+
+    p = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    opt = Adam([{"params": [p], "lr": 0.1}])
+    (p**2).sum().backward()
+    opt.step()
+    # first Adam step moves each coordinate by lr * sign(grad) (up to eps)
+    np.testing.assert_allclose(p.detach().numpy(), [0.9, -1.9], rtol=1e-6)
+    opt.zero_grad()
+    assert p.grad is None
+    with pytest.raises(ValueError, match="lr"):
+        Adam([{"params": [p], "lr": 0.0}])
+
+
+def test_plotting_helper(atom_env):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from gfn_symmetry.plotting import plot_symmetry_bias
+
+    space = build_state_space(atom_env)
+    target = target_distribution(space, uniform_reward)
+    ax = plot_symmetry_bias(space, target, {"uniform": target})
+    assert ax.get_xlabel() == "|Aut(x)|"
+    with pytest.raises(ValueError, match="target"):
+        plot_symmetry_bias(space, target[:3], {})
+
+
+def test_log_reward_rejects_empty_graph():
+    from gfn_symmetry import log_reward
+
+    with pytest.raises(ValueError, match="empty"):
+        log_reward(uniform_reward, nx.Graph())
+    with pytest.raises(TypeError, match="reward_fn"):
+        log_reward("not callable", nx.path_graph(2))
