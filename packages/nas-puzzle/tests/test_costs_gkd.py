@@ -102,3 +102,17 @@ def test_demo_runs():
     out = npz.demo(seed=0)
     assert "puzzle-mip" in out and "uniform" in out
     assert npz.__version__ == "0.1.0"
+
+
+def test_pipeline_object(parent, space, corpus):
+    small = space.restrict(attention=["gqa1", "noop"], ffn=["ffn8", "noop"])
+    pz = npz.Puzzle(parent, small, data=corpus[0], val_data=corpus[1],
+                    scenario=npz.Scenario(batch_sizes=(1, 4), prefill_len=8, decode_len=8))  # fmt: skip
+    with pytest.raises(RuntimeError, match="build_library"):
+        pz.score()
+    pz.build_library(steps=3, batch_size=2, seq_len=8).score(max_windows=4, seq_len=8).measure()
+    full = pz.costs.model_totals([0] * parent.cfg.n_layers, 4)
+    child = pz.search(npz.Constraints(memory_max_bytes=0.7 * full["memory_bytes"])).realize()
+    assert pz.solution.totals["memory_bytes"] <= 0.7 * full["memory_bytes"]
+    out = child.uptrain(steps=2, batch_size=2, seq_len=8)
+    assert isinstance(out, npz.HeteroDecoder) and out.block_configs == pz.solution.choices

@@ -29,6 +29,7 @@ from nas_puzzle.mip import (
     sweep_batch_sizes,
 )
 from nas_puzzle.model import HeteroDecoder, KVCache, infer_block_configs
+from nas_puzzle.pipeline import Puzzle
 from nas_puzzle.scoring import ScoreTable, replace_one_block
 from nas_puzzle.search_space import SearchSpace
 from nas_puzzle.train import train_parent
@@ -45,6 +46,7 @@ __all__ = [
     "HeteroDecoder",
     "InfeasibleError",
     "KVCache",
+    "Puzzle",
     "RooflineModel",
     "Scenario",
     "ScoreTable",

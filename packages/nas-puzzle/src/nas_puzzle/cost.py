@@ -9,7 +9,9 @@ For a :class:`Scenario` (batch sizes, prefill and decode lengths, dtype) every b
   ``decode_len`` cached decode steps, per batch size.
 
 Backends: ``"analytic"`` (deterministic roofline, used by tests) and ``"measure"`` (wall clock on
-this machine: warm-up + minimum over repeats, ``torch.set_num_threads(threads)``). With identical
+this machine: each distinct attention and FFN subblock is timed, warm-up + minimum over
+round-robin repeats, ``torch.set_num_threads(threads)``; a block costs the sum of its two
+subblocks). With identical
 parent layers the cost depends only on the variant, so each variant is measured once and
 broadcast to every layer (``CostTable.param_bytes`` etc. are still (L, K) so per-layer overrides
 are possible). Non-block costs (embedding, final norm, LM head) are kept apart: the MIP subtracts
@@ -26,8 +28,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from nas_puzzle.config import BlockConfig, DecoderConfig
-from nas_puzzle.model import DecoderBlock, rope_tables
+from nas_puzzle.config import AttentionConfig, BlockConfig, DecoderConfig
+from nas_puzzle.model import AttentionSubblock, FFNSubblock, rope_tables
 
 __all__ = ["CostTable", "RooflineModel", "Scenario", "estimate", "variant_num_params"]
 
@@ -165,44 +167,38 @@ def _analytic_non_block(
     return pre + 3 * rm.op_overhead_s, D * (step + 3 * rm.op_overhead_s)
 
 
-def _time(fn, repeats: int) -> float:
-    fn()  # warm-up
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)  # the least-disturbed run: robust on a shared machine
-
-
-@torch.inference_mode()
-def _measure_block(
-    cfg: DecoderConfig, block: BlockConfig, scen: Scenario, b: int, repeats: int, dtype
-) -> tuple[float, float]:
+def _subblock_runners(cfg: DecoderConfig, variant: object, scen: Scenario, b: int, dtype):
+    """(prefill, decode) closures running one attention or FFN subblock on random inputs."""
     torch.manual_seed(0)
-    blk = DecoderBlock(cfg, block).to(dtype).eval()
+    is_attn = isinstance(variant, AttentionConfig)
+    mod = (AttentionSubblock if is_attn else FFNSubblock)(cfg, variant).to(dtype).eval()
     cos, sin = (t.to(dtype) for t in rope_tables(cfg))
     P, D = scen.prefill_len, scen.decode_len
     x = torch.randn(b, P, cfg.d_model, dtype=dtype)
     xs = torch.randn(b, 1, cfg.d_model, dtype=dtype)
 
-    def prefill():
-        return blk(x, cos[:P], sin[:P])
+    def step(h, t0, cache=None):
+        if is_attn:
+            delta, cache = mod(h, cos[t0 : t0 + h.shape[1]], sin[t0 : t0 + h.shape[1]], cache)
+        else:
+            delta = mod(h)
+        return (h if delta is None else h + delta), cache
 
-    _, cache = prefill()
+    with torch.inference_mode():
+        _, cache0 = step(x, 0)
+
+    def prefill():
+        return step(x, 0)
 
     def decode():
-        c = cache
+        c = cache0
         for t in range(P, P + D):
-            _, c = blk(xs, cos[t : t + 1], sin[t : t + 1], c)
+            _, c = step(xs, t, c)
 
-    return _time(prefill, repeats), _time(decode, repeats) if D else 0.0
+    return prefill, decode
 
 
-@torch.inference_mode()
-def _measure_non_block(
-    cfg: DecoderConfig, scen: Scenario, b: int, repeats: int, dtype
-) -> tuple[float, float]:
+def _non_block_runners(cfg: DecoderConfig, scen: Scenario, b: int, dtype):
     torch.manual_seed(0)
     emb = torch.nn.Embedding(cfg.vocab_size, cfg.d_model).to(dtype)
     norm = torch.nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps).to(dtype)
@@ -212,13 +208,26 @@ def _measure_non_block(
     def run(t):
         return norm(emb(t)) @ emb.weight.T
 
-    pre = _time(lambda: run(tok), repeats)
-
     def decode():
         for _ in range(D):
             run(tok[:, :1])
 
-    return pre, _time(decode, repeats) if D else 0.0
+    return (lambda: run(tok)), decode
+
+
+@torch.inference_mode()
+def _measure_round_robin(fns: list, repeats: int, verbose: bool) -> np.ndarray:
+    """Minimum time of each closure; one call of every closure per round, so slow drifts in
+    machine load hit all variants alike instead of whichever happened to run then."""
+    for fn in fns:  # warm-up
+        fn()
+    best = np.full(len(fns), np.inf)
+    for _ in tqdm(range(repeats), disable=not verbose, desc="cost (measure)"):
+        for k, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return best
 
 
 @dataclass
@@ -357,20 +366,29 @@ def estimate(
     try:
         if backend == "measure" and threads is not None:
             torch.set_num_threads(threads)
-        bar = tqdm(total=nb * (K + 1), disable=not verbose, desc=f"cost ({backend})")
         for k, b in enumerate(scenario.batch_sizes):
-            for j, v in enumerate(variants):
-                if backend == "analytic":
-                    pre[k, j], dec[k, j] = _analytic_block(cfg, v, scenario, b, rm)
-                else:
-                    pre[k, j], dec[k, j] = _measure_block(cfg, v, scenario, b, repeats, dtype)
-                bar.update()
             if backend == "analytic":
+                for j, v in enumerate(variants):
+                    pre[k, j], dec[k, j] = _analytic_block(cfg, v, scenario, b, rm)
                 nb_pre[k], nb_dec[k] = _analytic_non_block(cfg, scenario, b, rm)
-            else:
-                nb_pre[k], nb_dec[k] = _measure_non_block(cfg, scenario, b, repeats, dtype)
-            bar.update()
-        bar.close()
+                continue
+            # block cost = attention subblock + FFN subblock: measure the |A| + |F| distinct
+            # subblocks (Puzzletron-style subblock stats) instead of |A| x |F| blocks, which
+            # leaves time for more repeats and so less noise on a shared machine
+            subs = list(dict.fromkeys([v.attention for v in variants] + [v.ffn for v in variants]))
+            fns = []
+            for sub in subs:
+                fns.extend(_subblock_runners(cfg, sub, scenario, b, dtype))
+            fns.extend(_non_block_runners(cfg, scenario, b, dtype))
+            if scenario.decode_len == 0:
+                fns = [f if i % 2 == 0 else (lambda: None) for i, f in enumerate(fns)]
+            t = _measure_round_robin(fns, repeats, verbose)
+            pos = {sub: i for i, sub in enumerate(subs)}
+            for j, v in enumerate(variants):
+                ia, jf = pos[v.attention], pos[v.ffn]
+                pre[k, j] = t[2 * ia] + t[2 * jf]
+                dec[k, j] = t[2 * ia + 1] + t[2 * jf + 1]
+            nb_pre[k], nb_dec[k] = t[-2], t[-1]
     finally:
         torch.set_num_threads(old_threads)
     n_nb = cfg.vocab_size * cfg.d_model * (1 if cfg.tie_embeddings else 2) + cfg.d_model

@@ -42,7 +42,7 @@ def demo(seed: int = 0) -> str:
         cfg = DecoderConfig(d_model=32, n_layers=3, n_heads=4, n_kv_heads=4,
                             ffn_intermediate=64, max_seq_len=32)  # fmt: skip
         train, val, test = split_tokens(toy_corpus(120_000, seed=seed))
-        parent = train_parent(cfg, train, steps=60, lr=3e-3, batch_size=8, seed=seed)
+        parent = train_parent(cfg, train, steps=100, lr=1e-2, batch_size=8, seed=seed)
         space = SearchSpace.paper_default(cfg, ffn_ratios=(1.0, 0.5, 0.25))
         lib = build_library(parent, space, train, steps=40, batch_size=8, seed=seed)
         scores = replace_one_block(parent, lib, val, max_windows=16)
