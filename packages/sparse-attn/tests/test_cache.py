@@ -24,7 +24,7 @@ def run_cache(cache, q, k, v, l0):
 
 @pytest.mark.parametrize("l0", [0, 23, 31, 32, 137])
 def test_cca_decode_equals_full_forward(l0):
-    g, s, total = 8, 24, 137 + 60
+    g, s, total = 8, 24, 137 + 40
     q, k, v = rand_qkv(1, 4, 2, total, 8)
     full = sa.cca_attention(q, k, v, group_size=g, local_window=s, enable_gqa=True)
     cache = sa.CCAKVCache(1, group_size=g, local_window=s)

@@ -194,3 +194,18 @@ def test_does_not_mutate_inputs():
     sa.cca_attention(q, k, v, group_size=4, local_window=6)
     for a, b in zip((q, k, v), copies, strict=True):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize(("g", "s", "length"), [(3, 5, 50), (16, 5, 70)])
+def test_paper_window_rule_matches_naive_loop(g, s, length):
+    q, k, v = rand_qkv(1, 2, 1, length, 8)
+    kw = dict(group_size=g, local_window=s, enable_gqa=True, window_rule="paper")
+    out = sa.cca_attention(q, k, v, chunk_size=7, **kw)
+    ref = sa.cca_attention(q, k, v, backend="reference", **kw)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=0)
+    naive = naive_cca(q, k, v, g, s, window_rule="paper")
+    torch.testing.assert_close(out, naive, atol=1e-10, rtol=0)
+    part = sa.cca_attention(q, k, v, group_size=g, local_window=s, enable_gqa=True)
+    assert (out - part).abs().max() > 1e-6
+    with pytest.raises(ValueError, match="window_rule"):
+        sa.cca_attention(q, k, v, group_size=g, local_window=s, enable_gqa=True, window_rule="x")

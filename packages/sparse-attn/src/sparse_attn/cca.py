@@ -186,13 +186,15 @@ def _chunk_mask(
     core_bias: float | None,
     dtype: torch.dtype,
     device: torch.device,
+    overlap: int = 0,
 ) -> torch.Tensor:
-    """Mask for queries [a, b) over keys [cores 0..n_b-1 ; raw n_a*g .. b-1]."""
+    """Mask for queries [a, b) over keys [cores 0..n_b-1 ; raw n_a*g - overlap .. b-1]."""
     t = torch.arange(a, b, device=device)
     n = torch.div(t + 1 - local_window, group_size, rounding_mode="floor").clamp(0, num_core)
     core_vis = torch.arange(n_b, device=device)[None, :] < n[:, None]
-    u = torch.arange(n_a * group_size, b, device=device)[None, :]
-    raw_vis = (u >= (n * group_size)[:, None]) & (u <= t[:, None])
+    lo = n * group_size - (overlap * (n > 0))  # "paper" rule also keeps token n g - 1
+    u = torch.arange(max(0, n_a * group_size - overlap), b, device=device)[None, :]
+    raw_vis = (u >= lo[:, None]) & (u <= t[:, None])
     if core_bias is None:
         return torch.cat([core_vis, raw_vis], dim=1)
     neg = torch.tensor(float("-inf"), dtype=dtype, device=device)
@@ -218,6 +220,7 @@ def cca_attention(
     gqa_pooling: str = "per_query_head",
     backend: str = "torch",
     chunk_size: int = 512,
+    window_rule: str = "partition",
     return_stats: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, CCAStats]:
     """Causal CCA-Attention, shaped like ``F.scaled_dot_product_attention``.
@@ -254,6 +257,11 @@ def cca_attention(
         ``"reference"``: one SDPA call with the full (L, m + L) mask (tests).
     chunk_size : int, default=512
         Query chunk C of the ``"torch"`` backend.
+    window_rule : {"partition", "paper"}, default="partition"
+        ``"partition"`` (authors' code): the raw window starts right after the last visible
+        group, so every past token is seen once. ``"paper"``: the window start of the paper's
+        Eqs. (2)-(3) as quoted in our spec, one token earlier (the last token of the last
+        visible group is seen raw as well as inside its core token).
     return_stats : bool, default=False
         Also return a :class:`CCAStats`.
 
@@ -275,6 +283,9 @@ def cca_attention(
         raise ValueError(f"core_bias must be None or 'log_group', got {core_bias!r}")
     if gqa_pooling not in ("per_query_head", "shared"):
         raise ValueError(f"gqa_pooling must be 'per_query_head' or 'shared', got {gqa_pooling!r}")
+    if window_rule not in ("partition", "paper"):
+        raise ValueError(f"window_rule must be 'partition' or 'paper', got {window_rule!r}")
+    overlap = int(window_rule == "paper")
     if backend not in ("torch", "reference"):
         raise ValueError(f"backend must be 'torch' or 'reference', got {backend!r}")
     check_qkv(q, k, v, enable_gqa=enable_gqa)
@@ -301,7 +312,7 @@ def cca_attention(
     if m == 0:  # L < s + g: no group is ever compressed, CCA is dense causal attention
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
     elif backend == "reference":
-        mask = _chunk_mask(0, length, 0, m, g, s, m, bias, q.dtype, q.device)
+        mask = _chunk_mask(0, length, 0, m, g, s, m, bias, q.dtype, q.device, overlap)
         keys, values = torch.cat([core_k, k], dim=-2), torch.cat([core_v, v], dim=-2)
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale)
     else:
@@ -309,9 +320,10 @@ def cca_attention(
         for a in range(0, length, chunk_size):
             b = min(a + chunk_size, length)
             n_a, n_b = _n_visible(a, g, s, m), _n_visible(b - 1, g, s, m)
-            keys = torch.cat([core_k[..., :n_b, :], k[..., n_a * g : b, :]], dim=-2)
-            values = torch.cat([core_v[..., :n_b, :], v[..., n_a * g : b, :]], dim=-2)
-            mask = _chunk_mask(a, b, n_a, n_b, g, s, m, bias, q.dtype, q.device)
+            lo = max(0, n_a * g - overlap)
+            keys = torch.cat([core_k[..., :n_b, :], k[..., lo:b, :]], dim=-2)
+            values = torch.cat([core_v[..., :n_b, :], v[..., lo:b, :]], dim=-2)
+            mask = _chunk_mask(a, b, n_a, n_b, g, s, m, bias, q.dtype, q.device, overlap)
             outs.append(
                 F.scaled_dot_product_attention(
                     q[..., a:b, :], keys, values, attn_mask=mask, scale=scale

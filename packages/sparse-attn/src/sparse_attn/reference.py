@@ -20,6 +20,7 @@ def naive_cca_attention(
     local_window: int,
     scale: float | None = None,
     core_bias: float = 0.0,
+    window_rule: str = "partition",
 ) -> torch.Tensor:
     """CCA token by token (paper Eqs. 1-4 with the partition rule of ``cca_attention``).
 
@@ -35,6 +36,8 @@ def naive_cca_attention(
         Softmax and pooling scale, default ``1 / sqrt(D)``.
     core_bias : float, default=0.0
         Added to every core-token logit.
+    window_rule : {"partition", "paper"}, default="partition"
+        ``"paper"`` starts the raw window one token earlier once a core token is visible.
 
     Returns
     -------
@@ -58,8 +61,9 @@ def naive_cca_attention(
                 cores_v.append(a @ v[b, h, grp])
             for t in range(length):
                 n = min(m, max(0, (t + 1 - s) // g))
-                keys = torch.stack([*cores_k[:n], *k[b, h, n * g : t + 1]])
-                vals = torch.stack([*cores_v[:n], *v[b, h, n * g : t + 1]])
+                lo = n * g - 1 if (window_rule == "paper" and n > 0) else n * g
+                keys = torch.stack([*cores_k[:n], *k[b, h, lo : t + 1]])
+                vals = torch.stack([*cores_v[:n], *v[b, h, lo : t + 1]])
                 logits = tau * keys @ q[b, h, t]
                 logits[:n] += core_bias
                 out[b, h, t] = torch.softmax(logits, 0) @ vals
