@@ -1,0 +1,117 @@
+"""Single-model merging baselines: weight averaging, Task Arithmetic and TIES-Merging."""
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from pareto_merge.state import StateDict, _combine, task_vectors
+
+__all__ = ["task_arithmetic", "ties_merge", "tune_task_arithmetic", "weight_average"]
+
+
+def weight_average(
+    pretrained: StateDict, finetuned: Sequence[StateDict]
+) -> dict[str, torch.Tensor]:
+    """Uniform average of the fine-tuned weights (Wortsman et al., 2022, "model soups").
+
+    Parameters
+    ----------
+    pretrained : state_dict
+        Only used for validation and for the non-floating entries.
+    finetuned : sequence of K state_dicts
+
+    Returns
+    -------
+    dict
+        The merged state_dict (new tensors).
+    """
+    tvs = task_vectors(pretrained, finetuned)
+    return _combine(pretrained, {k: sum(tv[k] for tv in tvs) / len(tvs) for k in tvs[0]})
+
+
+def task_arithmetic(
+    pretrained: StateDict, finetuned: Sequence[StateDict], scale: float = 0.3
+) -> dict[str, torch.Tensor]:
+    """Task Arithmetic (Ilharco et al., 2023): ``theta_0 + scale * sum_k tau_k``.
+
+    Parameters
+    ----------
+    pretrained : state_dict
+    finetuned : sequence of K state_dicts
+    scale : float, default=0.3
+        Scaling coefficient ``lambda`` (the paper tunes it on validation data, see
+        :func:`tune_task_arithmetic`).
+
+    Returns
+    -------
+    dict
+    """
+    if not np.isfinite(scale):
+        raise ValueError(f"scale: must be finite, got {scale!r}")
+    tvs = task_vectors(pretrained, finetuned)
+    return _combine(pretrained, {k: scale * sum(tv[k] for tv in tvs) for k in tvs[0]})
+
+
+def tune_task_arithmetic(
+    pretrained: StateDict,
+    finetuned: Sequence[StateDict],
+    score: Callable[[dict[str, torch.Tensor]], float],
+    grid: Sequence[float] = tuple(np.round(np.linspace(0.0, 1.0, 11), 2)),
+) -> tuple[float, dict[str, torch.Tensor]]:
+    """Pick the Task Arithmetic scale that maximizes a validation ``score(state_dict)``.
+
+    Returns
+    -------
+    best_scale : float
+    merged : dict
+        The state_dict at ``best_scale``.
+    """
+    if len(grid) == 0:
+        raise ValueError("grid: empty")
+    results = [(float(score(task_arithmetic(pretrained, finetuned, s))), float(s)) for s in grid]
+    best = max(results)[1]
+    return best, task_arithmetic(pretrained, finetuned, best)
+
+
+def ties_merge(
+    pretrained: StateDict, finetuned: Sequence[StateDict], density: float = 0.2, scale: float = 1.0
+) -> dict[str, torch.Tensor]:
+    """TIES-Merging (Yadav et al., 2023): trim, elect sign, disjoint merge.
+
+    1. Trim: keep the ``density`` fraction of largest-magnitude entries of each task vector.
+    2. Elect: per entry, the sign of the summed trimmed values (the larger total mass).
+    3. Disjoint merge: average only the entries whose sign agrees with the elected one.
+
+    Parameters
+    ----------
+    pretrained : state_dict
+    finetuned : sequence of K state_dicts
+    density : float, default=0.2
+        Fraction in (0, 1] of entries kept per task vector (over the whole model).
+    scale : float, default=1.0
+        ``lambda`` applied to the merged task vector.
+
+    Returns
+    -------
+    dict
+    """
+    if not 0 < density <= 1:
+        raise ValueError(f"density: must be in (0, 1], got {density!r}")
+    if not np.isfinite(scale):
+        raise ValueError(f"scale: must be finite, got {scale!r}")
+    tvs = task_vectors(pretrained, finetuned)
+    keys = list(tvs[0])
+    flat = torch.stack([torch.cat([tv[k].flatten().float() for k in keys]) for tv in tvs])  # (K, P)
+    n_keep = max(1, round(density * flat.shape[1]))
+    thresh = flat.abs().kthvalue(flat.shape[1] - n_keep + 1, dim=1, keepdim=True).values
+    trimmed = torch.where(flat.abs() >= thresh, flat, torch.zeros_like(flat))
+    sign = torch.sign(trimmed.sum(dim=0))
+    agree = (torch.sign(trimmed) == sign) & (trimmed != 0)
+    merged = (trimmed * agree).sum(0) / agree.sum(0).clamp(min=1)
+    delta, offset = {}, 0
+    for k in keys:
+        n = tvs[0][k].numel()
+        delta[k] = scale * merged[offset : offset + n].view_as(tvs[0][k])
+        offset += n
+    return _combine(pretrained, delta)

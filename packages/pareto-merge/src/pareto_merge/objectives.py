@@ -1,0 +1,88 @@
+"""Per-task objectives on merged parameters: unlabeled entropy (AdaMerging) and cross-entropy."""
+
+from collections.abc import Callable, Mapping
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+__all__ = ["Objective", "cross_entropy_objective", "entropy_objective"]
+
+Objective = Callable[[Mapping[str, torch.Tensor]], torch.Tensor]
+
+
+def _forward(module: nn.Module, head: Callable[[torch.Tensor], torch.Tensor] | None) -> Callable:
+    def logits(params: Mapping[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        out = functional_call(module, dict(params), (x,))
+        return out if head is None else head(out)
+
+    return logits
+
+
+def _check_inputs(inputs: torch.Tensor, name: str = "inputs") -> None:
+    if not isinstance(inputs, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(inputs).__name__}")
+    if inputs.ndim < 1 or inputs.shape[0] == 0:
+        raise ValueError(f"{name}: empty batch")
+    if inputs.is_floating_point() and not torch.isfinite(inputs).all():
+        raise ValueError(f"{name}: contains NaN or inf")
+
+
+def entropy_objective(
+    module: nn.Module,
+    inputs: torch.Tensor,
+    head: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> Objective:
+    """Mean Shannon entropy of the predictions on unlabeled ``inputs`` (AdaMerging's surrogate).
+
+    Parameters
+    ----------
+    module : nn.Module
+        A template whose ``state_dict`` keys are the merged keys; it is called through
+        ``torch.func.functional_call`` with the merged tensors, so its own weights are unused.
+    inputs : Tensor of shape (n, ...)
+        Unlabeled inputs of the task.
+    head : callable, optional
+        Task-specific head applied to the module's output (e.g. a frozen classifier).
+
+    Returns
+    -------
+    callable
+        ``objective(params) -> scalar Tensor``.
+    """
+    _check_inputs(inputs)
+    logits = _forward(module, head)
+
+    def objective(params: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        logp = torch.log_softmax(logits(params, inputs), dim=-1)
+        return -(logp.exp() * logp).sum(-1).mean()
+
+    return objective
+
+
+def cross_entropy_objective(
+    module: nn.Module,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    head: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> Objective:
+    """Cross-entropy on labelled ``(inputs, targets)``, for merging with validation labels.
+
+    Parameters
+    ----------
+    module, inputs, head : as in :func:`entropy_objective`
+    targets : LongTensor of shape (n,)
+
+    Returns
+    -------
+    callable
+    """
+    _check_inputs(inputs)
+    if targets.shape[:1] != inputs.shape[:1]:
+        raise ValueError(f"targets: {targets.shape[0]} labels for {inputs.shape[0]} inputs")
+    logits = _forward(module, head)
+
+    def objective(params: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        return nn.functional.cross_entropy(logits(params, inputs), targets)
+
+    return objective

@@ -1,0 +1,402 @@
+"""Pareto Merging (Chen & Kwok, ICML 2025): one training run, a merged model for every preference.
+
+For a preference ``gamma`` on the simplex the merged weights are
+
+    theta(gamma) = theta_0 + sum_k lambda_k * tau_k            (preference-independent base)
+                 + G x_1 A x_2 B x_3 gamma                     (preference-dependent, low rank)
+
+per weight matrix ``W`` of shape (m, n) (conv kernels are flattened to (out, in*k*k)):
+``A`` is (m, r), ``B`` is (n, r) and the core tensor ``G`` is (r, r, K), so the personal term is
+``A (sum_k gamma_k G_k) B^T``. ``lambda`` is AdaMerging's layer-wise coefficients (learned, or the
+fixed Task-Arithmetic scale). Training samples ``gamma ~ Dirichlet(alpha)`` each step and minimizes
+the Tchebycheff scalarization ``max_k gamma_k * L_k(theta(gamma))`` (or the linear one) of the
+per-task objectives, plus an L2 penalty on the tensor factors.
+"""
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from itertools import combinations
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from pareto_merge.objectives import Objective
+from pareto_merge.state import StateDict, check_state_dicts, is_mergeable
+
+__all__ = ["ParetoMerger", "adamerging", "check_preference", "simplex_grid"]
+
+
+def check_preference(
+    preference: Sequence[float] | np.ndarray | torch.Tensor, n_tasks: int
+) -> torch.Tensor:
+    """Validate a preference vector: length ``n_tasks``, finite, non-negative, summing to 1.
+
+    Returns
+    -------
+    Tensor of shape (n_tasks,), float32
+    """
+    p = torch.as_tensor(np.asarray(preference, dtype=np.float64))
+    if p.ndim != 1 or p.numel() != n_tasks:
+        raise ValueError(
+            f"preference: expected a vector of length {n_tasks}, got shape {tuple(p.shape)}"
+        )
+    if not torch.isfinite(p).all():
+        raise ValueError("preference: contains NaN or inf")
+    if (p < -1e-9).any() or abs(float(p.sum()) - 1.0) > 1e-6:
+        raise ValueError(f"preference: must lie on the simplex (>= 0, sum 1), got {p.tolist()}")
+    return p.clamp(min=0).float()
+
+
+def simplex_grid(n_points: int, n_tasks: int) -> np.ndarray:
+    """Evenly spread preferences: ``n_points`` on a line for K=2, a Das-Dennis lattice for K>2.
+
+    For K > 2 the lattice has the fewest divisions giving at least ``n_points`` points, and all
+    its points are returned.
+
+    Returns
+    -------
+    ndarray of shape (n, n_tasks)
+    """
+    if not (isinstance(n_points, int) and n_points >= 2):
+        raise ValueError(f"n_points: must be an int >= 2, got {n_points!r}")
+    if n_tasks == 2:
+        t = np.linspace(0.0, 1.0, n_points)
+        return np.column_stack([t, 1 - t])
+    h = 1
+    while _n_lattice(h, n_tasks) < n_points:
+        h += 1
+    # stars and bars: choose K-1 bar positions among h + K - 1 slots
+    points = []
+    for bars in combinations(range(h + n_tasks - 1), n_tasks - 1):
+        edges = (-1, *bars, h + n_tasks - 1)
+        points.append([edges[i + 1] - edges[i] - 1 for i in range(n_tasks)])
+    return np.asarray(points, dtype=float) / h
+
+
+def _n_lattice(h: int, k: int) -> int:
+    from math import comb
+
+    return comb(h + k - 1, k - 1)
+
+
+class _MergedWeights(nn.Module):
+    """theta(gamma) = theta_0 + sum_k lambda[k, l] tau_k[l] + A_l (gamma . G_l) B_l^T."""
+
+    def __init__(
+        self,
+        pretrained: StateDict,
+        finetuned: Sequence[StateDict],
+        *,
+        rank: int,
+        init_scale: float,
+        learn_coefficients: bool,
+        seed: int | None,
+        fixed_keys: Collection[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.keys = [k for k, v in pretrained.items() if is_mergeable(v)]
+        # normalization statistics are merged at the base scale but never learned (autograd
+        # cannot differentiate batch norm with respect to its running buffers)
+        if fixed_keys is None:
+            fixed_keys = [k for k in self.keys if k.endswith(("running_mean", "running_var"))]
+        unknown = set(fixed_keys) - set(self.keys)
+        if unknown:
+            raise ValueError(
+                f"fixed_keys: not floating entries of the state_dict: {sorted(unknown)[:3]}"
+            )
+        self.fixed = set(fixed_keys)
+        self.frozen = {k: v.detach().clone() for k, v in pretrained.items() if not is_mergeable(v)}
+        self.K = len(finetuned)
+        self.theta0 = {k: pretrained[k].detach().float().clone() for k in self.keys}
+        self.tau = {
+            k: torch.stack([sd[k].detach().float() - self.theta0[k] for sd in finetuned])
+            for k in self.keys
+        }
+        self.dtypes = {k: pretrained[k].dtype for k in self.keys}
+        coef = torch.full((self.K, len(self.keys)), float(init_scale))
+        self.coef = nn.Parameter(coef, requires_grad=learn_coefficients)
+        gen = torch.Generator().manual_seed(0 if seed is None else seed)
+        self.factors = nn.ParameterDict()
+        self.lowrank = [
+            k for k in self.keys if pretrained[k].ndim >= 2 and rank > 0 and k not in self.fixed
+        ]
+        for k in self.lowrank:
+            m, n = pretrained[k].shape[0], pretrained[k][0].numel()
+            r = min(rank, m, n)
+            name = k.replace(".", "__")
+            # G starts at zero so theta(gamma) is the base merge before training (as LoRA's B = 0)
+            self.factors[name + "__A"] = nn.Parameter(torch.randn(m, r, generator=gen) / np.sqrt(m))
+            self.factors[name + "__B"] = nn.Parameter(torch.randn(n, r, generator=gen) / np.sqrt(n))
+            self.factors[name + "__G"] = nn.Parameter(torch.zeros(r, r, self.K))
+
+    def forward(self, gamma: torch.Tensor, base_only: bool = False) -> dict[str, torch.Tensor]:
+        out: dict[str, torch.Tensor] = {}
+        for i, k in enumerate(self.keys):
+            coef = self.coef[:, i].detach() if k in self.fixed else self.coef[:, i]
+            w = self.theta0[k] + torch.tensordot(coef, self.tau[k], dims=1)
+            if k in self.fixed:
+                out[k] = w.detach()
+                continue
+            if k in self.lowrank and not base_only:
+                name = k.replace(".", "__")
+                A, B, G = (self.factors[name + s] for s in ("__A", "__B", "__G"))
+                w = w + (A @ (G @ gamma) @ B.T).view_as(w)
+            out[k] = w
+        return out
+
+    def penalty(self) -> torch.Tensor:
+        return (
+            sum((p**2).sum() for p in self.factors.values())
+            if len(self.factors)
+            else torch.zeros(())
+        )
+
+    def to_state_dict(
+        self, weights: Mapping[str, torch.Tensor], order: Sequence[str]
+    ) -> dict[str, torch.Tensor]:
+        merged = {k: weights[k].detach().to(self.dtypes[k]).clone() for k in self.keys}
+        merged |= {k: v.clone() for k, v in self.frozen.items()}
+        return {k: merged[k] for k in order}
+
+
+def _check_objectives(objectives: Sequence[Objective], n_tasks: int) -> None:
+    if len(objectives) != n_tasks:
+        raise ValueError(f"objectives: expected {n_tasks} (one per task), got {len(objectives)}")
+    if not all(callable(f) for f in objectives):
+        raise TypeError("objectives: every entry must be callable params -> scalar tensor")
+
+
+def _check_positive(
+    value: float, name: str, *, integer: bool = False, allow_zero: bool = False
+) -> None:
+    ok = isinstance(value, int) if integer else isinstance(value, int | float)
+    if not ok or not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(
+            f"{name}: must be a {'non-negative' if allow_zero else 'positive'} "
+            f"{'int' if integer else 'number'}, got {value!r}"
+        )
+
+
+class ParetoMerger:
+    """Preference-conditioned model merging: ``merge(preference)`` is instant after ``fit``.
+
+    Parameters
+    ----------
+    pretrained : state_dict
+        Weights ``theta_0`` of the pre-trained model.
+    finetuned : sequence of K state_dicts
+        Task-fine-tuned weights, same keys, shapes and dtypes (never modified).
+    rank : int, default=4
+        Rank ``r`` of the tensor factors (0 disables the preference-dependent term).
+    base : {"adamerging", "task_arithmetic"}, default="adamerging"
+        Learn layer-wise coefficients ``lambda`` (AdaMerging + PM) or fix them to ``init_scale``
+        (Task Arithmetic + PM).
+    init_scale : float, default=0.3
+        Initial (or fixed) merging coefficient.
+    scalarization : {"tchebycheff", "linear"}, default="tchebycheff"
+    alpha : float, default=1.0
+        Dirichlet concentration of the sampled preferences (1 = uniform on the simplex).
+    n_steps : int, default=300
+    lr : float, default=1e-3
+        Adam learning rate (tensor factors and coefficients).
+    reg : float, default=1e-4
+        L2 penalty on the tensor factors.
+    random_state : int or None, default=0
+    verbose : bool, default=False
+        Show a progress bar.
+    fixed_keys : collection of str, optional
+        Floating entries merged at ``init_scale`` but never learned and given no preference
+        term; default: BatchNorm running statistics (keys ending in ``running_mean``/``running_var``).
+
+    Attributes
+    ----------
+    history_ : list of float
+        Scalarized loss per step.
+    n_tasks_ : int
+    """
+
+    def __init__(
+        self,
+        pretrained: StateDict,
+        finetuned: Sequence[StateDict],
+        *,
+        rank: int = 4,
+        base: str = "adamerging",
+        init_scale: float = 0.3,
+        scalarization: str = "tchebycheff",
+        alpha: float = 1.0,
+        n_steps: int = 300,
+        lr: float = 1e-3,
+        reg: float = 1e-4,
+        random_state: int | None = 0,
+        verbose: bool = False,
+        fixed_keys: Collection[str] | None = None,
+    ) -> None:
+        check_state_dicts(pretrained, finetuned)
+        _check_positive(rank, "rank", integer=True, allow_zero=True)
+        if base not in ("adamerging", "task_arithmetic"):
+            raise ValueError(f"base: must be 'adamerging' or 'task_arithmetic', got {base!r}")
+        if scalarization not in ("tchebycheff", "linear"):
+            raise ValueError(
+                f"scalarization: must be 'tchebycheff' or 'linear', got {scalarization!r}"
+            )
+        _check_positive(alpha, "alpha")
+        _check_positive(n_steps, "n_steps", integer=True)
+        _check_positive(lr, "lr")
+        _check_positive(reg, "reg", allow_zero=True)
+        if not np.isfinite(init_scale):
+            raise ValueError(f"init_scale: must be finite, got {init_scale!r}")
+        self.rank, self.base, self.init_scale = rank, base, init_scale
+        self.scalarization, self.alpha, self.n_steps = scalarization, alpha, n_steps
+        self.lr, self.reg, self.random_state, self.verbose = lr, reg, random_state, verbose
+        self.n_tasks_ = len(finetuned)
+        self._order = list(pretrained)
+        self._weights = _MergedWeights(
+            pretrained,
+            finetuned,
+            rank=rank,
+            init_scale=init_scale,
+            learn_coefficients=base == "adamerging",
+            seed=random_state,
+            fixed_keys=fixed_keys,
+        )
+        self._objectives: Sequence[Objective] | None = None
+
+    def fit(self, objectives: Sequence[Objective]) -> "ParetoMerger":
+        """Learn the Pareto set in one run.
+
+        Parameters
+        ----------
+        objectives : sequence of K callables
+            ``objectives[k](params) -> scalar Tensor``: task k's loss (lower is better) of the
+            merged parameters, e.g. :func:`~pareto_merge.entropy_objective` on unlabeled data.
+
+        Returns
+        -------
+        self
+        """
+        _check_objectives(objectives, self.n_tasks_)
+        self._objectives = objectives
+        params = [p for p in self._weights.parameters() if p.requires_grad]
+        opt = torch.optim.Adam(params, lr=self.lr)
+        rng = np.random.default_rng(self.random_state)
+        self.history_: list[float] = []
+        for _ in tqdm(range(self.n_steps), disable=not self.verbose, desc="Pareto merging"):
+            gamma = torch.as_tensor(
+                rng.dirichlet(np.full(self.n_tasks_, self.alpha)), dtype=torch.float32
+            )
+            weights = self._weights(gamma)
+            losses = torch.stack([f(weights) for f in objectives])
+            if self.scalarization == "tchebycheff":
+                loss = (gamma * losses).max()
+            else:
+                loss = (gamma * losses).sum()
+            loss = loss + self.reg * self._weights.penalty()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            self.history_.append(float(loss.detach()))
+        return self
+
+    def merge(
+        self, preference: Sequence[float] | np.ndarray | torch.Tensor
+    ) -> dict[str, torch.Tensor]:
+        """The merged state_dict for a preference on the simplex (same keys/dtypes as the input).
+
+        Parameters
+        ----------
+        preference : array-like of shape (K,)
+
+        Returns
+        -------
+        dict
+        """
+        gamma = check_preference(preference, self.n_tasks_)
+        with torch.no_grad():
+            return self._weights.to_state_dict(self._weights(gamma), self._order)
+
+    def front(
+        self,
+        n_points: int = 11,
+        objectives: Sequence[Callable[[dict[str, torch.Tensor]], float]] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Evaluate merged models along a spread of preferences.
+
+        Parameters
+        ----------
+        n_points : int, default=11
+            See :func:`simplex_grid`.
+        objectives : sequence of K callables, optional
+            ``f(state_dict) -> float`` per task (e.g. test error); default: the fit objectives.
+
+        Returns
+        -------
+        preferences : ndarray of shape (n, K)
+        values : ndarray of shape (n, K)
+        """
+        funcs = objectives if objectives is not None else self._objectives
+        if funcs is None:
+            raise ValueError("objectives: call fit first or pass objectives")
+        _check_objectives(funcs, self.n_tasks_)
+        prefs = simplex_grid(n_points, self.n_tasks_)
+        values = np.empty_like(prefs)
+        with torch.no_grad():
+            for i, p in enumerate(prefs):
+                sd = self.merge(p)
+                values[i] = [float(f(sd)) for f in funcs]
+        return prefs, values
+
+    @property
+    def coefficients_(self) -> np.ndarray:
+        """Layer-wise merging coefficients ``lambda``, shape (K, n_merged_entries)."""
+        return self._weights.coef.detach().numpy().copy()
+
+    def n_extra_parameters(self) -> int:
+        """Parameters added on top of one model: tensor factors plus coefficients."""
+        return int(
+            sum(p.numel() for p in self._weights.factors.values()) + self._weights.coef.numel()
+        )
+
+
+def adamerging(
+    pretrained: StateDict,
+    finetuned: Sequence[StateDict],
+    objectives: Sequence[Objective],
+    *,
+    init_scale: float = 0.3,
+    n_steps: int = 300,
+    lr: float = 1e-3,
+    verbose: bool = False,
+) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+    """Layer-wise AdaMerging (Yang et al., 2024): learn ``lambda`` by minimizing summed entropy.
+
+    Parameters
+    ----------
+    pretrained, finetuned : as in :class:`ParetoMerger`
+    objectives : sequence of K callables (unlabeled entropy per task)
+    init_scale, n_steps, lr, verbose : optimization settings
+
+    Returns
+    -------
+    merged : dict
+        The merged state_dict.
+    coefficients : ndarray of shape (K, n_merged_entries)
+    """
+    check_state_dicts(pretrained, finetuned)
+    _check_objectives(objectives, len(finetuned))
+    _check_positive(n_steps, "n_steps", integer=True)
+    _check_positive(lr, "lr")
+    weights = _MergedWeights(
+        pretrained, finetuned, rank=0, init_scale=init_scale, learn_coefficients=True, seed=0
+    )
+    opt = torch.optim.Adam([weights.coef], lr=lr)
+    gamma = torch.full((len(finetuned),), 1.0 / len(finetuned))
+    for _ in tqdm(range(n_steps), disable=not verbose, desc="AdaMerging"):
+        loss = torch.stack([f(weights(gamma)) for f in objectives]).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        merged = weights.to_state_dict(weights(gamma), list(pretrained))
+    return merged, weights.coef.detach().numpy().copy()
