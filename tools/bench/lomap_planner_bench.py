@@ -1,0 +1,146 @@
+"""Benchmark: Diffuser vs Diffuser + LoMAP on the Maze2D layouts (CPU, small scale).
+
+For each layout: collect a D4RL-style dataset with the waypoint controller, train a
+small Diffuser temporal U-Net, then evaluate plain sampling and LoMAP sampling
+(same model, same seeds) in closed loop.  Reports the infeasible-plan fraction
+(plans with a segment crossing a wall), the D4RL normalised score, and planning
+time, with LoMAP/Diffuser ratios.
+
+    uv run python tools/bench/lomap_planner_bench.py            # ~5 min
+    uv run python tools/bench/lomap_planner_bench.py --quick    # ~1 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from lomap_planner import (
+    DiffuserPlanner,
+    GaussianDiffusion,
+    LimitsNormalizer,
+    LoMAP,
+    PointMazeEnv,
+    TemporalUnet,
+    collect_maze2d_dataset,
+    infeasible_plan_fraction,
+    make_windows,
+    normalized_score,
+    rollout_planner,
+    train_diffusion,
+)
+
+# Horizons in env steps of 10 physics steps (Diffuser: 128/256/384 physics steps).
+HORIZON = {"umaze": 16, "medium": 32, "large": 40}
+
+
+def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]:
+    env = PointMazeEnv(layout, frame_skip=10)
+    h = HORIZON[layout]
+    t0 = time.perf_counter()
+    data = collect_maze2d_dataset(env, args.data_steps, n_streams=64, seed=args.seed)
+    windows = make_windows(data, h)
+    norm = LimitsNormalizer(windows)
+    wn = norm.normalize(windows).astype(np.float32)
+    t_data = time.perf_counter() - t0
+    torch.manual_seed(args.seed)
+    net = TemporalUnet(h, wn.shape[-1], dim=args.dim, dim_mults=(1, 2, 4))
+    diff = GaussianDiffusion(net, h, wn.shape[-1], 2, n_timesteps=args.diffusion_steps)
+    t0 = time.perf_counter()
+    train_diffusion(diff, wn, n_steps=args.train_steps, batch_size=32, lr=2e-3, seed=args.seed)
+    t_train = time.perf_counter() - t0
+    lomap = LoMAP(wn, n_neighbors=args.k, tau=args.tau, proj_range=(0.5, 0.8))
+    rows, plans = [], {}
+    data_infeasible = infeasible_plan_fraction(
+        windows[:: max(1, len(windows) // 2000)], env.walls, slice(2, 4)
+    )
+    for name, lm in [("Diffuser", None), ("Diffuser+LoMAP", lomap)]:
+        planner = DiffuserPlanner(diff, norm, lomap=lm)
+        res = rollout_planner(env, planner, n_episodes=args.episodes, seed=args.seed + 1000)
+        scores = normalized_score(layout, res["returns"])
+        plans[name] = res["plans"]
+        rows.append(
+            {
+                "layout": layout,
+                "method": name,
+                "infeasible": float(res["infeasible"].mean()),
+                "score": float(scores.mean()),
+                "score_se": float(scores.std(ddof=1) / np.sqrt(len(scores))),
+                "plan_ms": 1000 * float(res["plan_time"].mean()) / args.episodes,
+            }
+        )
+    info = {
+        "windows": len(windows),
+        "t_data": t_data,
+        "t_train": t_train,
+        "data_inf": data_infeasible,
+    }
+    return rows, {"walls": env.walls, "plans": plans, "info": info}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="umaze only, fewer steps (~1 min)")
+    ap.add_argument("--layouts", nargs="+", default=["umaze", "medium", "large"])
+    ap.add_argument("--data-steps", type=int, default=20000)
+    ap.add_argument("--train-steps", type=int, default=800)
+    ap.add_argument("--diffusion-steps", type=int, default=20)
+    ap.add_argument("--dim", type=int, default=16)
+    ap.add_argument("--episodes", type=int, default=48)
+    ap.add_argument("--k", type=int, default=10, help="LoMAP neighbours")
+    ap.add_argument("--tau", type=float, default=0.99, help="LoMAP explained variance")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--png", type=str, default=None, help="write plan plots (one PNG per layout)")
+    args = ap.parse_args()
+    if args.quick:
+        args.layouts, args.data_steps, args.train_steps, args.episodes = ["umaze"], 8000, 300, 24
+    torch.set_num_threads(args.threads)
+    all_rows = []
+    for layout in args.layouts:
+        rows, extra = run_layout(layout, args)
+        all_rows += rows
+        i = extra["info"]
+        print(
+            f"[{layout}] windows={i['windows']} data {i['t_data']:.0f}s train {i['t_train']:.0f}s"
+            f" | infeasible windows in the dataset: {i['data_inf']:.3f}",
+            flush=True,
+        )
+        if args.png:
+            from lomap_planner.plotting import plot_plans
+
+            path = (
+                args.png if len(args.layouts) == 1 else args.png.replace(".png", f"_{layout}.png")
+            )
+            plot_plans(extra["walls"], extra["plans"], path)
+    print()
+    head = f"{'layout':<7} {'method':<15} {'infeasible':>10} {'score':>13} {'ms/plan':>8}"
+    print(head)
+    print("-" * len(head))
+    for r in all_rows:
+        print(
+            f"{r['layout']:<7} {r['method']:<15} {r['infeasible']:>10.3f} "
+            f"{r['score']:>7.1f} ±{r['score_se']:>4.1f} {r['plan_ms']:>8.1f}"
+        )
+    print()
+    print(
+        f"{'layout':<7} {'infeasible ratio':>17} {'score ratio':>12} {'time ratio':>11}  (LoMAP / Diffuser)"
+    )
+    for base, lm in zip(all_rows[::2], all_rows[1::2], strict=True):
+        inf_ratio = (
+            lm["infeasible"] / base["infeasible"] if base["infeasible"] > 0 else float("nan")
+        )
+        sc_ratio = lm["score"] / base["score"] if base["score"] != 0 else float("nan")
+        print(
+            f"{base['layout']:<7} {inf_ratio:>17.2f} {sc_ratio:>12.2f} "
+            f"{lm['plan_ms'] / base['plan_ms']:>11.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
