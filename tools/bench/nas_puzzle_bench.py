@@ -4,7 +4,7 @@ A byte-level llama-style parent is trained here on generated text (nas_puzzle.to
 decoupled BLD library is built, every (layer, variant) scored by replace-1-block KL, per-variant
 runtimes measured on this CPU (prefill + cached decode at batch b), and for budgets of 90/70/50%
 of the parent's runtime the MIP child is compared with the best homogeneous ("uniform") child
-under the same budget (plus greedy / random / max-params pre-GKD). Both Puzzle and uniform
+under the same budget (plus greedy / random / max-params / LM-loss-scored MIP / MIP on a no-BLD library, pre-GKD). Both Puzzle and uniform
 children then get the same short GKD. Quality: held-out LM loss, next-token accuracy retained
 and KL to the parent; speed: measured whole-model throughput relative to the parent.
 
@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
 import torch
+from scipy.stats import spearmanr
 
 import nas_puzzle as npz
 from nas_puzzle import baselines
@@ -61,6 +63,10 @@ def main() -> None:
     t0 = time.perf_counter()
     scores = npz.replace_one_block(parent, lib, val, metrics=("kl", "lm_loss"), max_windows=16)
     t_score = time.perf_counter() - t0
+    # ablation (paper §3): library of training-free inits only, scored the same way
+    lib0 = npz.build_library(parent, space, train, mode="init_only", seed=args.seed)
+    scores0 = npz.replace_one_block(parent, lib0, val, metrics=("kl",), max_windows=16)
+    bld_better = float(np.mean(scores["kl"] <= scores0["kl"] + 1e-9))
 
     b, prefill, decode = 32, 32, 32
     scen = npz.Scenario(batch_sizes=(b,), prefill_len=prefill, decode_len=decode)
@@ -96,8 +102,10 @@ def main() -> None:
             sols["greedy"] = baselines.greedy(scores, costs, cons)
             sols["random"] = baselines.random_from_library(scores, costs, cons, seed=args.seed)
             sols["max_params"] = baselines.max_params(scores, costs, cons)
+            sols["lm_scored"] = npz.solve(scores, costs, cons, objective="lm_loss")
+            sols["no_bld"] = npz.solve(scores0, costs, cons)
         for name, sol in sols.items():
-            child = npz.realize(parent, lib, sol)
+            child = npz.realize(parent, lib0 if name == "no_bld" else lib, sol)
             pre = npz.evaluate(child, parent, test, max_windows=64)
             post = None
             if name in ("puzzle", "uniform"):
@@ -111,6 +119,16 @@ def main() -> None:
         plot_rows.append({"method": row[1], "budget": row[0], "speedup": sp,
                           "acc_retained": (row[5] or row[4])["acc_retained"]})  # fmt: skip
 
+    # additivity (spec A6): summed replace-1-block KL vs the realized child's KL
+    rng = np.random.default_rng(args.seed)
+    est, real = [], []
+    for _ in range(10 if q else 30):
+        idx = rng.integers(0, len(space.variants()), size=cfg.n_layers)
+        est.append(float(scores["kl"][np.arange(cfg.n_layers), idx].sum()))
+        child = npz.realize(parent, lib, [space.variants()[j] for j in idx])
+        real.append(npz.evaluate(child, parent, test, max_windows=16)["kl_to_parent"])
+    rho = spearmanr(est, real).statistic
+
     total = time.perf_counter() - t_start
     print(f"parent: {n_params / 1e6:.2f}M params, {cfg.n_layers} layers, d={cfg.d_model}; "
           f"test LM loss {parent_eval['parent_lm_loss']:.3f}, "
@@ -120,6 +138,9 @@ def main() -> None:
         f"library: {len(space.attention)} attention x {len(space.ffn)} FFN variants, "
         f"{len(lib.training_log)} BLD units x {steps_bld} steps; costs backend={args.backend}"
     )
+    print(f"BLD vs init-only library: replace-1-block KL not worse for {bld_better:.0%} of "
+          f"(layer, variant) pairs; additivity: Spearman(sum of 1-block KL, child KL) = "
+          f"{rho:.2f} over {len(est)} random library architectures")  # fmt: skip
     print(
         f"time: parent {t_parent:.0f}s, BLD {t_bld:.0f}s, scoring {t_score:.0f}s, "
         f"costs {t_cost:.0f}s, MIP {t_mip:.2f}s total, whole run {total:.0f}s"
