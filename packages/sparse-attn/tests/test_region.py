@@ -134,3 +134,15 @@ def test_bad_inputs():
         sa.grid_regions(torch.zeros(5, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="head dim"):
         sa.region_topk_attention(q, k[..., :4], v)
+
+
+def test_bf16_and_mqa():
+    q, k, v = (x.bfloat16().float() for x in rand_qkv(2, 4, 1, 200, 32, seed=2))
+    ref = sa.region_topk_attention(q, k, v, region_size=32, top_k=3, enable_gqa=True)
+    out = sa.region_topk_attention(
+        q.bfloat16(), k.bfloat16(), v.bfloat16(), region_size=32, top_k=3, enable_gqa=True
+    )
+    assert out.dtype == torch.bfloat16
+    assert ((out.float() - ref).norm() / ref.norm()) < 2e-2
+    naive = naive_region_attention(q.double(), k.double(), v.double(), torch.arange(200) // 32, 3)
+    torch.testing.assert_close(ref.double(), naive, atol=1e-5, rtol=0)

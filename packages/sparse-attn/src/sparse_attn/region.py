@@ -233,22 +233,26 @@ def region_topk_attention(
     row_base = (torch.arange(q.shape[0] * q.shape[1], device=q.device) * m).view(
         q.shape[0], q.shape[1], 1, 1
     )
-    log_sizes = valid.sum(-1).to(q.dtype).log()
+    low = q.dtype in (torch.float16, torch.bfloat16)
+    smin, smax = (kmin.float(), kmax.float()) if low else (kmin, kmax)
+    log_sizes = valid.sum(-1).to(smin.dtype).log()
 
     outs, sels, log_eps = [], [], []
     for a in range(0, n, chunk_size):
         b = min(a + chunk_size, n)
         qc = q[..., a:b, :]
         # Quest bound: max over the box [kmin, kmax] of q.k is q+ . kmax + q- . kmin.
+        # scores in fp32 for bf16/fp16 inputs so that rounding does not change the selection
+        qs = qc.float() if low else qc
         bound = tau * (
-            qc.clamp(min=0) @ kmax.transpose(-1, -2) + qc.clamp(max=0) @ kmin.transpose(-1, -2)
+            qs.clamp(min=0) @ smax.transpose(-1, -2) + qs.clamp(max=0) @ smin.transpose(-1, -2)
         )
         if score == "minmax_bound":
             rank = bound
         elif score == "learned":
-            rank = estimator(qc, kmin, kmax)
+            rank = estimator(qc, kmin, kmax).to(bound.dtype)
         else:
-            rank = torch.rand(bound.shape, generator=generator, dtype=q.dtype).to(q.device)
+            rank = torch.rand(bound.shape, generator=generator, dtype=bound.dtype).to(q.device)
         if include_own_region:
             own = torch.nn.functional.one_hot(ids[a:b], m).bool()
             rank = rank.masked_fill(own, float("inf"))
@@ -267,7 +271,7 @@ def region_topk_attention(
             sels.append(sel)
             chosen = torch.zeros_like(bound, dtype=torch.bool).scatter_(-1, sel, True)
             left = (bound + log_sizes).masked_fill(chosen, float("-inf")).logsumexp(-1)
-            log_eps.append(left - logits.logsumexp(-1))
+            log_eps.append(left - logits.to(left.dtype).logsumexp(-1))
     out = torch.cat(outs, dim=-2)
     if not return_stats:
         return out
