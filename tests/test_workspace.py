@@ -70,3 +70,10 @@ def test_wheel_installs_into_bare_venv(repo_root: pathlib.Path, tmp_path: pathli
     run(uv, "pip", "install", "--quiet", "--python", str(python), str(wheel))
     out = run(str(python), "-c", "import sys_unlearn; print(sys_unlearn.__version__)").stdout
     assert out.strip() == "0.1.0"
+
+
+def test_console_script_demo_prints_a_table() -> None:
+    exe = shutil.which("aware-ml") or str(pathlib.Path(sys.executable).parent / "aware-ml")
+    proc = subprocess.run([exe, "demo", "sys-unlearn"], capture_output=True, text=True, check=True)
+    assert proc.stdout.startswith("== sys-unlearn 0.1.0")
+    assert "exact=True" in proc.stdout
