@@ -1,7 +1,61 @@
 """COGNATE-style transferable cost models for sparse kernels."""
 
+from cost_model import dataset, features, kernels, matrices, models, search, space, transfer
+from cost_model.dataset import CostDataset, collect
 from cost_model.demo import demo
+from cost_model.features import MatrixFeaturizer
+from cost_model.kernels import (
+    Measurement,
+    ScipyBackend,
+    SimAccelBackend,
+    SimCPUBackend,
+    Timer,
+    TorchCPUBackend,
+    get_backend,
+    measure,
+)
+from cost_model.matrices import MatrixSet, generate, load_mtx
+from cost_model.models import CognateModel, pairwise_rank_loss
+from cost_model.search import evaluate, evaluate_scores, select
+from cost_model.space import SHARED_KNOBS, Knob, ScheduleSpace
+from cost_model.transfer import ExperimentResult, finetune, run_experiment
 
-__all__ = ["__version__", "demo"]
+__all__ = [
+    "SHARED_KNOBS",
+    "CognateModel",
+    "CostDataset",
+    "ExperimentResult",
+    "Knob",
+    "MatrixFeaturizer",
+    "MatrixSet",
+    "Measurement",
+    "ScheduleSpace",
+    "ScipyBackend",
+    "SimAccelBackend",
+    "SimCPUBackend",
+    "Timer",
+    "TorchCPUBackend",
+    "__version__",
+    "collect",
+    "dataset",
+    "demo",
+    "evaluate",
+    "evaluate_scores",
+    "features",
+    "finetune",
+    "generate",
+    "get_backend",
+    "kernels",
+    "load_mtx",
+    "matrices",
+    "measure",
+    "models",
+    "pairwise_rank_loss",
+    "run_experiment",
+    "search",
+    "select",
+    "space",
+    "transfer",
+]
 
 __version__ = "0.1.0"

@@ -1,0 +1,263 @@
+"""Cost datasets: (matrix, configuration, runtime) triples of one hardware and op.
+
+Matrix features are stored once per matrix; configurations as their hom/het codes
+(:meth:`ScheduleSpace.encode`), so datasets of different hardware share the hom columns.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from cost_model.features import MatrixFeaturizer
+from cost_model.kernels import Timer, measure
+from cost_model.matrices import MatrixSet
+
+__all__ = ["CostDataset", "collect"]
+
+
+@dataclass
+class CostDataset:
+    """Runtime measurements of one (hardware, op).
+
+    Attributes
+    ----------
+    hardware, op : str
+    images : (M, R, R) float32; scalars : (M, S) float32; workload : (M, W) float32
+        Per-matrix features (W: log2 dense width).
+    matrix_names : list of str, length M
+    matrix_index : (N,) int64, row -> matrix
+    hom : (N, len(SHARED_KNOBS)) int64; het : (N, n_het) int64
+    runtime : (N,) float64 seconds
+    is_default : (N,) bool, the row is the platform's default configuration
+    het_sizes : tuple of int, number of values of each het knob
+    fingerprint : dict
+    """
+
+    hardware: str
+    op: str
+    images: np.ndarray
+    scalars: np.ndarray
+    workload: np.ndarray
+    matrix_names: list[str]
+    matrix_index: np.ndarray
+    hom: np.ndarray
+    het: np.ndarray
+    runtime: np.ndarray
+    is_default: np.ndarray
+    het_sizes: tuple[int, ...]
+    fingerprint: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = self.runtime.shape[0]
+        for name in ("matrix_index", "hom", "het", "is_default"):
+            if getattr(self, name).shape[0] != n:
+                raise ValueError(f"{name} must have {n} rows")
+        if (n and not np.all(np.isfinite(self.runtime))) or np.any(self.runtime <= 0):
+            raise ValueError("runtime must be finite and positive")
+
+    def __len__(self) -> int:
+        return int(self.runtime.shape[0])
+
+    @property
+    def n_matrices(self) -> int:
+        return int(self.images.shape[0])
+
+    def rows_of(self, matrix: int) -> np.ndarray:
+        """Row indices of one matrix."""
+        return np.flatnonzero(self.matrix_index == matrix)
+
+    def _subset(self, mats: np.ndarray, rows: np.ndarray | None = None) -> CostDataset:
+        mats = np.asarray(mats, dtype=np.int64)
+        remap = -np.ones(self.n_matrices, dtype=np.int64)
+        remap[mats] = np.arange(mats.size)
+        if rows is None:
+            rows = np.flatnonzero(remap[self.matrix_index] >= 0)
+        rows = np.sort(rows)
+        return CostDataset(
+            self.hardware,
+            self.op,
+            self.images[mats],
+            self.scalars[mats],
+            self.workload[mats],
+            [self.matrix_names[i] for i in mats],
+            remap[self.matrix_index[rows]],
+            self.hom[rows],
+            self.het[rows],
+            self.runtime[rows],
+            self.is_default[rows],
+            self.het_sizes,
+            dict(self.fingerprint),
+        )
+
+    def split(
+        self, *, by: str = "matrix", test_frac: float = 0.2, seed: int = 0
+    ) -> tuple[CostDataset, CostDataset]:
+        """Split by matrix into (train, test); test matrices are disjoint from train."""
+        if by != "matrix":
+            raise ValueError(f"by must be 'matrix', got {by!r}")
+        if not 0 < test_frac < 1:
+            raise ValueError(f"test_frac must be in (0, 1), got {test_frac}")
+        perm = np.random.default_rng(seed).permutation(self.n_matrices)
+        n_test = max(1, round(test_frac * self.n_matrices))
+        return self._subset(np.sort(perm[n_test:])), self._subset(np.sort(perm[:n_test]))
+
+    def take_matrices(self, idx: np.ndarray) -> CostDataset:
+        """The sub-dataset of the given matrices (all their rows)."""
+        return self._subset(np.asarray(idx))
+
+    def subsample(
+        self, frac: float, *, by: str = "pairs", min_per_matrix: int = 2, seed: int = 0
+    ) -> CostDataset:
+        """A random ``frac`` of the data (spec §2.6).
+
+        ``by="pairs"``: ``round(frac * len(self))`` triples spread over as many matrices as
+        allow ``min_per_matrix`` rows each (ranking needs pairs); ``by="matrices"``: ``frac`` of
+        the matrices with all their rows.
+        """
+        if not 0 < frac <= 1:
+            raise ValueError(f"frac must be in (0, 1], got {frac}")
+        rng = np.random.default_rng(seed)
+        if frac == 1:
+            return self._subset(np.arange(self.n_matrices))
+        if by == "matrices":
+            k = max(1, round(frac * self.n_matrices))
+            return self._subset(np.sort(rng.choice(self.n_matrices, k, replace=False)))
+        if by != "pairs":
+            raise ValueError(f"by must be 'pairs' or 'matrices', got {by!r}")
+        if min_per_matrix < 1:
+            raise ValueError(f"min_per_matrix must be >= 1, got {min_per_matrix}")
+        budget = max(min_per_matrix, round(frac * len(self)))
+        n_mat = min(self.n_matrices, max(1, budget // min_per_matrix))
+        mats = np.sort(rng.choice(self.n_matrices, n_mat, replace=False))
+        quota = np.full(n_mat, budget // n_mat)
+        quota[: budget % n_mat] += 1
+        rows = []
+        for mi, q in zip(mats, quota, strict=True):
+            r = self.rows_of(mi)
+            rows.append(rng.choice(r, min(q, r.size), replace=False))
+        return self._subset(mats, np.concatenate(rows))
+
+    def save(self, path: str | Path) -> None:
+        """Save to ``.npz`` (names and fingerprint as JSON)."""
+        meta = {
+            "hardware": self.hardware,
+            "op": self.op,
+            "names": self.matrix_names,
+            "het_sizes": list(self.het_sizes),
+            "fingerprint": self.fingerprint,
+        }
+        np.savez_compressed(
+            path,
+            images=self.images,
+            scalars=self.scalars,
+            workload=self.workload,
+            matrix_index=self.matrix_index,
+            hom=self.hom,
+            het=self.het,
+            runtime=self.runtime,
+            is_default=self.is_default,
+            meta=np.array(json.dumps(meta)),
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> CostDataset:
+        """Load a dataset written by :meth:`save`."""
+        z = np.load(path, allow_pickle=False)
+        meta = json.loads(str(z["meta"]))
+        return cls(
+            meta["hardware"],
+            meta["op"],
+            z["images"],
+            z["scalars"],
+            z["workload"],
+            list(meta["names"]),
+            z["matrix_index"],
+            z["hom"],
+            z["het"],
+            z["runtime"],
+            z["is_default"],
+            tuple(meta["het_sizes"]),
+            meta["fingerprint"],
+        )
+
+
+def collect(
+    backend: object,
+    op: str,
+    mset: MatrixSet,
+    *,
+    n_configs: int = 24,
+    dense_width: int = 64,
+    seed: int = 0,
+    timer: Timer | None = None,
+    featurizer: MatrixFeaturizer | None = None,
+    check: bool = False,
+    verbose: bool = False,
+) -> CostDataset:
+    """Measure ``n_configs`` sampled configurations (default included) on every matrix.
+
+    Parameters
+    ----------
+    backend : a backend from :mod:`cost_model.kernels`
+    op : {"spmm", "sddmm"}
+    mset : MatrixSet
+    n_configs : int, default=24
+        Configurations per matrix (a fresh sample per matrix, seeded).
+    dense_width : int, default=64
+    seed : int, default=0
+    timer : Timer, optional
+    featurizer : MatrixFeaturizer, optional
+        Default resolution 32.
+    check : bool, default=False
+        Verify kernels against a dense reference.
+    verbose : bool, default=False
+        Progress bar.
+
+    Returns
+    -------
+    CostDataset
+    """
+    if len(mset) == 0:
+        raise ValueError("mset is empty")
+    space = backend.space(op)  # type: ignore[attr-defined]
+    feat = featurizer or MatrixFeaturizer()
+    images, scalars, rows = [], [], []
+    default = space.default()
+    for i in tqdm(range(len(mset)), disable=not verbose, desc=f"collect {op}"):
+        A = mset[i]
+        img, sc = feat(A)
+        images.append(img)
+        scalars.append(sc)
+        cfgs = space.sample(n_configs, seed=seed * 100_003 + i, include_default=True)
+        for ms in measure(
+            backend,
+            op,
+            A,
+            cfgs,
+            dense_width=dense_width,
+            timer=timer,
+            check=check,
+            seed=seed,
+            matrix_id=i,
+        ):
+            rows.append((i, space.encode(ms.config), ms.runtime_s, ms.config == default))
+    return CostDataset(
+        backend.hardware,
+        op,
+        np.stack(images),
+        np.stack(scalars),  # type: ignore[attr-defined]
+        np.full((len(mset), 1), np.log2(dense_width), dtype=np.float32),
+        list(mset.names),
+        np.array([r[0] for r in rows], dtype=np.int64),
+        np.stack([r[1]["hom"] for r in rows]),
+        np.stack([r[1]["het"] for r in rows]),
+        np.array([r[2] for r in rows], dtype=np.float64),
+        np.array([r[3] for r in rows]),
+        tuple(len(k.values) for k in space.het_knobs),
+        backend.fingerprint(),  # type: ignore[attr-defined]
+    )

@@ -1,0 +1,487 @@
+"""Measured backends (scipy.sparse, torch.sparse on CPU), the timing harness and ``measure``.
+
+Measurement protocol (spec §4): format conversion happens in ``prepare`` and is excluded from
+the kernel time (reported as ``prep_s``); ``time.perf_counter_ns``; ``warmup`` untimed runs,
+then the median of ``repeats`` timed runs, with their coefficient of variation as the noise
+estimate; ``torch.set_num_threads`` is set per configuration and restored; with ``check=True``
+the first run of every configuration is compared with a dense reference.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import scipy
+import scipy.sparse as sp
+
+from cost_model.matrices import check_matrix
+from cost_model.simulated import SimAccelBackend, SimCPUBackend
+from cost_model.space import Knob, ScheduleSpace
+
+__all__ = [
+    "Measurement",
+    "ScipyBackend",
+    "SimAccelBackend",
+    "SimCPUBackend",
+    "Timer",
+    "TorchCPUBackend",
+    "get_backend",
+    "make_operands",
+    "measure",
+    "reference",
+]
+
+OPS = ("spmm", "sddmm")
+
+
+@dataclass
+class Measurement:
+    """One timed (matrix, configuration) pair."""
+
+    matrix_id: int
+    hardware: str
+    op: str
+    config: dict
+    runtime_s: float
+    cv: float
+    prep_s: float
+
+
+@dataclass
+class Timer:
+    """Warm-up + repeats + median timing of a no-argument callable.
+
+    Parameters
+    ----------
+    warmup : int, default=1
+    repeats : int, default=5
+    stat : {"median", "min", "mean"}, default="median"
+    """
+
+    warmup: int = 1
+    repeats: int = 5
+    stat: str = "median"
+
+    def __post_init__(self) -> None:
+        if self.warmup < 0 or self.repeats < 1:
+            raise ValueError("warmup must be >= 0 and repeats >= 1")
+        if self.stat not in ("median", "min", "mean"):
+            raise ValueError(f"stat must be median/min/mean, got {self.stat!r}")
+
+    def __call__(self, fn: Callable[[], object]) -> tuple[float, float]:
+        """Return (statistic of the runtimes in s, coefficient of variation)."""
+        for _ in range(self.warmup):
+            fn()
+        ts = np.empty(self.repeats)
+        for r in range(self.repeats):
+            t0 = time.perf_counter_ns()
+            fn()
+            ts[r] = (time.perf_counter_ns() - t0) * 1e-9
+        val = {"median": np.median, "min": np.min, "mean": np.mean}[self.stat](ts)
+        return float(val), float(ts.std() / max(ts.mean(), 1e-12))
+
+
+def make_operands(op: str, A: sp.csr_array, width: int, seed: int = 0) -> tuple[np.ndarray, ...]:
+    """Dense operands: SpMM ``(X,)`` with X (k, width); SDDMM ``(X1, X2)`` (m, d), (k, d)."""
+    rng = np.random.default_rng(seed)
+    m, k = A.shape
+    if op == "spmm":
+        return (rng.standard_normal((k, width), dtype=np.float32),)
+    return (
+        rng.standard_normal((m, width), dtype=np.float32),
+        rng.standard_normal((k, width), dtype=np.float32),
+    )
+
+
+def reference(op: str, A: sp.csr_array, operands: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Dense reference: SpMM -> (m, width) array; SDDMM -> values at A's nonzeros (CSR order)."""
+    if op == "spmm":
+        return (A.toarray().astype(np.float64) @ operands[0].astype(np.float64)).astype(np.float32)
+    coo = A.tocsr().tocoo()
+    x1, x2 = operands
+    dense = x1.astype(np.float64) @ x2.astype(np.float64).T
+    return (coo.data * dense[coo.row, coo.col]).astype(np.float32)
+
+
+def _panels(m: int, p: int) -> list[tuple[int, int]]:
+    p = p or m
+    return [(s, min(s + p, m)) for s in range(0, m, p)]
+
+
+def _tiles(width: int, c: int) -> list[tuple[int, int]]:
+    c = c or width
+    return [(s, min(s + c, width)) for s in range(0, width, c)]
+
+
+class ScipyBackend:
+    """scipy.sparse kernels, measured wall-clock (source hardware ``scipy-cpu``).
+
+    SpMM: A in CSR/COO/BSR(b) sliced into row panels, X in column tiles, panels spread over
+    a thread pool (scipy's sparse matmul releases the GIL). SDDMM: gather-dot over the
+    nonzeros of each row panel (``order``: CSR order or column-sorted).
+    """
+
+    hardware = "scipy-cpu"
+    simulated = False
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=2)
+
+    def fingerprint(self) -> dict[str, str]:
+        return _fingerprint(self.hardware, scipy=scipy.__version__)
+
+    def space(self, op: str) -> ScheduleSpace:
+        """Schedule space for ``op``."""
+        _check_op(op)
+        if op == "spmm":
+            knobs = [
+                Knob("format", ("csr", "coo", "bsr"), "hom"),
+                Knob("block", (1, 2, 4, 8), "hom"),
+                Knob("row_panel", (0, 256, 1024, 4096), "hom"),
+                Knob("col_tile", (0, 8, 16, 32), "hom"),
+                Knob("threads", (2, 1), "hom"),
+                Knob("x_order", ("C", "F"), "het"),
+            ]
+            d = {
+                "format": "csr",
+                "block": 1,
+                "row_panel": 0,
+                "col_tile": 0,
+                "threads": 2,
+                "x_order": "C",
+            }
+        else:
+            knobs = [
+                Knob("row_panel", (0, 256, 1024, 4096), "hom"),
+                Knob("threads", (2, 1), "hom"),
+                Knob("order", ("row", "col_sorted"), "het"),
+            ]
+            d = {"row_panel": 0, "threads": 2, "order": "row"}
+        return ScheduleSpace(knobs, d)
+
+    def prepare(
+        self, op: str, A: sp.csr_array, cfg: dict, operands: tuple[np.ndarray, ...]
+    ) -> Callable[[], np.ndarray]:
+        """Convert formats / slice panels (untimed) and return the kernel closure."""
+        m = A.shape[0]
+        panels = _panels(m, int(cfg["row_panel"]))
+        threads = int(cfg["threads"])
+        if op == "spmm":
+            X = operands[0]
+            if cfg["x_order"] == "F":
+                X = np.asfortranarray(X)
+            tiles = [
+                np.ascontiguousarray(X[:, a:b]) if cfg["x_order"] == "C" else X[:, a:b]
+                for a, b in _tiles(X.shape[1], int(cfg["col_tile"]))
+            ]
+            bounds = _tiles(X.shape[1], int(cfg["col_tile"]))
+            blocks = []
+            for r0, r1 in panels:
+                P = A[r0:r1]
+                if cfg["format"] == "coo":
+                    P = sp.coo_array(P)
+                elif cfg["format"] == "bsr":
+                    b = int(cfg["block"])
+                    pad_r, pad_c = (-P.shape[0]) % b, (-P.shape[1]) % b
+                    if pad_r or pad_c:
+                        P = sp.csr_array((P.data, P.indices, P.indptr), shape=P.shape)
+                        P.resize((P.shape[0] + pad_r, P.shape[1] + pad_c))
+                    P = sp.bsr_array(P, blocksize=(b, b))
+                blocks.append((r0, r1, P))
+            out = np.empty((m, X.shape[1]), dtype=np.float32)
+            k = A.shape[1]
+
+            def panel(job: tuple[int, int, sp.sparray]) -> None:
+                r0, r1, P = job
+                for (a, b), T in zip(bounds, tiles, strict=True):
+                    if P.shape[1] != k:  # bsr padding of columns
+                        T = np.vstack([T, np.zeros((P.shape[1] - k, T.shape[1]), np.float32)])
+                    out[r0:r1, a:b] = (P @ T)[: r1 - r0]
+
+            return self._runner(panel, blocks, threads, out)
+        X1, X2 = operands
+        csr = A.tocsr()
+        jobs = []
+        for r0, r1 in panels:
+            s, e = csr.indptr[r0], csr.indptr[r1]
+            rows = np.repeat(np.arange(r0, r1), np.diff(csr.indptr[r0 : r1 + 1]))
+            cols = csr.indices[s:e]
+            perm = None
+            if cfg["order"] == "col_sorted":
+                perm = np.argsort(cols, kind="stable")
+                rows, cols = rows[perm], cols[perm]
+            jobs.append(
+                (s, e, rows, cols, csr.data[s:e] if perm is None else csr.data[s:e][perm], perm)
+            )
+        out = np.empty(csr.nnz, dtype=np.float32)
+
+        def sddmm(job: tuple) -> None:  # type: ignore[type-arg]
+            s, e, rows, cols, vals, perm = job
+            v = vals * np.einsum("ij,ij->i", X1[rows], X2[cols])
+            if perm is None:
+                out[s:e] = v
+            else:
+                out[s:e][perm] = v
+
+        return self._runner(sddmm, jobs, threads, out)
+
+    def _runner(self, fn, jobs, threads, out):  # type: ignore[no-untyped-def]
+        if threads == 1 or len(jobs) == 1:
+
+            def run() -> np.ndarray:
+                for j in jobs:
+                    fn(j)
+                return out
+
+        else:
+
+            def run() -> np.ndarray:
+                list(self._pool.map(fn, jobs))
+                return out
+
+        return run
+
+
+class TorchCPUBackend:
+    """torch.sparse kernels on CPU, measured (target hardware ``torch-cpu``).
+
+    SpMM: ``torch.sparse.mm`` on CSR/COO (BSR when the installed torch supports it on CPU,
+    probed at construction), row panels, column tiles, ``torch.set_num_threads``; het knobs
+    ``index_dtype`` (int64/int32 CSR indices) and ``x_layout`` (row/column-major X).
+    SDDMM: ``torch.sparse.sampled_addmm`` (CSR) per row panel; het knob ``index_dtype``.
+    """
+
+    hardware = "torch-cpu"
+    simulated = False
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch
+        self.formats = ["csr", "coo"]
+        try:  # probe: keep BSR only if this torch can multiply it on CPU
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "BSR support is in beta"
+                a = torch.eye(4).to_sparse_bsr((2, 2))
+                (a @ torch.ones(4, 2)).sum()
+            self.formats.append("bsr")
+        except Exception:
+            pass
+        try:
+            a = torch.eye(4).to_sparse_csr()
+            torch.sparse.sampled_addmm(a, torch.ones(4, 2), torch.ones(2, 4), beta=0.0)
+            self.sddmm_ok = True
+        except Exception:
+            self.sddmm_ok = False
+
+    def fingerprint(self) -> dict[str, str]:
+        return _fingerprint(self.hardware, torch=self.torch.__version__)
+
+    def space(self, op: str) -> ScheduleSpace:
+        """Schedule space for ``op``."""
+        _check_op(op)
+        if op == "spmm":
+            blocks = (1, 2, 4, 8) if "bsr" in self.formats else (1,)
+            knobs = [
+                Knob("format", tuple(self.formats), "hom"),
+                Knob("block", blocks, "hom"),
+                Knob("row_panel", (0, 256, 1024, 4096), "hom"),
+                Knob("col_tile", (0, 8, 16, 32), "hom"),
+                Knob("threads", (2, 1), "hom"),
+                Knob("index_dtype", ("int64", "int32"), "het"),
+                Knob("x_layout", ("row", "col"), "het"),
+            ]
+            d = {
+                "format": "csr",
+                "block": 1,
+                "row_panel": 0,
+                "col_tile": 0,
+                "threads": 2,
+                "index_dtype": "int64",
+                "x_layout": "row",
+            }
+        else:
+            if not self.sddmm_ok:
+                raise ValueError("op 'sddmm' is not supported by this torch build on CPU")
+            knobs = [
+                Knob("row_panel", (0, 256, 1024, 4096), "hom"),
+                Knob("threads", (2, 1), "hom"),
+                Knob("index_dtype", ("int64", "int32"), "het"),
+            ]
+            d = {"row_panel": 0, "threads": 2, "index_dtype": "int64"}
+        return ScheduleSpace(knobs, d)
+
+    def prepare(
+        self, op: str, A: sp.csr_array, cfg: dict, operands: tuple[np.ndarray, ...]
+    ) -> Callable[[], np.ndarray]:
+        """Convert to torch sparse tensors (untimed) and return the kernel closure."""
+        torch = self.torch
+        m = A.shape[0]
+        idx = torch.int32 if cfg["index_dtype"] == "int32" else torch.int64
+        panels = []
+        for r0, r1 in _panels(m, int(cfg["row_panel"])):
+            P = A[r0:r1].tocsr()
+            t = torch.sparse_csr_tensor(
+                torch.from_numpy(P.indptr.astype(np.int64)).to(idx),
+                torch.from_numpy(P.indices.astype(np.int64)).to(idx),
+                torch.from_numpy(P.data.astype(np.float32)),
+                size=P.shape,
+                check_invariants=False,  # built from canonical scipy CSR
+            )
+            if op == "spmm" and cfg["format"] == "coo":
+                t = t.to_sparse_coo()
+            elif op == "spmm" and cfg["format"] == "bsr":
+                b = int(cfg["block"])
+                dense_p = torch.zeros(-(-P.shape[0] // b) * b, -(-P.shape[1] // b) * b)
+                dense_p[: P.shape[0], : P.shape[1]] = torch.from_numpy(P.toarray())
+                t = dense_p.to_sparse_bsr((b, b))
+            panels.append((r0, r1, t))
+        threads = int(cfg["threads"])
+        if op == "spmm":
+            X = torch.from_numpy(operands[0])
+            if cfg["x_layout"] == "col":
+                X = X.t().contiguous().t()
+            bounds = _tiles(X.shape[1], int(cfg["col_tile"]))
+            tiles = [X[:, a:b] for a, b in bounds]
+            k = A.shape[1]
+            out = torch.empty(m, X.shape[1])
+
+            def run() -> np.ndarray:
+                old = torch.get_num_threads()
+                torch.set_num_threads(threads)
+                try:
+                    for r0, r1, t in panels:
+                        for (a, b), T in zip(bounds, tiles, strict=True):
+                            if t.shape[1] != k:
+                                T = torch.cat([T, torch.zeros(t.shape[1] - k, T.shape[1])])
+                            out[r0:r1, a:b] = (t @ T)[: r1 - r0]
+                finally:
+                    torch.set_num_threads(old)
+                return out.numpy()
+
+            return run
+        X1, X2 = (torch.from_numpy(o) for o in operands)
+        outs: list = []
+
+        def run_sddmm() -> np.ndarray:
+            old = torch.get_num_threads()
+            torch.set_num_threads(threads)
+            try:
+                outs.clear()
+                for r0, r1, t in panels:
+                    r = torch.sparse.sampled_addmm(t, X1[r0:r1], X2.T, beta=0.0)
+                    outs.append(r.values() * t.values())
+            finally:
+                torch.set_num_threads(old)
+            return torch.cat(outs).numpy()
+
+        return run_sddmm
+
+
+def _fingerprint(hardware: str, **versions: str) -> dict[str, str]:
+    return {
+        "hardware": hardware,
+        "cpu": platform.processor() or platform.machine(),
+        "cores": str(os.cpu_count()),
+        "numpy": np.__version__,
+        **versions,
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", ""),
+    }
+
+
+def _check_op(op: str) -> None:
+    if op not in OPS:
+        raise ValueError(f"op must be one of {OPS}, got {op!r}")
+
+
+_BACKENDS = {
+    "scipy-cpu": ScipyBackend,
+    "torch-cpu": TorchCPUBackend,
+    "sim-cpu": SimCPUBackend,
+    "sim-accel": SimAccelBackend,
+}
+
+
+def get_backend(name: str) -> object:
+    """Backend by hardware name (scipy-cpu, torch-cpu, sim-cpu, sim-accel)."""
+    if name not in _BACKENDS:
+        raise ValueError(f"name must be one of {tuple(_BACKENDS)}, got {name!r}")
+    return _BACKENDS[name]()
+
+
+def measure(
+    backend: object,
+    op: str,
+    A: sp.csr_array,
+    configs: list[dict],
+    *,
+    dense_width: int = 64,
+    timer: Timer | None = None,
+    check: bool = False,
+    seed: int = 0,
+    matrix_id: int = 0,
+) -> list[Measurement]:
+    """Time (or simulate) every configuration of ``op`` on matrix ``A``.
+
+    Parameters
+    ----------
+    backend : ScipyBackend, TorchCPUBackend, SimCPUBackend or SimAccelBackend
+    op : {"spmm", "sddmm"}
+    A : sparse matrix
+    configs : list of dict
+        Configurations of ``backend.space(op)``.
+    dense_width : int, default=64
+        SpMM dense columns n / SDDMM inner dimension d.
+    timer : Timer, optional
+        Default ``Timer(warmup=1, repeats=5)``.
+    check : bool, default=False
+        Compare every configuration's result with a dense reference (rtol 1e-4, atol 1e-5
+        relative to the output scale).
+    seed : int, default=0
+        Seed of the dense operands.
+    matrix_id : int, default=0
+        Stored in the measurements.
+
+    Returns
+    -------
+    list of Measurement
+    """
+    _check_op(op)
+    A = check_matrix(A)
+    if not isinstance(dense_width, int) or dense_width < 1:
+        raise ValueError(f"dense_width must be a positive int, got {dense_width!r}")
+    if not configs:
+        raise ValueError("configs is empty")
+    sp_ = backend.space(op)  # type: ignore[attr-defined]
+    for c in configs:
+        sp_.check(c)
+    hw = backend.hardware  # type: ignore[attr-defined]
+    if getattr(backend, "simulated", False):
+        cost = backend.cost(op, A, configs, dense_width)  # type: ignore[attr-defined]
+        return [
+            Measurement(matrix_id, hw, op, dict(c), float(t), 0.0, 0.0)
+            for c, t in zip(configs, cost, strict=True)
+        ]
+    timer = timer or Timer()
+    operands = make_operands(op, A, dense_width, seed)
+    ref = reference(op, A, operands) if check else None
+    out = []
+    for c in configs:
+        t0 = time.perf_counter_ns()
+        run = backend.prepare(op, A, c, operands)  # type: ignore[attr-defined]
+        prep = (time.perf_counter_ns() - t0) * 1e-9
+        if ref is not None:
+            got = np.asarray(run())
+            scale = float(np.abs(ref).max()) or 1.0
+            if not np.allclose(got, ref, rtol=1e-4, atol=1e-5 * scale):
+                raise AssertionError(f"{hw} {op} {c}: result differs from the dense reference")
+        rt, cv = timer(run)
+        out.append(Measurement(matrix_id, hw, op, dict(c), rt, cv, prep))
+    return out

@@ -1,0 +1,223 @@
+"""Sparse matrix generators by family, a synthetic matrix set, and a Matrix Market loader.
+
+Families mimic structures common in SuiteSparse: ``uniform`` (Erdős–Rényi), ``powerlaw``
+(Chung-Lu: row/column expected degrees ~ Pareto, a few very long rows), ``banded`` (nonzeros
+within a band around the diagonal), ``block`` (dense b x b blocks placed at random: BSR-friendly),
+``diag_noise`` (a diagonal plus uniform noise) and ``clustered_cols`` (rows draw their columns
+from a few narrow column windows: high dense-operand reuse).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+
+__all__ = ["FAMILIES", "MatrixSet", "check_matrix", "generate", "load_mtx"]
+
+FAMILIES = ("uniform", "powerlaw", "banded", "block", "diag_noise", "clustered_cols")
+
+
+def check_matrix(A: object, name: str = "A") -> sp.csr_array:
+    """Validate a sparse (or dense 2-D) matrix and return it as float32 canonical CSR.
+
+    Raises ValueError for empty shapes, no nonzeros, NaN/inf values, non-2-D input.
+    """
+    if sp.issparse(A):
+        M = sp.csr_array(A)
+    elif isinstance(A, np.ndarray):
+        if A.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got ndim={A.ndim}")
+        M = sp.csr_array(A)
+    else:
+        raise TypeError(f"{name} must be a scipy.sparse matrix/array or 2-D ndarray")
+    if M.shape[0] == 0 or M.shape[1] == 0:
+        raise ValueError(f"{name} is empty: shape {M.shape}")
+    if not np.issubdtype(M.dtype, np.number) or np.issubdtype(M.dtype, np.complexfloating):
+        raise TypeError(f"{name} must have a real numeric dtype, got {M.dtype}")
+    if not np.all(np.isfinite(M.data)):
+        raise ValueError(f"{name} contains NaN or inf values")
+    M = M.astype(np.float32)
+    M.sum_duplicates()
+    M.eliminate_zeros()
+    M.sort_indices()
+    if M.nnz == 0:
+        raise ValueError(f"{name} has no nonzeros")
+    return M
+
+
+def _coo(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], rng) -> sp.csr_array:  # type: ignore[no-untyped-def]
+    vals = rng.standard_normal(rows.size).astype(np.float32)
+    M = sp.csr_array((vals, (rows, cols)), shape=shape)
+    M.sum_duplicates()
+    return M
+
+
+def generate(
+    family: str,
+    n_rows: int = 4096,
+    n_cols: int | None = None,
+    density: float = 1e-3,
+    *,
+    seed: int = 0,
+    block: int = 4,
+    alpha: float = 1.8,
+) -> sp.csr_array:
+    """Generate a random sparse matrix of a family.
+
+    Parameters
+    ----------
+    family : str
+        One of :data:`FAMILIES`.
+    n_rows : int, default=4096
+        Rows (m).
+    n_cols : int, optional
+        Columns (k); default ``n_rows``.
+    density : float, default=1e-3
+        Target fraction of nonzeros, in (0, 1].
+    seed : int, default=0
+        Random seed.
+    block : int, default=4
+        Block size of the ``block`` family.
+    alpha : float, default=1.8
+        Pareto shape of the ``powerlaw`` degrees (smaller = heavier tail).
+
+    Returns
+    -------
+    scipy.sparse.csr_array, float32, shape (n_rows, n_cols)
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
+    n_cols = n_rows if n_cols is None else n_cols
+    if n_rows < 1 or n_cols < 1:
+        raise ValueError(f"n_rows and n_cols must be >= 1, got {n_rows}, {n_cols}")
+    if not 0 < density <= 1:
+        raise ValueError(f"density must be in (0, 1], got {density}")
+    rng = np.random.default_rng(seed)
+    m, k = n_rows, n_cols
+    nnz = max(1, round(density * m * k))
+    if family == "uniform":
+        rows, cols = rng.integers(0, m, nnz), rng.integers(0, k, nnz)
+    elif family == "powerlaw":
+        wr = rng.pareto(alpha, m) + 1.0
+        wc = rng.pareto(alpha + 0.5, k) + 1.0
+        rows = rng.choice(m, nnz, p=wr / wr.sum())
+        cols = rng.choice(k, nnz, p=wc / wc.sum())
+    elif family == "banded":
+        bw = max(1, round(nnz / (2 * m)))
+        rows = rng.integers(0, m, nnz)
+        centre = (rows * (k / m)).astype(np.int64)
+        cols = np.clip(centre + rng.integers(-bw, bw + 1, nnz), 0, k - 1)
+    elif family == "block":
+        b = max(1, int(block))
+        nb = max(1, nnz // (b * b))
+        br, bc = rng.integers(0, max(1, m // b), nb), rng.integers(0, max(1, k // b), nb)
+        off = np.arange(b)
+        rows = (br[:, None, None] * b + off[None, :, None] + 0 * off[None, None, :]).ravel()
+        cols = (bc[:, None, None] * b + 0 * off[None, :, None] + off[None, None, :]).ravel()
+        keep = (rows < m) & (cols < k)
+        rows, cols = rows[keep], cols[keep]
+    elif family == "diag_noise":
+        d = min(m, k)
+        n_noise = max(0, nnz - d)
+        rows = np.concatenate([np.arange(d), rng.integers(0, m, n_noise)])
+        cols = np.concatenate([np.arange(d), rng.integers(0, k, n_noise)])
+    else:  # clustered_cols
+        n_clusters = 8
+        width = max(8, k // 64)
+        starts = rng.integers(0, max(1, k - width), n_clusters)
+        rows = rng.integers(0, m, nnz)
+        c = starts[(rows * n_clusters) // m]  # row bands map to column windows
+        cols = np.clip(c + rng.integers(0, width, nnz), 0, k - 1)
+    return check_matrix(_coo(rows, cols, (m, k), rng))
+
+
+def load_mtx(path: str | Path) -> sp.csr_array:
+    """Load a Matrix Market file (e.g. from SuiteSparse) as validated float32 CSR.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.mtx`` (optionally ``.gz``) file.
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"path does not exist: {path}")
+    A = scipy.io.mmread(str(path))
+    if not sp.issparse(A):
+        A = sp.csr_array(np.asarray(A))
+    return check_matrix(A, name="path")
+
+
+@dataclass
+class MatrixSet:
+    """A named list of sparse matrices.
+
+    Attributes
+    ----------
+    matrices : list of scipy.sparse.csr_array
+    names : list of str
+    """
+
+    matrices: list[sp.csr_array] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.matrices)
+
+    def __getitem__(self, i: int) -> sp.csr_array:
+        return self.matrices[i]
+
+    @classmethod
+    def synthetic(
+        cls,
+        n: int,
+        *,
+        seed: int = 0,
+        rows: tuple[int, int] = (512, 4096),
+        nnz: tuple[float, float] = (2e3, 4e4),
+        families: tuple[str, ...] = FAMILIES,
+    ) -> MatrixSet:
+        """Generate ``n`` matrices: families cycled, sizes and nnz log-uniform.
+
+        Parameters
+        ----------
+        n : int
+            Number of matrices.
+        seed : int, default=0
+            Seed.
+        rows : (int, int)
+            Range of the (square) size.
+        nnz : (float, float)
+            Range of the number of nonzeros.
+        families : tuple of str
+            Families to cycle through.
+
+        Returns
+        -------
+        MatrixSet
+        """
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        for f in families:
+            if f not in FAMILIES:
+                raise ValueError(f"families contains unknown family {f!r}")
+        rng = np.random.default_rng(seed)
+        out = cls()
+        for i in range(n):
+            fam = families[i % len(families)]
+            m = int(np.exp(rng.uniform(np.log(rows[0]), np.log(rows[1]))))
+            z = float(np.exp(rng.uniform(np.log(nnz[0]), np.log(nnz[1]))))
+            dens = min(1.0, z / (m * m))
+            blk = int(rng.choice([2, 4, 8]))
+            A = generate(fam, m, m, dens, seed=int(rng.integers(2**31)), block=blk)
+            out.matrices.append(A)
+            out.names.append(f"{fam}_{i}")
+        return out

@@ -1,0 +1,99 @@
+"""Datasets, the cost model, metrics and transfer on the deterministic simulators."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import cost_model as C
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[C.CostDataset, C.CostDataset]:
+    ms = C.MatrixSet.synthetic(30, seed=0, rows=(256, 2048), nnz=(1e3, 1.5e4))
+    feat = C.MatrixFeaturizer(16)
+    src = C.collect(C.SimCPUBackend(), "spmm", ms, n_configs=16, seed=0, featurizer=feat)
+    tgt = C.collect(C.SimAccelBackend(), "spmm", ms, n_configs=16, seed=1, featurizer=feat)
+    return src, tgt
+
+
+def test_dataset_shapes_split_subsample_save(data, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    src, _ = data
+    assert len(src) == 30 * 16 and src.n_matrices == 30
+    assert src.is_default.sum() == 30  # one default row per matrix
+    tr, te = src.split(test_frac=0.2, seed=0)
+    assert tr.n_matrices == 24 and te.n_matrices == 6
+    assert not set(tr.matrix_names) & set(te.matrix_names)
+    few = tr.subsample(0.05, by="pairs", min_per_matrix=2, seed=0)
+    assert len(few) == round(0.05 * len(tr))
+    assert np.bincount(few.matrix_index).min() >= 2
+    assert tr.subsample(0.25, by="matrices", seed=0).n_matrices == 6
+    path = tmp_path / "d.npz"
+    src.save(path)
+    back = C.CostDataset.load(path)
+    assert np.array_equal(back.runtime, src.runtime) and back.matrix_names == src.matrix_names
+    assert back.het_sizes == src.het_sizes and back.hardware == "sim-cpu"
+    with pytest.raises(ValueError, match="frac"):
+        tr.subsample(0.0)
+    with pytest.raises(ValueError, match="by"):
+        tr.subsample(0.1, by="rows")
+
+
+def test_rank_loss_brute_force() -> None:
+    s = torch.tensor([0.0, 0.5, 3.0, 1.0])
+    t = torch.tensor([1.0, 2.0, 3.0, 0.5])
+    g = torch.tensor([0, 0, 0, 1])
+    # pairs in group 0 with t_a < t_b: (0,1), (0,2), (1,2)
+    want = (max(0, 1 - 0.5) + max(0, 1 - 3.0) + max(0, 1 - 2.5)) / 3
+    assert C.pairwise_rank_loss(s, t, g).item() == pytest.approx(want)
+    assert C.pairwise_rank_loss(s[3:], t[3:], g[3:]).item() == 0.0
+
+
+def test_metrics_oracle_and_default(data) -> None:  # type: ignore[no-untyped-def]
+    src, _ = data
+    oracle = C.evaluate_scores(src, np.log(src.runtime))
+    assert oracle["top1"] == pytest.approx(oracle["oracle"]) and oracle["pair_acc"] == 1.0
+    assert oracle["captured"] == pytest.approx(1.0)
+    default = C.evaluate_scores(src, np.where(src.is_default, -1.0, 0.0))
+    assert default["top1"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="scores"):
+        C.evaluate_scores(src, np.zeros(3))
+
+
+def test_model_learns_source_ranking(data) -> None:  # type: ignore[no-untyped-def]
+    src, _ = data
+    tr, te = src.split(test_frac=0.3, seed=0)
+    m = C.CognateModel({"sim-cpu": src.het_sizes}, resolution=16, embed_dim=32, seed=0)
+    m.pretrain_matrix_encoder(tr.images, tr.scalars, epochs=2)
+    assert (
+        m.pretrain_mapper("sim-cpu", epochs=5)[-1] < m.pretrain_mapper("sim-cpu", epochs=1)[0] + 1
+    )
+    m.fit(tr, epochs=25, lr=3e-3, batch_matrices=4)
+    r = C.evaluate(m, te)
+    assert r["pair_acc"] > 0.7
+    # predict / rank on a raw matrix agree with dataset scoring
+    A = C.generate("uniform", 512, 512, 0.01, seed=0)
+    sp_ = C.SimCPUBackend().space("spmm")
+    cfgs = sp_.sample(10, seed=0)
+    s = m.predict(A, cfgs, space=sp_, hardware="sim-cpu", resolution=16)
+    assert s.shape == (10,) and np.all(np.isfinite(s))
+    assert (
+        m.rank(A, cfgs, k=3, space=sp_, hardware="sim-cpu", resolution=16)[0]
+        == cfgs[int(np.argmin(s))]
+    )
+    best = C.select(m, A, sp_, hardware="sim-cpu", n_candidates=20, k=2)
+    assert len(best) == 2
+
+
+def test_model_bad_input(data) -> None:  # type: ignore[no-untyped-def]
+    src, tgt = data
+    m = C.CognateModel({"sim-cpu": src.het_sizes}, resolution=16, embed_dim=16)
+    with pytest.raises(ValueError, match="hardware"):
+        m.fit(tgt, epochs=1)
+    with pytest.raises(ValueError, match="loss"):
+        C.CognateModel({"sim-cpu": src.het_sizes}, loss="hinge")
+    with pytest.raises(ValueError, match="mapper"):
+        C.CognateModel({"sim-cpu": src.het_sizes}, mapper="linear")
+    with pytest.raises(ValueError, match="strategies"):
+        C.run_experiment(src, tgt, tgt, strategies=("magic",))

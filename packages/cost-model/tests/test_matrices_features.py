@@ -1,0 +1,78 @@
+"""Generators, loader, featurizer (spec §5 C3) and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+
+import cost_model as C
+from cost_model.features import SCALAR_NAMES, density_counts, matrix_stats
+
+
+@pytest.mark.parametrize("family", C.matrices.FAMILIES)
+def test_generate_families(family: str) -> None:
+    A = C.generate(family, 300, 200, 0.02, seed=1)
+    B = C.generate(family, 300, 200, 0.02, seed=1)
+    assert A.shape == (300, 200) and A.dtype == np.float32 and A.nnz > 0
+    assert (A != B).nnz == 0  # deterministic per seed
+    assert 0.3 < A.nnz / (0.02 * 300 * 200) < 1.7 or family in ("block", "diag_noise")
+
+
+def test_block_family_is_bsr_friendly() -> None:
+    A = C.generate("block", 256, 256, 0.05, seed=0, block=4)
+    U = C.generate("uniform", 256, 256, 0.05, seed=0)
+    assert matrix_stats(A)["bsr_fill_4"] > 0.9 > matrix_stats(U)["bsr_fill_4"]
+
+
+def test_matrix_set_and_mtx_roundtrip(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ms = C.MatrixSet.synthetic(7, seed=0, rows=(64, 128), nnz=(100, 400))
+    assert len(ms) == 7 and len(set(ms.names)) == 7
+    path = tmp_path / "a.mtx"
+    scipy.io.mmwrite(str(path), ms[0])
+    B = C.load_mtx(path)
+    assert abs(B - ms[0]).max() < 1e-6
+    with pytest.raises(FileNotFoundError, match="path"):
+        C.load_mtx(tmp_path / "missing.mtx")
+
+
+def test_density_image_and_scalars() -> None:
+    A = C.generate("powerlaw", 500, 400, 0.01, seed=2)
+    counts = density_counts(A, 32)
+    assert counts.shape == (32, 32) and counts.sum() == A.nnz
+    img, sc = C.MatrixFeaturizer(32)(A)
+    assert img.shape == (32, 32) and img.dtype == np.float32 and img.max() == pytest.approx(1.0)
+    assert sc.shape == (len(SCALAR_NAMES),) and np.all(np.isfinite(sc))
+    # row permutation leaves nnz, density and degree statistics unchanged
+    perm = np.random.default_rng(0).permutation(500)
+    P = sp.csr_array(A[perm])
+    s1, s2 = matrix_stats(A), matrix_stats(P)
+    for key in (
+        "log_nnz",
+        "log10_density",
+        "row_mean",
+        "row_std",
+        "log_row_max",
+        "row_cv",
+        "col_cv",
+    ):
+        assert s1[key] == pytest.approx(s2[key], abs=1e-6)
+
+
+def test_bad_matrices() -> None:
+    with pytest.raises(ValueError, match="empty"):
+        C.matrices.check_matrix(sp.csr_array((0, 5)))
+    with pytest.raises(ValueError, match="no nonzeros"):
+        C.matrices.check_matrix(sp.csr_array((4, 4), dtype=np.float32))
+    bad = sp.csr_array(np.array([[1.0, np.nan], [0, 1]]))
+    with pytest.raises(ValueError, match="NaN"):
+        C.matrices.check_matrix(bad)
+    with pytest.raises(TypeError, match="A"):
+        C.matrices.check_matrix([[1, 2]])
+    with pytest.raises(ValueError, match="family"):
+        C.generate("random", 10)
+    with pytest.raises(ValueError, match="density"):
+        C.generate("uniform", 10, density=0.0)
+    with pytest.raises(ValueError, match="resolution"):
+        C.MatrixFeaturizer(1)

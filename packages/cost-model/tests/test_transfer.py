@@ -1,0 +1,53 @@
+"""Transfer protocol on the deterministic simulators (smoke + invariants) and the demo."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import cost_model as C
+
+
+def _data() -> tuple[C.CostDataset, C.CostDataset, C.CostDataset]:
+    ms = C.MatrixSet.synthetic(18, seed=1, rows=(256, 1024), nnz=(1e3, 8e3))
+    feat = C.MatrixFeaturizer(16)
+    src = C.collect(C.SimCPUBackend(), "spmm", ms, n_configs=12, seed=0, featurizer=feat)
+    tgt = C.collect(C.SimAccelBackend(), "spmm", ms, n_configs=12, seed=1, featurizer=feat)
+    tr, te = tgt.split(test_frac=1 / 3, seed=0)
+    return src, tr, te
+
+
+def test_run_experiment_is_deterministic_and_complete() -> None:
+    src, tr, te = _data()
+    kw = dict(
+        fracs=(0.1,),
+        seeds=(0,),
+        src_epochs=2,
+        tgt_epochs=2,
+        strategies=("cognate", "target_only", "naive", "head_only", "zero_shot", "target_full"),
+        model_kwargs={"resolution": 16, "embed_dim": 16},
+    )
+    a = C.run_experiment(src, tr, te, **kw)
+    b = C.run_experiment(src, tr, te, **kw)
+    assert [r["metrics"] for r in a.rows] == [r["metrics"] for r in b.rows]
+    assert {r["strategy"] for r in a.rows} == set(kw["strategies"])
+    for r in a.rows:
+        assert 0 < r["metrics"]["top1"] <= r["metrics"]["oracle"] + 1e-12
+    assert "cognate" in a.table()
+
+
+def test_finetune_copies_and_freezes_head_only() -> None:
+    src, tr, _ = _data()
+    sizes = {src.hardware: src.het_sizes, tr.hardware: tr.het_sizes}
+    m = C.CognateModel(sizes, resolution=16, embed_dim=16).fit(src, epochs=1)
+    before = {k: v.clone() for k, v in m.net.state_dict().items()}
+    few = tr.subsample(0.2, seed=0)
+    ft = C.finetune(m, few, strategy="head_only", epochs=2, val_frac=0)
+    for k, v in m.net.state_dict().items():  # input model untouched
+        assert np.array_equal(v.numpy(), before[k].numpy())
+    changed = [k for k, v in ft.net.state_dict().items() if not np.array_equal(v, before[k])]
+    assert changed and all(k.startswith("pred.") for k in changed)
+
+
+def test_demo() -> None:
+    out = C.demo(seed=0)
+    assert "cognate" in out and "target_only" in out

@@ -1,0 +1,104 @@
+"""Benchmark for cost-model: few-shot transfer of a sparse-kernel cost model (COGNATE-style).
+
+For SpMM and SDDMM it collects runtimes on a source and a target platform over generated
+matrices, then compares on held-out target matrices (geomean over matrices, mean over seeds):
+
+    target_only@5%   same model, trained on 5% of the target data only
+    cognate@5%       pretrained on all source data, fine-tuned on the same 5%
+    naive@5%         unified het one-hot instead of per-hardware mappers, same protocol
+    zero_shot        source-trained, no target labels
+    target_full      target-only model on 100% of the target training data
+
+Metrics: top-1 / top-5 speedup of the model's choice over the default (CSR) configuration,
+oracle speedup among the measured candidates, fraction of the oracle log-speedup captured,
+pairwise ranking accuracy; ratios are relative to target_full.
+
+    uv run python tools/bench/cost_model_bench.py             # sim-cpu -> sim-accel
+    uv run python tools/bench/cost_model_bench.py --quick
+    uv run python tools/bench/cost_model_bench.py --real      # scipy-cpu -> torch-cpu, measured
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+import cost_model as C
+
+
+def run(op: str, args: argparse.Namespace) -> None:
+    n_mat = 36 if args.quick else 60
+    ms = C.MatrixSet.synthetic(n_mat, seed=args.seed, rows=(512, 4096), nnz=(2e3, 4e4))
+    feat = C.MatrixFeaturizer(32)
+    if args.real:
+        src_be, tgt_be = C.ScipyBackend(), C.TorchCPUBackend()
+        timer = C.Timer(warmup=1, repeats=3)
+    else:
+        src_be, tgt_be = C.SimCPUBackend(), C.SimAccelBackend()
+        timer = None
+    t0 = time.perf_counter()
+    src = C.collect(src_be, op, ms, n_configs=24, seed=args.seed, featurizer=feat, timer=timer)
+    tgt = C.collect(tgt_be, op, ms, n_configs=24, seed=args.seed + 1, featurizer=feat, timer=timer)
+    t_collect = time.perf_counter() - t0
+    train, test = tgt.split(test_frac=1 / 3, seed=args.seed)
+    seeds = tuple(range(1 if args.quick else 3))
+    t0 = time.perf_counter()
+    res = C.run_experiment(
+        src,
+        train,
+        test,
+        fracs=(0.05,),
+        seeds=seeds,
+        strategies=("target_only", "cognate", "naive", "zero_shot", "target_full"),
+        src_epochs=args.epochs,
+        tgt_epochs=2 * args.epochs,
+        model_kwargs={"embed_dim": 64},
+    )
+    summ = res.summary()
+    ref = summ[("target_full", 1.0)]
+    print(
+        f"\n{src_be.hardware} -> {tgt_be.hardware}, {op.upper()}: {train.n_matrices} train / "
+        f"{test.n_matrices} test matrices x 24 configs, 5% = "
+        f"{len(train.subsample(0.05, seed=0))} target triples, seeds {len(seeds)}; "
+        f"collect {t_collect:.0f}s, models {time.perf_counter() - t0:.0f}s"
+    )
+    header = (
+        f"{'strategy':<13}{'frac':>6}{'top1':>8}{'top5':>8}{'oracle':>8}{'captured':>10}"
+        f"{'pair_acc':>10}{'top1/full':>11}{'wins vs t_o':>12}"
+    )
+    print(header)
+    print("-" * len(header))
+    order = ["target_only", "cognate", "naive", "zero_shot", "target_full"]
+    per_seed = {
+        s: {r["strategy"]: r["metrics"]["top1"] for r in res.rows if r["seed"] == s} for s in seeds
+    }
+    for strat in order:
+        key = next(k for k in summ if k[0] == strat)
+        a = summ[key]
+        wins = sum(per_seed[s][strat] > per_seed[s]["target_only"] for s in seeds)
+        print(
+            f"{strat:<13}{key[1]:>6.2f}{a['top1']:>8.3f}{a['top5']:>8.3f}{a['oracle']:>8.3f}"
+            f"{a['captured']:>10.3f}{a['pair_acc']:>10.3f}{a['top1'] / ref['top1']:>11.3f}"
+            f"{'-' if strat == 'target_only' else f'{wins}/{len(seeds)}':>12}"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer matrices, one seed")
+    ap.add_argument("--real", action="store_true", help="measured scipy-cpu -> torch-cpu")
+    ap.add_argument("--ops", default="spmm,sddmm")
+    ap.add_argument("--epochs", type=int, default=30, help="source epochs (target: 2x)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    np.set_printoptions(precision=3)
+    for op in args.ops.split(","):
+        run(op, args)
+
+
+if __name__ == "__main__":
+    main()
