@@ -1,4 +1,4 @@
-"""The two CAROTS augmentors (paper §4.2, Fig. 2a).
+"""The two CAROTS augmentors (paper method section, Fig. 2a).
 
 * :class:`CausalityPreservingAugmentor` (positives, group G2): perturb one cause variable
   and let the frozen forecaster regenerate its effects, so the sample stays consistent with

@@ -1,4 +1,4 @@
-"""CAROTS: causality-aware contrastive anomaly detection (paper §4, Fig. 1).
+"""CAROTS: causality-aware contrastive anomaly detection (paper method section, Fig. 1).
 
 Pipeline of :meth:`CAROTS.fit` on a normal series:
 
@@ -54,13 +54,18 @@ def _check_alpha(alpha: Any) -> float | tuple[float, float]:
 
 
 @contextmanager
-def _torch_threads(n_jobs: int | None) -> Iterator[None]:
-    """Temporarily set torch's intra-op thread count (restored on exit)."""
-    old = torch.get_num_threads()
-    if n_jobs is not None:
-        torch.set_num_threads(n_jobs)
-    try:
+def _limit_threads(n_jobs: int | None) -> Iterator[None]:
+    """Temporarily cap torch and BLAS threads (restored on exit); None changes nothing."""
+    if n_jobs is None:
         yield
+        return
+    from threadpoolctl import threadpool_limits  # a scikit-learn dependency
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(n_jobs)
+    try:
+        with threadpool_limits(n_jobs):
+            yield
     finally:
         torch.set_num_threads(old)
 
@@ -112,8 +117,9 @@ class CAROTS(BaseWindowDetector):
     random_state : int or None, default=0
     device : str, default="cpu"
     n_jobs : int or None, default=1
-        torch intra-op threads while fitting/scoring (restored afterwards); None keeps
-        torch's setting. Small recurrent nets run fastest single-threaded on a busy CPU.
+        torch intra-op and BLAS threads while fitting/scoring (restored afterwards); None
+        keeps the current settings. Small nets and small VARs run fastest single-threaded on
+        a busy CPU.
     verbose : bool, default=False
         Show a tqdm bar over epochs.
 
@@ -249,7 +255,7 @@ class CAROTS(BaseWindowDetector):
     # ------------------------------------------------------------ training
     def _fit(self, Xs: np.ndarray) -> None:
         self._check_params()
-        with _torch_threads(self.n_jobs):
+        with _limit_threads(self.n_jobs):
             self._fit_impl(Xs)
 
     def _fit_impl(self, Xs: np.ndarray) -> None:
@@ -423,7 +429,7 @@ class CAROTS(BaseWindowDetector):
 
     def _score(self, Xs: np.ndarray) -> np.ndarray:
         windows = sliding_windows(Xs, self.window).astype(np.float32)
-        with _torch_threads(self.n_jobs):
+        with _limit_threads(self.n_jobs):
             s_cl, s_cd = self._raw_scores(windows)
         st = self.score_stats_
         z_cl = (s_cl - st["cl_mean"]) / st["cl_std"]

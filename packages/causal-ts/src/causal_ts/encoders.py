@@ -1,4 +1,4 @@
-"""Window encoder f and projector g of the contrastive stage (paper §4.3, Fig. 1b).
+"""Window encoder f and projector g of the contrastive stage (paper Fig. 1b).
 
 The released code's default encoder is a one-layer LSTM whose last hidden state is the
 embedding, followed by a two-layer projector (Linear -> BatchNorm -> GELU -> Linear).

@@ -1,4 +1,4 @@
-"""Similarity-filtered one-class contrastive (SOC) loss (paper §4.3, Fig. 2b).
+"""Similarity-filtered one-class contrastive (SOC) loss (paper Fig. 2b).
 
 The first half of the batch holds normal-type samples (originals G1 and causality-
 preserving augmentations G2), the second half their causality-disturbed copies (G3, G4),
