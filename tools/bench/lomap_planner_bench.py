@@ -42,20 +42,27 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
     h = HORIZON[layout]
     t0 = time.perf_counter()
     data = collect_maze2d_dataset(env, args.data_steps, n_streams=64, seed=args.seed)
-    windows = make_windows(data, h)
+    windows = make_windows(data, h, include_actions=args.with_actions)
+    adim = 2 if args.with_actions else 0
     norm = LimitsNormalizer(windows)
     wn = norm.normalize(windows).astype(np.float32)
     t_data = time.perf_counter() - t0
     torch.manual_seed(args.seed)
     net = TemporalUnet(h, wn.shape[-1], dim=args.dim, dim_mults=(1, 2, 4))
-    diff = GaussianDiffusion(net, h, wn.shape[-1], 2, n_timesteps=args.diffusion_steps)
+    diff = GaussianDiffusion(net, h, wn.shape[-1], adim, n_timesteps=args.diffusion_steps)
     t0 = time.perf_counter()
     train_diffusion(diff, wn, n_steps=args.train_steps, batch_size=32, lr=2e-3, seed=args.seed)
     t_train = time.perf_counter() - t0
-    lomap = LoMAP(wn, n_neighbors=args.k, tau=args.tau, proj_range=(0.5, 0.8))
+    # Official Maze2D configs search neighbours on states only (action_dim_weight: 0).
+    weights = np.ones(wn.shape[-1])
+    if not args.search_actions:
+        weights[:adim] = 0.0
+    lomap = LoMAP(
+        wn, n_neighbors=args.k, tau=args.tau, proj_range=(0.5, 0.8), search_weights=weights
+    )
     rows, plans = [], {}
     data_infeasible = infeasible_plan_fraction(
-        windows[:: max(1, len(windows) // 2000)], env.walls, slice(2, 4)
+        windows[:: max(1, len(windows) // 2000)], env.walls, slice(adim, adim + 2)
     )
     for name, lm in [("Diffuser", None), ("Diffuser+LoMAP", lomap)]:
         planner = DiffuserPlanner(diff, norm, lomap=lm)
@@ -67,6 +74,7 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
                 "layout": layout,
                 "method": name,
                 "infeasible": float(res["infeasible"].mean()),
+                "bad_seg": float(res["bad_segments"].mean()),
                 "score": float(scores.mean()),
                 "score_se": float(scores.std(ddof=1) / np.sqrt(len(scores))),
                 "plan_ms": 1000 * float(res["plan_time"].mean()) / args.episodes,
@@ -78,7 +86,7 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
         "t_train": t_train,
         "data_inf": data_infeasible,
     }
-    return rows, {"walls": env.walls, "plans": plans, "info": info}
+    return rows, {"walls": env.walls, "plans": plans, "info": info, "adim": adim}
 
 
 def main() -> None:
@@ -94,6 +102,14 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=48)
     ap.add_argument("--k", type=int, default=10, help="LoMAP neighbours")
     ap.add_argument("--tau", type=float, default=0.99, help="LoMAP explained variance")
+    ap.add_argument(
+        "--with-actions",
+        action="store_true",
+        help="diffuse [action, state] windows as Diffuser does (default: states only)",
+    )
+    ap.add_argument(
+        "--search-actions", action="store_true", help="include actions in the kNN search"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--png", type=str, default=None, help="write plan plots (one PNG per layout)")
@@ -117,27 +133,30 @@ def main() -> None:
             path = (
                 args.png if len(args.layouts) == 1 else args.png.replace(".png", f"_{layout}.png")
             )
-            plot_plans(extra["walls"], extra["plans"], path)
+            adim = extra["adim"]
+            plot_plans(extra["walls"], extra["plans"], path, pos_slice=slice(adim, adim + 2))
     print()
-    head = f"{'layout':<7} {'method':<15} {'infeasible':>10} {'score':>13} {'ms/plan':>8}"
+    head = f"{'layout':<7} {'method':<15} {'infeasible':>10} {'bad segs':>8} {'score':>13} {'ms/plan':>8}"
     print(head)
     print("-" * len(head))
     for r in all_rows:
         print(
-            f"{r['layout']:<7} {r['method']:<15} {r['infeasible']:>10.3f} "
+            f"{r['layout']:<7} {r['method']:<15} {r['infeasible']:>10.3f} {r['bad_seg']:>8.3f} "
             f"{r['score']:>7.1f} ±{r['score_se']:>4.1f} {r['plan_ms']:>8.1f}"
         )
     print()
     print(
-        f"{'layout':<7} {'infeasible ratio':>17} {'score ratio':>12} {'time ratio':>11}  (LoMAP / Diffuser)"
+        f"{'layout':<7} {'infeasible ratio':>17} {'bad-seg ratio':>14} {'score ratio':>12}"
+        f" {'time ratio':>11}  (LoMAP / Diffuser)"
     )
     for base, lm in zip(all_rows[::2], all_rows[1::2], strict=True):
         inf_ratio = (
             lm["infeasible"] / base["infeasible"] if base["infeasible"] > 0 else float("nan")
         )
         sc_ratio = lm["score"] / base["score"] if base["score"] != 0 else float("nan")
+        seg_ratio = lm["bad_seg"] / base["bad_seg"] if base["bad_seg"] > 0 else float("nan")
         print(
-            f"{base['layout']:<7} {inf_ratio:>17.2f} {sc_ratio:>12.2f} "
+            f"{base['layout']:<7} {inf_ratio:>17.2f} {seg_ratio:>14.2f} {sc_ratio:>12.2f} "
             f"{lm['plan_ms'] / base['plan_ms']:>11.2f}"
         )
 

@@ -125,6 +125,22 @@ def test_lomap_projection_pulls_onto_data_subspace():
     assert seen["rows"] == 5 * 20
 
 
+def test_lomap_search_weights_select_neighbours_by_weighted_features():
+    # Two clusters that differ only in channel 0; channel 1 carries a large decoy.
+    w = torch.zeros(40, 2, 2)
+    w[:20, :, 0], w[20:, :, 0] = 1.0, -1.0
+    w[::2, :, 1] = 5.0
+    query = torch.zeros(1, 2, 2)
+    query[..., 0], query[..., 1] = 1.0, 5.0
+    lm = LoMAP(w, n_neighbors=5, metric="euclidean", search_weights=[1.0, 0.0])
+    _, idx = lm.index.search((query * lm.search_weights).reshape(1, -1), 5)
+    assert (idx < 20).all()
+    with pytest.raises(ValueError, match="search_weights"):
+        LoMAP(w, n_neighbors=5, search_weights=[1.0])
+    with pytest.raises(ValueError, match="search_weights"):
+        LoMAP(w, n_neighbors=5, search_weights=[0.0, 0.0])
+
+
 def test_lomap_active_steps_follow_proj_range():
     lm = LoMAP(torch.rand(30, 4, 2), n_neighbors=5, proj_range=(0.5, 0.8))
     active = [i for i in range(100) if lm.active(i, 100)]

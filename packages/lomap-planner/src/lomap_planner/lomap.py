@@ -112,6 +112,10 @@ class LoMAP:
         official maze2d configs.
     metric : {"cosine", "euclidean"}, default="cosine"
     backend : {"torch", "kdtree"}, default="torch"
+    search_weights : array-like of shape (transition_dim,), optional
+        Per-feature weights applied to windows and queries for the neighbour
+        search only (e.g. 0 on action channels, as the official Maze2D configs'
+        ``action_dim_weight: 0``).  The PCA always uses the full windows.
     """
 
     def __init__(
@@ -123,6 +127,7 @@ class LoMAP:
         proj_range: tuple[float, float] = (0.5, 0.8),
         metric: str = "cosine",
         backend: str = "torch",
+        search_weights: np.ndarray | None = None,
     ) -> None:
         w = torch.as_tensor(
             np.asarray(windows) if not isinstance(windows, torch.Tensor) else windows
@@ -153,9 +158,21 @@ class LoMAP:
             raise ValueError(f"proj_range must satisfy 0 <= lo < hi <= 1, got {proj_range}")
         self.windows = w.float()
         self.horizon, self.transition_dim = horizon, tdim
+        if search_weights is None:
+            self.search_weights = torch.ones(tdim)
+        else:
+            sw = torch.as_tensor(np.asarray(search_weights, dtype=np.float32))
+            if sw.shape != (tdim,) or not torch.isfinite(sw).all() or (sw < 0).any():
+                raise ValueError(
+                    f"search_weights must be {tdim} finite non-negative numbers, got {tuple(sw.shape)}"
+                )
+            if not (sw > 0).any():
+                raise ValueError("search_weights must have at least one positive entry")
+            self.search_weights = sw
         self.n_neighbors, self.tau, self.rank = int(n_neighbors), float(tau), rank
         self.proj_range = (float(lo), float(hi))
-        self.index = NeighborIndex(self.windows.reshape(n, dim), metric=metric, backend=backend)
+        keys = (self.windows * self.search_weights).reshape(n, dim)
+        self.index = NeighborIndex(keys, metric=metric, backend=backend)
         self.last_ranks: torch.Tensor | None = None
 
     def active(self, i: int, n_timesteps: int) -> bool:
@@ -198,7 +215,8 @@ class LoMAP:
         if not (0.0 < alpha_bar <= 1.0):
             raise ValueError(f"alpha_bar must be in (0, 1], got {alpha_bar}")
         b, k = x.shape[0], self.n_neighbors
-        _, idx = self.index.search(x0_hat.reshape(b, -1), k)
+        query = (x0_hat.detach().cpu().float() * self.search_weights).reshape(b, -1)
+        _, idx = self.index.search(query, k)
         nb = self.windows[idx.reshape(-1)].to(x)  # (b * k, H, C)
         eps = torch.randn(nb.shape, generator=generator, dtype=nb.dtype)
         nb = alpha_bar**0.5 * nb + (1.0 - alpha_bar) ** 0.5 * eps.to(nb)

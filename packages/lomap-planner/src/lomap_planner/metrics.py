@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from lomap_planner.env import PointMazeEnv
-from lomap_planner.geometry import plan_is_infeasible
+from lomap_planner.geometry import plan_is_infeasible, segments_hit_walls
 
 __all__ = [
     "D4RL_REF_MAX_SCORE",
@@ -94,7 +94,8 @@ def rollout_planner(
     dict
         ``returns`` (n_episodes,), ``plans`` (first plans, (n_episodes, H, C)),
         ``plan_time`` (seconds per planning call, one entry per call),
-        ``infeasible`` (bool per first plan).
+        ``infeasible`` (bool per first plan), ``bad_segments`` (fraction of each
+        first plan's segments that cross a wall).
     """
     if n_episodes < 1:
         raise ValueError(f"n_episodes must be >= 1, got {n_episodes}")
@@ -130,9 +131,11 @@ def rollout_planner(
         for n, e in enumerate(envs):
             obs[n], r, _, _, _ = e.step(act[n])
             returns[n] += r
+    pos = first_plans[..., adim : adim + 2]
     return {
         "returns": returns,
         "plans": first_plans,
+        "bad_segments": segments_hit_walls(pos[:, :-1], pos[:, 1:], env.walls).mean(1),
         "plan_time": np.asarray(times),
         "infeasible": plan_is_infeasible(first_plans[..., adim : adim + 2], env.walls),
     }
