@@ -69,7 +69,7 @@ def test_model_learns_source_ranking(data) -> None:  # type: ignore[no-untyped-d
     assert (
         m.pretrain_mapper("sim-cpu", epochs=5)[-1] < m.pretrain_mapper("sim-cpu", epochs=1)[0] + 1
     )
-    m.fit(tr, epochs=25, lr=3e-3, batch_matrices=4)
+    m.fit(tr, epochs=12, lr=3e-3, batch_matrices=4)
     r = C.evaluate(m, te)
     assert r["pair_acc"] > 0.7
     # predict / rank on a raw matrix agree with dataset scoring
@@ -97,3 +97,21 @@ def test_model_bad_input(data) -> None:  # type: ignore[no-untyped-def]
         C.CognateModel({"sim-cpu": src.het_sizes}, mapper="linear")
     with pytest.raises(ValueError, match="strategies"):
         C.run_experiment(src, tgt, tgt, strategies=("magic",))
+
+
+def test_hom_knobs_missing_on_one_hardware_go_to_its_mapper(data) -> None:  # type: ignore[no-untyped-def]
+    src, tgt = data
+    assert src.hom_present.tolist() == [True] * 5  # format, block, row_panel, col_tile, threads
+    assert tgt.hom_present.tolist() == [True, True, True, True, False]  # no threads
+    m = C.CognateModel(
+        {src.hardware: src.het_sizes, tgt.hardware: tgt.het_sizes},
+        hom_present={src.hardware: src.hom_present, tgt.hardware: tgt.hom_present},
+        resolution=16,
+        embed_dim=16,
+    )
+    assert m.shared_mask.tolist() == [True, True, True, True, False]
+    assert m.mapper_sizes["sim-cpu"] == (*src.het_sizes, 2)  # threads joins sim-cpu's mapper
+    assert m.mapper_sizes["sim-accel"] == tgt.het_sizes
+    hom, het = m._config_inputs(src, np.arange(5))
+    assert bool((hom[:, 4] == 0).all()) and het.shape[1] == len(src.het_sizes) + 1
+    assert np.all(np.isfinite(m.score(tgt)))

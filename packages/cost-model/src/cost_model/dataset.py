@@ -64,6 +64,11 @@ class CostDataset:
         return int(self.runtime.shape[0])
 
     @property
+    def hom_present(self) -> np.ndarray:
+        """Which shared-vocabulary knobs this hardware has, shape (len(SHARED_KNOBS),)."""
+        return (self.hom != 0).any(0)
+
+    @property
     def n_matrices(self) -> int:
         return int(self.images.shape[0])
 

@@ -152,6 +152,10 @@ class CognateModel:
     loss : {"rank", "mse_log"}, default="rank"
     margin : float, default=1.0
     mapper : {"cognate", "naive"}, default="cognate"
+    hom_present : dict, optional
+        hardware -> which :data:`SHARED_KNOBS` it has (``CostDataset.hom_present``). Knobs
+        present on every hardware feed the shared encoder E_hom; the others are treated as
+        heterogeneous and one-hot encoded into that hardware's mapper. Default: all present.
     seed : int, default=0
     """
 
@@ -167,6 +171,7 @@ class CognateModel:
         loss: str = "rank",
         margin: float = 1.0,
         mapper: str = "cognate",
+        hom_present: dict[str, Sequence[bool]] | None = None,
         seed: int = 0,
     ) -> None:
         if loss not in ("rank", "mse_log"):
@@ -178,8 +183,27 @@ class CognateModel:
         torch.manual_seed(seed)
         self.loss, self.margin, self.seed = loss, float(margin), seed
         self.het_sizes = {h: tuple(int(x) for x in s) for h, s in het_sizes.items()}
+        n_shared = len(SHARED_KNOBS)
+        present = {
+            h: np.asarray(hom_present[h], dtype=bool)
+            if hom_present and h in hom_present
+            else np.ones(n_shared, dtype=bool)
+            for h in self.het_sizes
+        }
+        for h, v in present.items():
+            if v.shape != (n_shared,):
+                raise ValueError(f"hom_present[{h!r}] must have {n_shared} entries")
+        # homogeneous = present on every hardware; a shared-vocabulary knob that only some
+        # hardware has is heterogeneous for this model and goes through that hardware's mapper
+        self.shared_mask = np.logical_and.reduce(list(present.values()))
+        self.extra_cols = {h: np.flatnonzero(v & ~self.shared_mask) for h, v in present.items()}
+        vocab = [len(v) for v in SHARED_KNOBS.values()]
+        self.mapper_sizes = {
+            h: self.het_sizes[h] + tuple(vocab[j] for j in self.extra_cols[h])
+            for h in self.het_sizes
+        }
         self.net = _Net(
-            n_scalars, n_workload, self.het_sizes, embed_dim, het_dim, mapper, resolution
+            n_scalars, n_workload, self.mapper_sizes, embed_dim, het_dim, mapper, resolution
         )
         self.scal_mean: np.ndarray | None = None
         self.scal_std: np.ndarray | None = None
@@ -209,9 +233,16 @@ class CognateModel:
         mats, inv = np.unique(ds.matrix_index[rows], return_inverse=True)
         z = self._encode(ds, mats)[torch.from_numpy(inv)]
         work = torch.from_numpy(ds.workload[ds.matrix_index[rows]])
-        return self.net(
-            z, torch.from_numpy(ds.hom[rows]), torch.from_numpy(ds.het[rows]), ds.hardware, work
-        )
+        hom, het = self._config_inputs(ds, rows)
+        return self.net(z, hom, het, ds.hardware, work)
+
+    def _config_inputs(
+        self, ds: CostDataset, rows: np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        hom = ds.hom[rows] * self.shared_mask  # non-shared columns -> 0 ("absent")
+        extra = ds.hom[rows][:, self.extra_cols[ds.hardware]] - 1
+        het = np.concatenate([ds.het[rows], extra], axis=1)
+        return torch.from_numpy(hom), torch.from_numpy(het)
 
     def _objective(self, ds: CostDataset, rows: np.ndarray) -> torch.Tensor:
         s = self._scores(ds, rows)
@@ -275,7 +306,7 @@ class CognateModel:
         key = _key(hardware)
         if key not in self.net.mappers:
             return []
-        sizes = self.het_sizes[hardware]
+        sizes = self.mapper_sizes[hardware]
         rng = np.random.default_rng(self.seed)
         het = torch.from_numpy(np.stack([rng.integers(0, s, n_configs) for s in sizes], 1))
         params = [*self.net.mappers[key].parameters(), *self.net.decoders[key].parameters()]

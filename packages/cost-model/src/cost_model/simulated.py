@@ -247,7 +247,8 @@ class SimAccelBackend(_SimBase):
             if c["bypass"] == "on":
                 sparse_stream *= 0.5
                 fetch *= 1.0 if reuse < 1.5 else 1.6  # bypass loses dense-row reuse
-            memory = (n_tiles * fetch * tile * 4.0 + sparse_stream) * 0.08e-9 / units
+            # memory channels are shared by all PEs; grouping only changes buffer and balance
+            memory = (n_tiles * fetch * tile * 4.0 + sparse_stream) * 0.08e-9 / 16
             imb = _group_work(rl, p, units, lpt=c["reorder"] == "on")
             n_panels = -(-m // p)
             sync = (1e-6 * n_panels / units) if c["barrier"] == "on" else 0.0
