@@ -1,6 +1,6 @@
 """DA-KD's distillation difficulty score (DDS): student loss over teacher loss, per sample.
 
-He et al. (ICML 2025), Sec. 3 (difficulty-aware data updating): a sample is worth distilling
+He et al. (ICML 2025), difficulty-aware data updating (DiffUp): a sample is worth distilling
 when the teacher already handles it well but the student does not, i.e. when the ratio of the
 student's cross-entropy to the teacher's cross-entropy on the sample's target tokens is large.
 """

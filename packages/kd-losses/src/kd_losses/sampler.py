@@ -1,6 +1,6 @@
 """DA-KD's difficulty-aware data updating as a ``torch.utils.data.Sampler``.
 
-He et al. (ICML 2025), Sec. 3 / Algorithm 1: every few epochs the distillation set is shrunk
+He et al. (ICML 2025), Algorithm 1 ("difficulty-aware data updating"): every few epochs the distillation set is shrunk
 by dropping easy samples (low DDS), with stratified selection over DDS strata so that some
 easier samples stay and the set remains diverse ("stratified data updating", SDU). The exact
 quotas of the paper could not be verified here; this sampler allocates the kept budget to DDS
