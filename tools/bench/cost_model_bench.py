@@ -46,11 +46,12 @@ def run(op: str, args: argparse.Namespace) -> None:
     train, test = tgt.split(test_frac=1 / 3, seed=args.seed)
     seeds = tuple(range(1 if args.quick else 3))
     t0 = time.perf_counter()
+    fracs = tuple(float(f) for f in args.fracs.split(","))
     res = C.run_experiment(
         src,
         train,
         test,
-        fracs=(0.05,),
+        fracs=fracs,
         seeds=seeds,
         strategies=("target_only", "cognate", "naive", "zero_shot", "target_full"),
         src_epochs=args.epochs,
@@ -72,17 +73,21 @@ def run(op: str, args: argparse.Namespace) -> None:
     print(header)
     print("-" * len(header))
     order = ["target_only", "cognate", "naive", "zero_shot", "target_full"]
-    per_seed = {
-        s: {r["strategy"]: r["metrics"]["top1"] for r in res.rows if r["seed"] == s} for s in seeds
-    }
-    for strat in order:
-        key = next(k for k in summ if k[0] == strat)
+    top1 = {(r["strategy"], r["frac"], r["seed"]): r["metrics"]["top1"] for r in res.rows}
+    for key in sorted(
+        summ, key=lambda k: (k[1] if k[0] != "target_full" else 9, order.index(k[0]))
+    ):
+        strat, frac = key
         a = summ[key]
-        wins = sum(per_seed[s][strat] > per_seed[s]["target_only"] for s in seeds)
+        base = [top1.get(("target_only", frac, s)) for s in seeds]
+        if strat in ("target_only", "target_full") or base[0] is None:
+            wins = "-"
+        else:
+            wins = f"{sum(top1[(strat, frac, s)] > b for s, b in zip(seeds, base, strict=True))}/{len(seeds)}"
         print(
-            f"{strat:<13}{key[1]:>6.2f}{a['top1']:>8.3f}{a['top5']:>8.3f}{a['oracle']:>8.3f}"
+            f"{strat:<13}{frac:>6.2f}{a['top1']:>8.3f}{a['top5']:>8.3f}{a['oracle']:>8.3f}"
             f"{a['captured']:>10.3f}{a['pair_acc']:>10.3f}{a['top1'] / ref['top1']:>11.3f}"
-            f"{'-' if strat == 'target_only' else f'{wins}/{len(seeds)}':>12}"
+            f"{wins:>12}"
         )
 
 
@@ -93,6 +98,7 @@ def main() -> None:
     ap.add_argument("--ops", default="spmm,sddmm")
     ap.add_argument("--epochs", type=int, default=30, help="source epochs (target: 2x)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--fracs", default="0.05", help="target-data fractions, e.g. 0.05,0.2,0.5")
     args = ap.parse_args()
     torch.set_num_threads(1)
     np.set_printoptions(precision=3)

@@ -192,6 +192,8 @@ def run_experiment(
         for frac in fracs:
             few = tgt_train.subsample(frac, by=by, seed=seed)
             for strat in strategies:
+                if strat in ("zero_shot", "target_full") and frac != fracs[0]:
+                    continue  # independent of the few-shot fraction: once per seed
                 if strat == "cognate":
                     m = finetune(
                         source_model("cognate"),
