@@ -30,6 +30,7 @@ def demo(seed: int = 0) -> str:
     from lomap_planner.datasets import collect_maze2d_dataset, make_windows
     from lomap_planner.diffusion import GaussianDiffusion
     from lomap_planner.env import PointMazeEnv
+    from lomap_planner.geometry import segments_hit_walls
     from lomap_planner.lomap import LoMAP
     from lomap_planner.metrics import infeasible_plan_fraction
     from lomap_planner.normalizers import LimitsNormalizer
@@ -48,18 +49,20 @@ def demo(seed: int = 0) -> str:
         torch.manual_seed(seed)
         net = TemporalUnet(16, 4, dim=16, dim_mults=(1, 2))
         diff = GaussianDiffusion(net, 16, 4, 0, n_timesteps=16)
-        train_diffusion(diff, wn, n_steps=200, batch_size=32, lr=2e-3, seed=seed)
+        train_diffusion(diff, wn, n_steps=300, batch_size=32, lr=2e-3, seed=seed)
         rng = np.random.default_rng(seed)
         starts = env.free[rng.integers(len(env.free), size=64)] + rng.uniform(-0.1, 0.1, (64, 2))
         obs = np.concatenate([starts, np.zeros((64, 2))], 1)
-        lines = [f"{'method':<16} {'infeasible plans':>16} {'ms/plan':>8}"]
+        lines = [f"{'method':<16} {'infeasible plans':>16} {'bad segments':>12} {'ms/plan':>8}"]
         for name, lm in [("Diffuser", None), ("Diffuser+LoMAP", LoMAP(wn, n_neighbors=10))]:
             planner = DiffuserPlanner(diff, norm, lomap=lm)
             t0 = time.perf_counter()
             plans = planner.plan(obs, env.goal, seed=seed)
             ms = 1000 * (time.perf_counter() - t0) / len(obs)
             frac = infeasible_plan_fraction(plans, env.walls, slice(0, 2))
-            lines.append(f"{name:<16} {frac:>16.3f} {ms:>8.1f}")
+            pos = plans[..., :2]
+            seg = segments_hit_walls(pos[:, :-1], pos[:, 1:], env.walls).mean()
+            lines.append(f"{name:<16} {frac:>16.3f} {seg:>12.3f} {ms:>8.1f}")
     finally:
         torch.set_num_threads(threads)
     return "lomap-planner demo (U-maze, tiny model, 64 plans)\n" + "\n".join(lines)
