@@ -111,7 +111,7 @@ def save_png(results: dict[tuple[str, str], dict[str, list[float]]], path: str) 
 
     datasets = sorted({ds for ds, _ in results})
     names = list(dict.fromkeys(name for _, name in results))
-    fig, ax = plt.subplots(figsize=(8, 3.5))
+    fig, ax = plt.subplots(figsize=(9, 3.5))
     width = 0.8 / len(names)
     for k, name in enumerate(names):
         means = [np.mean(results[(ds, name)]["AUROC"]) for ds in datasets]
@@ -120,7 +120,7 @@ def save_png(results: dict[tuple[str, str], dict[str, list[float]]], path: str) 
     ax.set_xticks(np.arange(len(datasets)) + 0.4 - width / 2, datasets)
     ax.set_ylabel("window AUROC")
     ax.axhline(0.5, color="k", lw=0.5)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -129,7 +129,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true", help="2 seeds, 2 epochs, shorter series")
     p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--epochs", type=int, default=6)
+    p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--window", type=int, default=10)
     p.add_argument("--n-vars", type=int, default=10)
     p.add_argument("--n-train", type=int, default=2000)
