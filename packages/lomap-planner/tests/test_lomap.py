@@ -168,3 +168,13 @@ def test_lomap_bad_input():
         lm.project(torch.rand(2, 3, 2), torch.rand(2, 3, 2), 0.5)
     with pytest.raises(ValueError, match="alpha_bar"):
         lm.project(torch.rand(2, 4, 2), torch.rand(2, 4, 2), 0.0)
+
+
+def test_lomap_does_not_mutate_inputs():
+    windows, _ = _windows_on_subspace()
+    before = windows.clone()
+    lm = LoMAP(windows, n_neighbors=6)
+    x, x0 = torch.rand(3, 4, 3), torch.rand(3, 4, 3)
+    xc, x0c = x.clone(), x0.clone()
+    lm.project(x, x0, alpha_bar=0.7)
+    assert torch.equal(x, xc) and torch.equal(x0, x0c) and torch.equal(windows, before)
