@@ -32,7 +32,6 @@ from gfn_symmetry.losses import (
     subtrajectory_balance_loss,
     trajectory_balance_loss,
 )
-from gfn_symmetry.optim import Adam
 from gfn_symmetry.policy import GraphPolicy
 from gfn_symmetry.rewards import log_reward
 from gfn_symmetry.symmetry import (
@@ -177,7 +176,7 @@ class GFlowNet:
         self.reward_floor = float(reward_floor)
         self.verbose = verbose
         self.log_z = torch.nn.Parameter(torch.zeros(()))
-        self.optimizer = Adam(
+        self.optimizer = torch.optim.Adam(
             [{"params": policy.parameters(), "lr": lr}, {"params": [self.log_z], "lr": lr_logz}]
         )
         self.generator = torch.Generator()

@@ -13,37 +13,6 @@ from lomap_planner.diffusion import GaussianDiffusion
 __all__ = ["goal_conditions", "train_diffusion"]
 
 
-class _Adam:
-    """Plain Adam (Kingma & Ba, 2015) without weight decay.
-
-    ``torch.optim.Adam`` imports ``torch._dynamo`` on construction, which costs over
-    a minute per process on machines without a bytecode cache; this small
-    update keeps training and tests quick.
-    """
-
-    def __init__(self, params: list[torch.nn.Parameter], lr: float, betas=(0.9, 0.999), eps=1e-8):
-        self.params, self.lr, self.betas, self.eps = params, lr, betas, eps
-        self.m = [torch.zeros_like(p) for p in params]
-        self.v = [torch.zeros_like(p) for p in params]
-        self.t = 0
-
-    @torch.no_grad()
-    def step(self) -> None:
-        self.t += 1
-        b1, b2 = self.betas
-        c1, c2 = 1 - b1**self.t, 1 - b2**self.t
-        for p, m, v in zip(self.params, self.m, self.v, strict=True):
-            if p.grad is None:
-                continue
-            m.lerp_(p.grad, 1 - b1)
-            v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
-            p.addcdiv_(m / c1, (v / c2).sqrt_().add_(self.eps), value=-self.lr)
-
-    def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
-
-
 def goal_conditions(x: torch.Tensor, action_dim: int, goal_features: int = 2) -> dict:
     """Diffuser's Maze2D conditions: the full first state and the last position.
 
@@ -109,7 +78,7 @@ def train_diffusion(
         raise ValueError(f"ema_decay must be in [0, 1), got {ema_decay}")
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
-    opt = _Adam([p for p in diffusion.model.parameters() if p.requires_grad], lr=lr)
+    opt = torch.optim.Adam([p for p in diffusion.model.parameters() if p.requires_grad], lr=lr)
     ema = copy.deepcopy(diffusion.model).requires_grad_(False)
     losses = []
     diffusion.train()
