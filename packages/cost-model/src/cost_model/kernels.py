@@ -1,19 +1,21 @@
 """Measured backends (scipy.sparse, torch.sparse on CPU), the timing harness and ``measure``.
 
 Measurement protocol (spec §4): format conversion happens in ``prepare`` and is excluded from
-the kernel time (reported as ``prep_s``); ``time.perf_counter_ns``; ``warmup`` untimed runs,
+the kernel time (reported as ``prep_s``); ``time.perf_counter_ns``; thread counts are set
+once around the timing of a configuration (``TorchCPUBackend.context``), never inside it; ``warmup`` untimed runs,
 then the median of ``repeats`` timed runs, with their coefficient of variation as the noise
-estimate; ``torch.set_num_threads`` is set per configuration and restored; with ``check=True``
+estimate; the previous thread count is restored afterwards; with ``check=True``
 the first run of every configuration is compared with a dense reference.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -284,6 +286,20 @@ class TorchCPUBackend:
     def fingerprint(self) -> dict[str, str]:
         return _fingerprint(self.hardware, torch=self.torch.__version__)
 
+    @contextlib.contextmanager
+    def context(self, cfg: dict) -> Iterator[None]:
+        """Set ``torch.set_num_threads`` for a configuration and restore it afterwards.
+
+        Entered around the whole timing of a configuration (not every run): changing the
+        thread count rebuilds torch's pool, which would otherwise be timed.
+        """
+        old = self.torch.get_num_threads()
+        self.torch.set_num_threads(int(cfg["threads"]))
+        try:
+            yield
+        finally:
+            self.torch.set_num_threads(old)
+
     def space(self, op: str) -> ScheduleSpace:
         """Schedule space for ``op``."""
         _check_op(op)
@@ -343,7 +359,6 @@ class TorchCPUBackend:
                 dense_p[: P.shape[0], : P.shape[1]] = torch.from_numpy(P.toarray())
                 t = dense_p.to_sparse_bsr((b, b))
             panels.append((r0, r1, t))
-        threads = int(cfg["threads"])
         if op == "spmm":
             X = torch.from_numpy(operands[0])
             if cfg["x_layout"] == "col":
@@ -354,16 +369,11 @@ class TorchCPUBackend:
             out = torch.empty(m, X.shape[1])
 
             def run() -> np.ndarray:
-                old = torch.get_num_threads()
-                torch.set_num_threads(threads)
-                try:
-                    for r0, r1, t in panels:
-                        for (a, b), T in zip(bounds, tiles, strict=True):
-                            if t.shape[1] != k:
-                                T = torch.cat([T, torch.zeros(t.shape[1] - k, T.shape[1])])
-                            out[r0:r1, a:b] = (t @ T)[: r1 - r0]
-                finally:
-                    torch.set_num_threads(old)
+                for r0, r1, t in panels:
+                    for (a, b), T in zip(bounds, tiles, strict=True):
+                        if t.shape[1] != k:
+                            T = torch.cat([T, torch.zeros(t.shape[1] - k, T.shape[1])])
+                        out[r0:r1, a:b] = (t @ T)[: r1 - r0]
                 return out.numpy()
 
             return run
@@ -371,15 +381,10 @@ class TorchCPUBackend:
         outs: list = []
 
         def run_sddmm() -> np.ndarray:
-            old = torch.get_num_threads()
-            torch.set_num_threads(threads)
-            try:
-                outs.clear()
-                for r0, r1, t in panels:
-                    r = torch.sparse.sampled_addmm(t, X1[r0:r1], X2.T, beta=0.0)
-                    outs.append(r.values() * t.values())
-            finally:
-                torch.set_num_threads(old)
+            outs.clear()
+            for r0, r1, t in panels:
+                r = torch.sparse.sampled_addmm(t, X1[r0:r1], X2.T, beta=0.0)
+                outs.append(r.values() * t.values())
             return torch.cat(outs).numpy()
 
         return run_sddmm
@@ -477,11 +482,13 @@ def measure(
         t0 = time.perf_counter_ns()
         run = backend.prepare(op, A, c, operands)  # type: ignore[attr-defined]
         prep = (time.perf_counter_ns() - t0) * 1e-9
-        if ref is not None:
-            got = np.asarray(run())
-            scale = float(np.abs(ref).max()) or 1.0
-            if not np.allclose(got, ref, rtol=1e-4, atol=1e-5 * scale):
-                raise AssertionError(f"{hw} {op} {c}: result differs from the dense reference")
-        rt, cv = timer(run)
+        ctx = backend.context(c) if hasattr(backend, "context") else contextlib.nullcontext()
+        with ctx:
+            if ref is not None:
+                got = np.asarray(run())
+                scale = float(np.abs(ref).max()) or 1.0
+                if not np.allclose(got, ref, rtol=1e-4, atol=1e-5 * scale):
+                    raise AssertionError(f"{hw} {op} {c}: result differs from the dense reference")
+            rt, cv = timer(run)
         out.append(Measurement(matrix_id, hw, op, dict(c), rt, cv, prep))
     return out
