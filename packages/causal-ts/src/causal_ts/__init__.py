@@ -25,6 +25,7 @@ from causal_ts.detector import CAROTS, PlainOneClassContrastive
 from causal_ts.discovery import GivenGraphDiscoverer, VARGrangerDiscoverer
 from causal_ts.losses import alpha_schedule, soc_loss
 from causal_ts.metrics import evaluate, point_adjust, window_labels
+from causal_ts.neural_discovery import NeuralGrangerDiscoverer
 
 __all__ = [
     "CAROTS",
@@ -33,6 +34,7 @@ __all__ = [
     "DisturbanceInfo",
     "GivenGraphDiscoverer",
     "IsolationForestWindows",
+    "NeuralGrangerDiscoverer",
     "PCAReconstruction",
     "PlainOneClassContrastive",
     "VARGrangerDiscoverer",

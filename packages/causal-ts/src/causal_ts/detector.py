@@ -34,6 +34,7 @@ from causal_ts.data import sliding_windows
 from causal_ts.discovery import GivenGraphDiscoverer, VARGrangerDiscoverer
 from causal_ts.encoders import ENCODERS, ContrastiveNet
 from causal_ts.losses import alpha_schedule, soc_loss
+from causal_ts.neural_discovery import NeuralGrangerDiscoverer
 
 __all__ = ["CAROTS", "PlainOneClassContrastive"]
 
@@ -77,9 +78,10 @@ class CAROTS(BaseWindowDetector):
     ----------
     window : int, default=10
         Window length W.
-    discoverer : "var" or discoverer instance, default="var"
+    discoverer : "var", "neural" or discoverer instance, default="var"
         ``"var"``: :class:`~causal_ts.discovery.VARGrangerDiscoverer` with lag
-        ``min(3, W - 1)``. An instance (e.g. ``GivenGraphDiscoverer(true_graph)``) is cloned
+        ``min(3, W - 1)``; ``"neural"``:
+        :class:`~causal_ts.neural_discovery.NeuralGrangerDiscoverer` (CUTS+-style, slower). An instance (e.g. ``GivenGraphDiscoverer(true_graph)``) is cloned
         and fit on the standardised training part; its ``lag`` must be < W.
     encoder : {"lstm", "gru", "mlp"}, default="lstm"
     hidden_dim, proj_dim : int, default=64
@@ -213,11 +215,15 @@ class CAROTS(BaseWindowDetector):
     # ------------------------------------------------------------- config
     def _make_discoverer(self, n_vars: int) -> Any:
         if isinstance(self.discoverer, str):
-            if self.discoverer != "var":
-                raise ValueError(
-                    f"discoverer must be 'var' or a discoverer instance; got {self.discoverer!r}"
-                )
-            return VARGrangerDiscoverer(lag=min(3, self.window - 1))
+            lag = min(3, self.window - 1)
+            if self.discoverer == "var":
+                return VARGrangerDiscoverer(lag=lag)
+            if self.discoverer == "neural":
+                return NeuralGrangerDiscoverer(lag=lag, random_state=self.random_state)
+            raise ValueError(
+                "discoverer must be 'var', 'neural' or a discoverer instance; "
+                f"got {self.discoverer!r}"
+            )
         if not hasattr(self.discoverer, "fit"):
             raise TypeError("discoverer must be 'var' or an object with fit/predict_next")
         disc = clone(self.discoverer)
