@@ -11,7 +11,7 @@ Sections, all in one run:
   D. a tiny Llama trained on multi-query associative recall with dense attention, swapped to
      CCA / sliding / sink (zero-shot and after short fine-tuning), accuracy by distance.
 
-Usage: uv run python tools/bench/sparse_attn_bench.py [--quick] [--png PATH]
+Usage: uv run python tools/bench/attn_bench.py [--quick] [--png PATH]
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ under the same budget (plus greedy / random / max-params / LM-loss-scored MIP / 
 children then get the same short GKD. Quality: held-out LM loss, next-token accuracy retained
 and KL to the parent; speed: measured whole-model throughput relative to the parent.
 
-    uv run python tools/bench/nas_puzzle_bench.py            # default (~5-6 min on 2 shared cores)
-    uv run python tools/bench/nas_puzzle_bench.py --quick    # smoke run
+    uv run python tools/bench/puzzle_bench.py            # default (~5-6 min on 2 shared cores)
+    uv run python tools/bench/puzzle_bench.py --quick    # smoke run
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ stability (std of target accuracy over the checkpoints after the QAT switch) and
 Ensemble trial t uses the members trained with seeds t, t+1, ..., t+M-1 (mod --seeds), so the
 ensemble trials overlap and their std is optimistic.
 
-    uv run python tools/bench/qat_dg_bench.py            # ~5 min on a shared 2-core CPU
-    uv run python tools/bench/qat_dg_bench.py --quick    # ~1 min
+    uv run python tools/bench/qatdg_bench.py            # ~5 min on a shared 2-core CPU
+    uv run python tools/bench/qatdg_bench.py --quick    # ~1 min
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ small Diffuser temporal U-Net, then evaluate plain sampling and LoMAP sampling
 (plans with a segment crossing a wall), the D4RL normalised score, and planning
 time, with LoMAP/Diffuser ratios.
 
-    uv run python tools/bench/lomap_planner_bench.py            # ~5 min
-    uv run python tools/bench/lomap_planner_bench.py --quick    # ~1 min
+    uv run python tools/bench/lomap_bench.py            # ~5 min
+    uv run python tools/bench/lomap_bench.py --quick    # ~1 min
 """
 
 from __future__ import annotations
