@@ -1,11 +1,11 @@
 """Measured backends (scipy.sparse, torch.sparse on CPU), the timing harness and ``measure``.
 
 Measurement protocol (spec §4): format conversion happens in ``prepare`` and is excluded from
-the kernel time (reported as ``prep_s``); ``time.perf_counter_ns``; thread counts are set
-once around the timing of a configuration (``TorchCPUBackend.context``), never inside it; ``warmup`` untimed runs,
-then the median of ``repeats`` timed runs, with their coefficient of variation as the noise
-estimate; the previous thread count is restored afterwards; with ``check=True``
-the first run of every configuration is compared with a dense reference.
+the kernel time (reported as ``prep_s``); ``time.perf_counter_ns``; ``warmup`` untimed runs, then
+the median of ``repeats`` timed runs, with their coefficient of variation as the noise estimate;
+torch's thread count is set once around the timing of a configuration
+(``TorchCPUBackend.context``), never inside it, and restored afterwards; with ``check=True`` the
+first run of every configuration is compared with a dense reference.
 """
 
 from __future__ import annotations
