@@ -16,11 +16,18 @@ def demo(seed: int = 0) -> str:
     str
         Test accuracy per task for each baseline and along the Pareto Merging sweep.
     """
+    import torch
+
     from pareto_merge.experiment import merging_experiment
 
-    r = merging_experiment(
-        ("rot90", "invert"), objectives=("ce",), n_points=5, n_steps=150, seed=seed
-    )
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: extra intra-op threads only add overhead
+    try:
+        r = merging_experiment(
+            ("rot90", "invert"), objectives=("ce",), n_points=5, n_steps=150, seed=seed
+        )
+    finally:
+        torch.set_num_threads(threads)
     t1, t2 = r["tasks"]
     lines = [f"{'method':<36}{t1:>8}{t2:>8}{'mean':>8}", "-" * 60]
     for name, (a, b) in r["points"].items():
