@@ -32,3 +32,12 @@ def models() -> tuple[nn.Module, dict, list[dict]]:
             }
         )
     return model, theta0, finetuned
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models: intra-op threads only add overhead (and contention on shared runners)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
