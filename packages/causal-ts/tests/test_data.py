@@ -116,3 +116,16 @@ def test_bad_inputs() -> None:
         inject_causal_break(X, np.eye(3), X, n_segments=2, length=5)
     with pytest.raises(ValueError, match="kind"):
         make_var(kind="nope")
+
+
+def test_make_var_interventions_move_effects_not_labels() -> None:
+    base = make_var(n_vars=5, n_train=300, n_test=400, kind="causal_break", seed=0)
+    d = make_var(
+        n_vars=5, n_train=300, n_test=400, kind="causal_break", n_interventions=2,
+        intervention_shift=5.0, seed=0,
+    )  # fmt: skip
+    assert d.intervention.sum() == 40 and base.intervention.sum() == 0
+    np.testing.assert_array_equal(d.y_test, base.y_test)  # interventions stay label 0
+    np.testing.assert_array_equal(d.X_train, base.X_train)
+    diff = np.abs(d.X_test - base.X_test).max(axis=0)
+    assert (diff > 1e-9).sum() >= 2  # the cause and at least one effect respond

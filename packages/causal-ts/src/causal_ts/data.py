@@ -496,6 +496,9 @@ def make_var(
     radius: int = 5,
     n_breaks: int = 5,
     break_length: int = 20,
+    n_interventions: int = 0,
+    intervention_length: int = 20,
+    intervention_shift: float = 1.0,
     seed: int | None = 0,
 ) -> Bunch:
     """Normal VAR training data and a labelled test series with injected anomalies.
@@ -505,6 +508,12 @@ def make_var(
     kind : str
         ``"mixed"`` (spike + level shift + noise + causal break), ``"causal_break"``, or
         one of :data:`ANOMALY_KINDS`.
+    n_interventions : int, default=0
+        Number of *normal* causal interventions in the test part: for
+        ``intervention_length`` steps the variable with the most children receives an extra
+        ``intervention_shift * 0.1`` (0.1 = innovation std) inside the simulator, so its
+        effects respond through the true dynamics. Labelled 0 (the change is consistent with
+        the causal mechanism) and marked in ``intervention``.
     Other parameters : see :func:`simulate_var`, :func:`inject_anomalies` and
         :func:`inject_causal_break`.
 
@@ -512,19 +521,40 @@ def make_var(
     -------
     sklearn.utils.Bunch
         ``X_train`` (n_train, N), ``X_test`` (n_test, N), ``y_test`` (n_test,) point labels,
-        ``graph`` (N, N) true graph (row = cause), ``anomalies`` (list of info Bunches).
+        ``graph`` (N, N) true graph (row = cause), ``anomalies`` (list of info Bunches),
+        ``intervention`` (n_test,) 0/1 mask of intervened steps.
     """
+    n_interventions = check_int(n_interventions, "n_interventions", low=0)
+    intervention_length = check_int(intervention_length, "intervention_length", low=1)
+    if n_interventions * intervention_length > n_test:
+        raise ValueError("n_interventions * intervention_length exceeds n_test")
+    mask = np.zeros(n_train + n_test, dtype=int)
 
     def simulate(T: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         coefs, graph = var_coefficients(n_vars, lag, sparsity, seed=rng)
-        X = simulate_var_process(coefs, T, seed=rng)
+        offsets = None
+        if n_interventions:
+            children = (graph & ~np.eye(n_vars, dtype=bool)).sum(axis=1)
+            cause = int(np.argmax(children))
+            block = n_test // n_interventions
+            starts = n_train + np.arange(n_interventions) * block
+            # a spawned child generator leaves the parent stream (and so the data) unchanged
+            child = rng.spawn(1)[0]
+            starts += child.integers(0, block - intervention_length + 1, n_interventions)
+            rows = (starts[:, None] + np.arange(intervention_length)).ravel()
+            offsets = np.zeros((T, n_vars))
+            offsets[rows, cause] = intervention_shift * 0.1
+            mask[rows] = 1
+        X = simulate_var_process(coefs, T, seed=rng, offsets=offsets)
         X_alt = simulate_var_process(coefs, T, seed=rng)
         return X, X_alt, graph
 
-    return _make(
+    out = _make(
         simulate, n_train, n_test, kind, n_anomalous_vars, ratio, factor, radius, n_breaks,
         break_length, seed,
     )  # fmt: skip
+    out["intervention"] = mask[n_train:]
+    return out
 
 
 def make_lorenz96(
