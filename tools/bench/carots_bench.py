@@ -5,8 +5,8 @@ bursts and causal breaks (``kind="mixed"``, see ``causal_ts.data.make_var``). Wi
 scores (stride 1) are evaluated with the CAROTS protocol (AUROC, trapezoid AUPRC, best F1,
 point-adjusted F1). Prints mean ± std over seeds, fit/score times and ratios to CAROTS.
 
-    uv run python tools/bench/causal_ts_bench.py            # 5 seeds (~5 min on 2 cores)
-    uv run python tools/bench/causal_ts_bench.py --quick    # 2 seeds, fewer epochs
+    uv run python tools/bench/carots_bench.py            # 5 seeds (~5 min on 2 cores)
+    uv run python tools/bench/carots_bench.py --quick    # 2 seeds, fewer epochs
 """
 
 from __future__ import annotations
