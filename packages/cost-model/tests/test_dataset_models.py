@@ -115,3 +115,26 @@ def test_hom_knobs_missing_on_one_hardware_go_to_its_mapper(data) -> None:  # ty
     hom, het = m._config_inputs(src, np.arange(5))
     assert bool((hom[:, 4] == 0).all()) and het.shape[1] == len(src.het_sizes) + 1
     assert np.all(np.isfinite(m.score(tgt)))
+
+
+def test_mse_log_loss_trains(data) -> None:  # type: ignore[no-untyped-def]
+    src, _ = data
+    m = C.CognateModel({"sim-cpu": src.het_sizes}, resolution=16, embed_dim=16, loss="mse_log")
+    rows = np.arange(len(src))
+    with torch.no_grad():
+        before = float(m._objective(src, rows))
+    m.fit(src, epochs=5, lr=3e-3)
+    with torch.no_grad():
+        assert float(m._objective(src, rows)) < before
+
+
+def test_collect_cli(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from cost_model.cli import main
+
+    out = tmp_path / "s.npz"
+    assert (
+        main(["--backend", "sim-accel", "--n-matrices", "3", "--configs", "4", "--out", str(out)])
+        == 0
+    )
+    ds = C.CostDataset.load(out)
+    assert len(ds) == 12 and ds.hardware == "sim-accel"
