@@ -149,3 +149,36 @@ def test_distill_bad_input() -> None:
 def test_demo_returns_table() -> None:
     out = K.demo(seed=0)
     assert "bdl" in out and "DA-KD" in out
+
+
+def test_sampler_works_with_dataloader() -> None:
+    data = torch.arange(20).float()
+    s = K.DifficultyAwareSampler(data, prune_ratio=0.5, seed=0)
+    s.update(torch.arange(20).float())
+    loader = torch.utils.data.DataLoader(data, batch_size=4, sampler=s)
+    seen = torch.cat(list(loader)).long().sort().values
+    assert torch.equal(seen, s.active_indices)
+
+
+def test_distill_pad_id_and_ce_weight() -> None:
+    torch.manual_seed(0)
+    tokens, _ = K.make_corpus(16, seq_len=10, vocab_size=24, seed=0)
+    tokens[:, -3:] = 0  # padding id 0 at the end of every sequence
+    teacher = K.TinyLM(24, d_model=8, n_layers=1, n_heads=2, max_len=16)
+    student = K.TinyLM(24, d_model=8, n_layers=1, n_heads=2, max_len=16)
+    res = K.distill(
+        student,
+        teacher,
+        tokens,
+        loss="skl",
+        epochs=1,
+        batch_size=8,
+        pad_id=0,
+        ce_weight=0.5,
+        loss_kwargs={"alpha": 0.2, "temperature": 2.0},
+    )
+    assert np.isfinite(res.history[0]["train_loss"])
+    nll, acc = K.evaluate_lm(student, tokens, pad_id=0)
+    assert np.isfinite(nll) and 0.0 <= acc <= 1.0
+    with pytest.raises(ValueError, match="loss_kwargs"):
+        K.distill(student, teacher, tokens, loss=K.forward_kl, loss_kwargs={"x": 1})
