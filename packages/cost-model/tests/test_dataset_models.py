@@ -79,9 +79,15 @@ def test_model_learns_source_ranking(data) -> None:  # type: ignore[no-untyped-d
     s = m.predict(A, cfgs, space=sp_, hardware="sim-cpu", resolution=16)
     assert s.shape == (10,) and np.all(np.isfinite(s))
     assert (
-        m.rank(A, cfgs, k=3, space=sp_, hardware="sim-cpu", resolution=16)[0]
+        m.rank_schedules(A, cfgs, k=3, space=sp_, hardware="sim-cpu", resolution=16)[0]
         == cfgs[int(np.argmin(s))]
     )
+    assert (
+        m.best_schedule(A, cfgs, space=sp_, hardware="sim-cpu", resolution=16)
+        == cfgs[int(np.argmin(s))]
+    )
+    with pytest.raises(ValueError, match="k must"):
+        m.rank_schedules(A, cfgs, k=0, space=sp_, hardware="sim-cpu", resolution=16)
     best = C.select(m, A, sp_, hardware="sim-cpu", n_candidates=20, k=2)
     assert len(best) == 2
 

@@ -424,10 +424,21 @@ class CognateModel:
         )
         return self.score(ds)
 
-    def rank(self, A: object, configs: list[dict], *, k: int = 5, **kwargs: object) -> list[dict]:
-        """The ``k`` configurations with the lowest predicted cost, best first."""
+    def rank_schedules(
+        self, A: object, configs: list[dict], *, k: int = 5, **kwargs: object
+    ) -> list[dict]:
+        """The ``k`` configurations with the lowest predicted cost, best first.
+
+        ``kwargs`` are passed to :meth:`predict` (``space``, ``hardware``, ...).
+        """
+        if not (isinstance(k, int) and k >= 1):
+            raise ValueError(f"k must be a positive int, got {k!r}")
         s = self.predict(A, configs, **kwargs)  # type: ignore[arg-type]
         return [configs[i] for i in np.argsort(s, kind="stable")[:k]]
+
+    def best_schedule(self, A: object, configs: list[dict], **kwargs: object) -> dict:
+        """The configuration with the lowest predicted cost (``rank_schedules(..., k=1)[0]``)."""
+        return self.rank_schedules(A, configs, k=1, **kwargs)[0]
 
     def clone(self) -> CognateModel:
         """Deep copy."""

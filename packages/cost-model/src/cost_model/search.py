@@ -78,7 +78,7 @@ def select(
 ) -> list[dict]:
     """Score ``n_candidates`` sampled configurations of ``space`` and return the best ``k``."""
     cands = space.sample(n_candidates, seed=seed, include_default=True)  # type: ignore[attr-defined]
-    return model.rank(
+    return model.rank_schedules(
         A,
         cands,
         k=k,

@@ -8,8 +8,8 @@ ratios to full-data forward KL.
 Part B times one forward+backward of FKL and BDL at vocab 32K-128K against a naive
 probability-space PyTorch implementation, and reports the memory saved for backward.
 
-    uv run python tools/bench/kd_losses_bench.py            # default (~5 min on 2 idle cores)
-    uv run python tools/bench/kd_losses_bench.py --quick
+    uv run python tools/bench/kd_bench.py            # default (~5 min on 2 idle cores)
+    uv run python tools/bench/kd_bench.py --quick
 """
 
 from __future__ import annotations

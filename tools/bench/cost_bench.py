@@ -13,9 +13,9 @@ Metrics: top-1 / top-5 speedup of the model's choice over the default (CSR) conf
 oracle speedup among the measured candidates, fraction of the oracle log-speedup captured,
 pairwise ranking accuracy; ratios are relative to target_full.
 
-    uv run python tools/bench/cost_model_bench.py             # sim-cpu -> sim-accel
-    uv run python tools/bench/cost_model_bench.py --quick
-    uv run python tools/bench/cost_model_bench.py --real      # scipy-cpu -> torch-cpu, measured
+    uv run python tools/bench/cost_bench.py             # sim-cpu -> sim-accel
+    uv run python tools/bench/cost_bench.py --quick
+    uv run python tools/bench/cost_bench.py --real      # scipy-cpu -> torch-cpu, measured
 """
 
 from __future__ import annotations
