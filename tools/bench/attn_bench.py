@@ -194,8 +194,8 @@ def section_approx(args) -> None:
     print("| top_k | min/max bound score | random regions | median left-out mass bound |")
     print("|---|---|---|---|")
     for top_k in (1, 2, 4, 8, 16):
-        out, st = sa.region_topk_attention(q, k, v, region_size=64, top_k=top_k, return_stats=True)
-        rnd = sa.region_topk_attention(
+        out, st = sa.region_attention(q, k, v, region_size=64, top_k=top_k, return_stats=True)
+        rnd = sa.region_attention(
             q, k, v, region_size=64, top_k=top_k, score="random", generator=gen
         )
         print(f"| {top_k} | {rel_err(out, ref, v):.4f} | {rel_err(rnd, ref, v):.4f} "
@@ -210,7 +210,7 @@ def section_approx(args) -> None:
         sa.dense_attention(q, k, v, is_causal=False)
         td = time.perf_counter() - t0
         t0 = time.perf_counter()
-        sa.region_topk_attention(q, k, v, region_size=64, top_k=8)
+        sa.region_attention(q, k, v, region_size=64, top_k=8)
         tr = time.perf_counter() - t0
         print(f"| {n} | {td:.3f} | {tr:.3f} | {td / tr:.2f} |")
 

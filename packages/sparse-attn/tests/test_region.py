@@ -31,11 +31,11 @@ def clustered(n=2048, d=32, heads=2, region=64, seed=0):
 @pytest.mark.parametrize("n", [1, 50, 130])
 def test_all_regions_is_dense(n):
     q, k, v = rand_qkv(2, 4, 2, n, 8)
-    out = sa.region_topk_attention(q, k, v, region_size=16, top_k=100, enable_gqa=True)
+    out = sa.region_attention(q, k, v, region_size=16, top_k=100, enable_gqa=True)
     ref = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
     torch.testing.assert_close(out, ref, atol=1e-10, rtol=0)
     q32, k32, v32 = (x.float() for x in (q, k, v))
-    out = sa.region_topk_attention(q32, k32, v32, region_size=16, top_k=9, enable_gqa=True)
+    out = sa.region_attention(q32, k32, v32, region_size=16, top_k=9, enable_gqa=True)
     ref = F.scaled_dot_product_attention(q32, k32, v32, enable_gqa=True)
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=0)
 
@@ -44,11 +44,11 @@ def test_matches_naive_loop_with_uneven_regions():
     q, k, v = rand_qkv(1, 2, 1, 70, 8, seed=3)
     ids = torch.randint(0, 6, (70,), generator=torch.Generator().manual_seed(1))
     ids[:6] = torch.arange(6)  # every region present
-    out = sa.region_topk_attention(q, k, v, region_ids=ids, top_k=2, enable_gqa=True, chunk_size=16)
+    out = sa.region_attention(q, k, v, region_ids=ids, top_k=2, enable_gqa=True, chunk_size=16)
     ref = naive_region_attention(q, k, v, ids, top_k=2)
     torch.testing.assert_close(out, ref, atol=1e-10, rtol=0)
     # contiguous regions with a short last region (70 = 4 * 16 + 6)
-    out = sa.region_topk_attention(q, k, v, region_size=16, top_k=3, enable_gqa=True)
+    out = sa.region_attention(q, k, v, region_size=16, top_k=3, enable_gqa=True)
     ref = naive_region_attention(q, k, v, torch.arange(70) // 16, top_k=3)
     torch.testing.assert_close(out, ref, atol=1e-10, rtol=0)
 
@@ -64,7 +64,7 @@ def test_error_bound_holds(kind):
     logits = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
     p = logits.softmax(-1)
     for top_k in (1, 2, 4):
-        out, st = sa.region_topk_attention(q, k, v, region_size=64, top_k=top_k, return_stats=True)
+        out, st = sa.region_attention(q, k, v, region_size=64, top_k=top_k, return_stats=True)
         sel_mask = torch.zeros_like(p, dtype=torch.bool)
         regions = torch.arange(512) // 64
         sel_mask |= (st.selected[..., None] == regions).any(-2)
@@ -79,11 +79,11 @@ def test_clustered_error_decreases_with_top_k():
     dense = F.scaled_dot_product_attention(q, k, v)
     errs = []
     for top_k in (1, 2, 4, 8, 16):
-        out = sa.region_topk_attention(q, k, v, region_size=64, top_k=top_k)
+        out = sa.region_attention(q, k, v, region_size=64, top_k=top_k)
         errs.append(((out - dense).norm(dim=-1).mean() / v.norm(dim=-1).mean()).item())
     assert all(b <= a + 1e-3 for a, b in itertools.pairwise(errs))
     assert errs[3] < 0.02 and errs[0] > 0.05
-    rand = sa.region_topk_attention(
+    rand = sa.region_attention(
         q, k, v, region_size=64, top_k=4, score="random", generator=torch.Generator().manual_seed(0)
     )
     assert ((rand - dense).norm(dim=-1).mean() / v.norm(dim=-1).mean()).item() > errs[2]
@@ -119,27 +119,27 @@ def test_learned_estimator_trains():
 def test_bad_inputs():
     q, k, v = rand_qkv(1, 2, 2, 16, 8)
     with pytest.raises(ValueError, match="top_k"):
-        sa.region_topk_attention(q, k, v, top_k=0)
+        sa.region_attention(q, k, v, top_k=0)
     with pytest.raises(ValueError, match="region_size"):
-        sa.region_topk_attention(q, k, v, region_size=-1)
+        sa.region_attention(q, k, v, region_size=-1)
     with pytest.raises(ValueError, match="score"):
-        sa.region_topk_attention(q, k, v, score="foo")
+        sa.region_attention(q, k, v, score="foo")
     with pytest.raises(ValueError, match="estimator"):
-        sa.region_topk_attention(q, k, v, score="learned")
+        sa.region_attention(q, k, v, score="learned")
     with pytest.raises(ValueError, match="region_ids"):
-        sa.region_topk_attention(q, k, v, region_ids=torch.zeros(5, dtype=torch.long))
+        sa.region_attention(q, k, v, region_ids=torch.zeros(5, dtype=torch.long))
     with pytest.raises(TypeError, match="region_ids"):
-        sa.region_topk_attention(q, k, v, region_ids=torch.zeros(16))
+        sa.region_attention(q, k, v, region_ids=torch.zeros(16))
     with pytest.raises(ValueError, match="coords"):
         sa.grid_regions(torch.zeros(5, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="head dim"):
-        sa.region_topk_attention(q, k[..., :4], v)
+        sa.region_attention(q, k[..., :4], v)
 
 
 def test_bf16_and_mqa():
     q, k, v = (x.bfloat16().float() for x in rand_qkv(2, 4, 1, 200, 32, seed=2))
-    ref = sa.region_topk_attention(q, k, v, region_size=32, top_k=3, enable_gqa=True)
-    out = sa.region_topk_attention(
+    ref = sa.region_attention(q, k, v, region_size=32, top_k=3, enable_gqa=True)
+    out = sa.region_attention(
         q.bfloat16(), k.bfloat16(), v.bfloat16(), region_size=32, top_k=3, enable_gqa=True
     )
     assert out.dtype == torch.bfloat16

@@ -17,7 +17,7 @@ OPS = {
     "sliding": lambda q, k, v, **kw: sa.sliding_window_attention(q, k, v, 8, **kw),
     "sink": lambda q, k, v, **kw: sa.sink_window_attention(q, k, v, window=8, **kw),
     "dense": lambda q, k, v, **kw: sa.dense_attention(q, k, v, **kw),
-    "region": lambda q, k, v, **kw: sa.region_topk_attention(q, k, v, region_size=8, **kw),
+    "region": lambda q, k, v, **kw: sa.region_attention(q, k, v, region_size=8, **kw),
 }
 
 

@@ -28,7 +28,7 @@ from sparse_attn.region import (
     RegionStats,
     grid_regions,
     region_metadata,
-    region_topk_attention,
+    region_attention,
 )
 from sparse_attn.tasks import associative_recall_batch, passkey_batch
 
@@ -59,7 +59,7 @@ __all__ = [
     "grid_regions",
     "passkey_batch",
     "region_metadata",
-    "region_topk_attention",
+    "region_attention",
     "sink_window_attention",
     "sliding_window_attention",
     "swap_attention",

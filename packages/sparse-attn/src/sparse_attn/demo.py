@@ -9,7 +9,7 @@ import torch
 
 from sparse_attn.baselines import dense_attention, sliding_window_attention
 from sparse_attn.cca import cca_attention, cca_stats
-from sparse_attn.region import region_topk_attention
+from sparse_attn.region import region_attention
 
 __all__ = ["clustered_qkv", "demo", "locality_qkv"]
 
@@ -83,9 +83,9 @@ def demo(seed: int = 0) -> str:
     ]
     qc, kc, vc = clustered_qkv(length, 32, 2, 64, seed)
     ref_c, t_dc = _timed(lambda: dense_attention(qc, kc, vc, is_causal=False))
-    reg, t_reg = _timed(lambda: region_topk_attention(qc, kc, vc, region_size=64, top_k=8))
+    reg, t_reg = _timed(lambda: region_attention(qc, kc, vc, region_size=64, top_k=8))
     rnd, t_rnd = _timed(
-        lambda: region_topk_attention(
+        lambda: region_attention(
             qc,
             kc,
             vc,

@@ -10,7 +10,7 @@ from torch import nn
 from sparse_attn.baselines import dense_attention, sink_window_attention, sliding_window_attention
 from sparse_attn.cache import CCAKVCache, DenseKVCache, KVCache, SinkWindowKVCache
 from sparse_attn.cca import cca_attention
-from sparse_attn.region import RegionScoreEstimator, region_topk_attention
+from sparse_attn.region import RegionScoreEstimator, region_attention
 from sparse_attn.validation import check_positive_int
 
 __all__ = [
@@ -307,7 +307,7 @@ class QuerentAttention(nn.Module):
             raise ValueError(f"x must have shape (B, N, dim), got {getattr(x, 'shape', x)}")
         bsz, n, _ = x.shape
         qkv = self.qkv(x).view(bsz, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        out = region_topk_attention(
+        out = region_attention(
             qkv[0],
             qkv[1],
             qkv[2],

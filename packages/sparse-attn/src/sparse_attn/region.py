@@ -22,13 +22,13 @@ __all__ = [
     "RegionStats",
     "grid_regions",
     "region_metadata",
-    "region_topk_attention",
+    "region_attention",
 ]
 
 
 @dataclass(frozen=True)
 class RegionStats:
-    """Selection statistics of :func:`region_topk_attention`.
+    """Selection statistics of :func:`region_attention`.
 
     Attributes
     ----------
@@ -157,7 +157,7 @@ def region_metadata(
     return kmin, kmax
 
 
-def region_topk_attention(
+def region_attention(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
