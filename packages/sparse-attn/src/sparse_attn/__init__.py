@@ -27,8 +27,8 @@ from sparse_attn.region import (
     RegionScoreEstimator,
     RegionStats,
     grid_regions,
-    region_metadata,
     region_attention,
+    region_metadata,
 )
 from sparse_attn.tasks import associative_recall_batch, passkey_batch
 
@@ -58,8 +58,8 @@ __all__ = [
     "dense_attention",
     "grid_regions",
     "passkey_batch",
-    "region_metadata",
     "region_attention",
+    "region_metadata",
     "sink_window_attention",
     "sliding_window_attention",
     "swap_attention",

@@ -21,8 +21,8 @@ __all__ = [
     "RegionScoreEstimator",
     "RegionStats",
     "grid_regions",
-    "region_metadata",
     "region_attention",
+    "region_metadata",
 ]
 
 
