@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nas_puzzle.bld import BlockLibrary
+from nas_puzzle.bld import BlockLibrary, _check_parent_lib
 from nas_puzzle.config import BlockConfig
 from nas_puzzle.mip import Solution
 from nas_puzzle.model import HeteroDecoder
@@ -30,12 +30,7 @@ def realize(
     HeteroDecoder
         A new model in eval mode.
     """
-    if not isinstance(parent, HeteroDecoder):
-        raise TypeError(f"parent must be a HeteroDecoder, got {type(parent).__name__}")
-    if not isinstance(lib, BlockLibrary):
-        raise TypeError(f"lib must be a BlockLibrary, got {type(lib).__name__}")
-    if lib.cfg != parent.cfg:
-        raise ValueError("lib.cfg does not match parent.cfg")
+    _check_parent_lib(parent, lib)
     blocks = choice.choices if isinstance(choice, Solution) else list(choice)
     blocks = [BlockConfig.from_name(b) if isinstance(b, str) else b for b in blocks]
     if len(blocks) != parent.cfg.n_layers:

@@ -144,6 +144,16 @@ class BlockLibrary:
         return cls(cfg, space, entries, index["training_log"], index["mode"])
 
 
+def _check_parent_lib(parent: HeteroDecoder, lib: BlockLibrary) -> None:
+    """Raise unless ``parent`` is a HeteroDecoder and ``lib`` a BlockLibrary built for its cfg."""
+    if not isinstance(parent, HeteroDecoder):
+        raise TypeError(f"parent must be a HeteroDecoder, got {type(parent).__name__}")
+    if not isinstance(lib, BlockLibrary):
+        raise TypeError(f"lib must be a BlockLibrary, got {type(lib).__name__}")
+    if lib.cfg != parent.cfg:
+        raise ValueError("lib.cfg does not match parent.cfg")
+
+
 class _Unit(nn.Module):
     """A trainable unit: either a subblock (decoupled) or a whole block (coupled)."""
 

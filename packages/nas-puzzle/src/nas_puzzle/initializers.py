@@ -43,18 +43,25 @@ def channel_contribution(ffn: FFNSubblock, x: Tensor) -> Tensor:
     return act * ffn.down_proj.weight.norm(dim=0)
 
 
+def _new_child(parent, variant, config_cls: type, subblock_cls: type, parent_kind: str, what: str):
+    """Check ``variant`` and the parent's kind, build the child and copy the parent's norm into it."""
+    if not isinstance(variant, config_cls):
+        raise TypeError(f"variant must be an {config_cls.__name__}, got {type(variant).__name__}")
+    if parent.variant.kind != parent_kind:
+        raise ValueError(f"parent must be a {what} subblock")
+    child = subblock_cls(parent.cfg, variant)
+    if variant.kind != "noop":
+        child.norm.weight.copy_(parent.norm.weight)
+    return child
+
+
 @torch.no_grad()
 def init_attention(parent: AttentionSubblock, variant: AttentionConfig) -> AttentionSubblock:
     """Initialize an attention variant from the parent's attention subblock (no data needed)."""
     cfg: DecoderConfig = parent.cfg
-    if not isinstance(variant, AttentionConfig):
-        raise TypeError(f"variant must be an AttentionConfig, got {type(variant).__name__}")
-    if parent.variant.kind != "gqa":
-        raise ValueError("parent must be a GQA attention subblock")
-    child = AttentionSubblock(cfg, variant)
+    child = _new_child(parent, variant, AttentionConfig, AttentionSubblock, "gqa", "GQA attention")
     if variant.kind == "noop":
         return child
-    child.norm.weight.copy_(parent.norm.weight)
     hd, nq, nkv_p = cfg.head_dim, cfg.n_heads, parent.variant.n_kv_heads
     if variant.kind == "gqa":
         nkv = variant.n_kv_heads
@@ -85,15 +92,9 @@ def init_ffn(parent: FFNSubblock, variant: FFNConfig, calib: Tensor | None = Non
     calib : Tensor, shape (..., d_model), optional
         FFN inputs for Channel Contribution; required for reduced SwiGLU widths.
     """
-    cfg = parent.cfg
-    if not isinstance(variant, FFNConfig):
-        raise TypeError(f"variant must be an FFNConfig, got {type(variant).__name__}")
-    if parent.variant.kind != "swiglu":
-        raise ValueError("parent must be a SwiGLU FFN subblock")
-    child = FFNSubblock(cfg, variant)
+    child = _new_child(parent, variant, FFNConfig, FFNSubblock, "swiglu", "SwiGLU FFN")
     if variant.kind == "noop":
         return child
-    child.norm.weight.copy_(parent.norm.weight)
     if variant.kind == "linear":
         child.linear.weight.copy_(parent.down_proj.weight @ parent.up_proj.weight)
         return child

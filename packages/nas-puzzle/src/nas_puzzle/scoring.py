@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from nas_puzzle.bld import BlockLibrary, parent_activations
+from nas_puzzle.bld import BlockLibrary, _check_parent_lib, parent_activations
 from nas_puzzle.config import BlockConfig
 from nas_puzzle.data import eval_windows
 from nas_puzzle.losses import kl_to_parent
@@ -102,12 +102,7 @@ def replace_one_block(
     ScoreTable
         ``values[m]`` of shape (L, K).
     """
-    if not isinstance(parent, HeteroDecoder):
-        raise TypeError(f"parent must be a HeteroDecoder, got {type(parent).__name__}")
-    if not isinstance(lib, BlockLibrary):
-        raise TypeError(f"lib must be a BlockLibrary, got {type(lib).__name__}")
-    if lib.cfg != parent.cfg:
-        raise ValueError("lib.cfg does not match parent.cfg")
+    _check_parent_lib(parent, lib)
     metrics = tuple(metrics)
     bad = [m for m in metrics if m not in METRICS]
     if bad or not metrics:
