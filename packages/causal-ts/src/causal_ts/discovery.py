@@ -31,6 +31,14 @@ def constant_columns(X: np.ndarray) -> np.ndarray:
     return np.ptp(X, axis=0) <= 1e-12 * np.maximum(1.0, np.abs(X).max(axis=0))
 
 
+def _finish_edge_scores(scores: np.ndarray, const: np.ndarray) -> np.ndarray:
+    """Set the diagonal of ``scores`` to 1 and the rows/columns of constant columns to 0."""
+    np.fill_diagonal(scores, 1.0)
+    scores[const, :] = 0.0
+    scores[:, const] = 0.0
+    return scores
+
+
 def _lag_matrix(X: np.ndarray, lag: int) -> tuple[np.ndarray, np.ndarray]:
     """Regressors ``Z[t - lag, l*N + c] = X[t-l-1, c]`` and targets ``X[lag:]``."""
     T = X.shape[0]
@@ -188,12 +196,8 @@ class VARGrangerDiscoverer(_GraphForecasterMixin, BaseEstimator):
         graph = pvalues < level
         np.fill_diagonal(graph, False)
         graph[active, active] = True
-        scores = 1.0 - pvalues
-        np.fill_diagonal(scores, 1.0)
-        scores[const, :] = 0.0
-        scores[:, const] = 0.0
         self.pvalues_ = pvalues
-        self.edge_scores_ = scores
+        self.edge_scores_ = _finish_edge_scores(1.0 - pvalues, const)
         self.graph_ = graph
         forecast_graph = graph.copy()
         if not self.restricted:

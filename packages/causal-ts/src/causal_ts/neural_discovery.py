@@ -18,7 +18,7 @@ import torch
 from sklearn.base import BaseEstimator
 
 from causal_ts._validation import check_fraction, check_int, check_positive, check_series
-from causal_ts.discovery import constant_columns
+from causal_ts.discovery import _finish_edge_scores, constant_columns
 
 __all__ = ["NeuralGrangerDiscoverer"]
 
@@ -130,10 +130,7 @@ class NeuralGrangerDiscoverer(BaseEstimator):
             opt.step()
             self.loss_curve_.append(mse.item())
         probs = torch.sigmoid(logits).detach().numpy().astype(float)
-        np.fill_diagonal(probs, 1.0)
-        const = constant_columns(X)
-        probs[const, :] = 0.0
-        probs[:, const] = 0.0
+        probs = _finish_edge_scores(probs, constant_columns(X))
         self.edge_scores_ = probs
         self.graph_ = probs > thr
         self.lag_ = lag
