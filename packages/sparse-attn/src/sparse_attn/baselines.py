@@ -55,8 +55,13 @@ def _local_attention(
     window: int,
     num_sink: int,
     scale: float | None,
+    enable_gqa: bool,
     chunk_size: int,
 ) -> torch.Tensor:
+    check_positive_int(window, "window")
+    check_positive_int(chunk_size, "chunk_size")
+    check_qkv(q, k, v, enable_gqa=enable_gqa)
+    k, v = expand_kv(k, q.shape[1]), expand_kv(v, q.shape[1])
     # Query t sees u in (t - window, t] and u < num_sink (u <= t); chunked over queries.
     length = q.shape[-2]
     outs = []
@@ -108,11 +113,7 @@ def sliding_window_attention(
     torch.Tensor
         (B, Hq, L, Dv).
     """
-    check_positive_int(window, "window")
-    check_positive_int(chunk_size, "chunk_size")
-    check_qkv(q, k, v, enable_gqa=enable_gqa)
-    k, v = expand_kv(k, q.shape[1]), expand_kv(v, q.shape[1])
-    return _local_attention(q, k, v, window, 0, scale, chunk_size)
+    return _local_attention(q, k, v, window, 0, scale, enable_gqa, chunk_size)
 
 
 def sink_window_attention(
@@ -152,8 +153,4 @@ def sink_window_attention(
     """
     if isinstance(num_sink, bool) or not isinstance(num_sink, int) or num_sink < 0:
         raise ValueError(f"num_sink must be an int >= 0, got {num_sink!r}")
-    check_positive_int(window, "window")
-    check_positive_int(chunk_size, "chunk_size")
-    check_qkv(q, k, v, enable_gqa=enable_gqa)
-    k, v = expand_kv(k, q.shape[1]), expand_kv(v, q.shape[1])
-    return _local_attention(q, k, v, window, num_sink, scale, chunk_size)
+    return _local_attention(q, k, v, window, num_sink, scale, enable_gqa, chunk_size)
