@@ -194,31 +194,11 @@ def run_experiment(
             for strat in strategies:
                 if strat in ("zero_shot", "target_full") and frac != fracs[0]:
                     continue  # independent of the few-shot fraction: once per seed
-                if strat == "cognate":
+                if strat in ("cognate", "naive", "head_only"):
                     m = finetune(
-                        source_model("cognate"),
+                        source_model("naive" if strat == "naive" else "cognate"),
                         few,
-                        strategy="cognate",
-                        lr=lr,
-                        epochs=tgt_epochs,
-                        val_frac=val_frac,
-                        seed=seed,
-                    )
-                elif strat == "naive":
-                    m = finetune(
-                        source_model("naive"),
-                        few,
-                        strategy="naive",
-                        lr=lr,
-                        epochs=tgt_epochs,
-                        val_frac=val_frac,
-                        seed=seed,
-                    )
-                elif strat == "head_only":
-                    m = finetune(
-                        source_model("cognate"),
-                        few,
-                        strategy="head_only",
+                        strategy=strat,
                         lr=lr,
                         epochs=tgt_epochs,
                         val_frac=val_frac,
