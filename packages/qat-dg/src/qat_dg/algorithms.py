@@ -186,14 +186,26 @@ class ERM(Algorithm):
     def _loss(self, x: Tensor, y: Tensor) -> Tensor:
         return F.cross_entropy(self.network(x), y)
 
-    def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
-        """Cross-entropy step on the concatenated minibatches; returns ``{"loss": float}``."""
-        x, y = self._check_minibatches(minibatches)
+    def _step_at(self, x: Tensor, y: Tensor, shifts: list[tuple[Tensor, Tensor]]) -> Tensor:
+        """Loss gradient at the weights moved by ``shifts`` ((param, delta) pairs), applied from
+        the unmoved weights; counts the update and returns the loss at the moved weights."""
+        with torch.no_grad():
+            for p, d in shifts:
+                p.add_(d)
         self.optimizer.zero_grad(set_to_none=True)
         loss = self._loss(x, y)
         loss.backward()
+        with torch.no_grad():
+            for p, d in shifts:
+                p.sub_(d)
         self.optimizer.step()
         self.num_updates += 1
+        return loss
+
+    def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
+        """Cross-entropy step on the concatenated minibatches; returns ``{"loss": float}``."""
+        x, y = self._check_minibatches(minibatches)
+        loss = self._step_at(x, y, [])
         return {"loss": float(loss.detach())}
 
     def predict_network(self) -> nn.Module:
@@ -286,16 +298,7 @@ class SAM(ERM):
         norm = torch.sqrt(sum((g.detach() ** 2).sum() for g in grads)) + 1e-12
         scale = float(self.hparams["rho"]) / norm
         eps = [g * scale for g in grads]
-        with torch.no_grad():
-            for p, e in zip(params, eps, strict=True):
-                p.add_(e)
-        self.optimizer.zero_grad(set_to_none=True)
-        self._loss(x, y).backward()
-        with torch.no_grad():
-            for p, e in zip(params, eps, strict=True):
-                p.sub_(e)
-        self.optimizer.step()
-        self.num_updates += 1
+        self._step_at(x, y, list(zip(params, eps, strict=True)))
         return {"loss": float(loss.detach())}
 
 
@@ -319,16 +322,13 @@ class ERM_SMA(ERM):
         """ERM step, then fold the new weights into the running average."""
         out = super().update(minibatches, step)
         with torch.no_grad():
-            if self.num_updates >= int(self.hparams["sma_start_step"]):
+            averaging = self.num_updates >= int(self.hparams["sma_start_step"])
+            if averaging:
                 self.sma_count += 1
-                for pa, p in zip(
-                    self.network_sma.parameters(), self.network.parameters(), strict=True
-                ):
+            for pa, p in zip(self.network_sma.parameters(), self.network.parameters(), strict=True):
+                if averaging:
                     pa.mul_((self.sma_count - 1) / self.sma_count).add_(p / self.sma_count)
-            else:
-                for pa, p in zip(
-                    self.network_sma.parameters(), self.network.parameters(), strict=True
-                ):
+                else:
                     pa.copy_(p)
             for ba, b in zip(self.network_sma.buffers(), self.network.buffers(), strict=True):
                 ba.copy_(b)
@@ -373,17 +373,8 @@ class NoiseInjection(ERM):
         with torch.no_grad():
             for m in self._noisy_layers():
                 s = init_step_size(m.weight, bits).reshape(-1, *([1] * (m.weight.ndim - 1)))
-                n = (torch.rand_like(m.weight) - 0.5) * s
-                m.weight.add_(n)
-                noises.append((m, n))
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = self._loss(x, y)
-        loss.backward()
-        with torch.no_grad():
-            for m, n in noises:
-                m.weight.sub_(n)
-        self.optimizer.step()
-        self.num_updates += 1
+                noises.append((m.weight, (torch.rand_like(m.weight) - 0.5) * s))
+        loss = self._step_at(x, y, noises)
         return {"loss": float(loss.detach())}
 
 

@@ -85,6 +85,14 @@ class _FakeQuantMixin:
         """The deployed weight ``round(clip(w/s)) * s`` (differentiable, STE)."""
         return self.quantizer(self.weight)
 
+    def _adopt(self, float_module: nn.Module, cfg: QuantConfig):
+        """Share ``float_module``'s weight/bias ``Parameter`` objects and mode; LSQ-init steps."""
+        self.weight = float_module.weight
+        self.bias = float_module.bias
+        self.training = float_module.training
+        self.quantizer = _make_quantizer(float_module.weight, cfg)
+        return self
+
 
 def _make_quantizer(weight: Tensor, cfg: QuantConfig) -> LSQQuantizer:
     q = LSQQuantizer(weight.shape[0], cfg.bits, cfg.per_channel, cfg.symmetric, cfg.grad_scale)
@@ -111,11 +119,7 @@ class FakeQuantConv2d(_FakeQuantMixin, nn.Conv2d):
             padding_mode=conv.padding_mode,
             device="meta",
         )
-        new.weight = conv.weight
-        new.bias = conv.bias
-        new.training = conv.training
-        new.quantizer = _make_quantizer(conv.weight, cfg)
-        return new
+        return new._adopt(conv, cfg)
 
     def forward(self, x: Tensor) -> Tensor:
         """Convolution with the fake-quantized weight; x: (B, C_in, H, W)."""
@@ -131,11 +135,7 @@ class FakeQuantLinear(_FakeQuantMixin, nn.Linear):
         new = cls(
             linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta"
         )
-        new.weight = linear.weight
-        new.bias = linear.bias
-        new.training = linear.training
-        new.quantizer = _make_quantizer(linear.weight, cfg)
-        return new
+        return new._adopt(linear, cfg)
 
     def forward(self, x: Tensor) -> Tensor:
         """Affine map with the fake-quantized weight; x: (..., in_features)."""
