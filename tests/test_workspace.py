@@ -1,6 +1,7 @@
 """Cross-package checks: every package installs, imports, has a demo; the meta-package ties them."""
 
 import importlib
+import os
 import pathlib
 import shutil
 import subprocess
@@ -77,3 +78,37 @@ def test_console_script_demo_prints_a_table() -> None:
     proc = subprocess.run([exe, "demo", "sys-unlearn"], capture_output=True, text=True, check=True)
     assert proc.stdout.startswith("== sys-unlearn 0.1.0")
     assert "exact=True" in proc.stdout
+
+
+def test_fresh_copy_runs_the_readme_command(repo_root: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """A clean copy of the repository (no .venv) runs `uv run aware-ml info` with nothing synced."""
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv not on PATH")
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=repo_root,
+        check=True,
+        capture_output=True,
+    ).stdout.split(b"\0")
+    copy = tmp_path / "repo"
+    for rel in filter(None, files):
+        src = repo_root / rel.decode()
+        if src.is_file():
+            dst = copy / rel.decode()
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    assert not (copy / ".venv").exists()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "UV_PROJECT"))}
+    # bytecode compilation is the project's default; skipping it here keeps the test fast
+    proc = subprocess.run(
+        [uv, "run", "--frozen", "--no-compile-bytecode", "aware-ml", "info"],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name in PACKAGES:
+        assert f"{name} " in proc.stdout and "not installed" not in proc.stdout

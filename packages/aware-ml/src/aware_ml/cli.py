@@ -6,7 +6,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from aware_ml.registry import PACKAGES, import_name, installed_packages
+from aware_ml.registry import DEMO_SECONDS, PACKAGES, import_name, installed_packages
 
 __all__ = ["main", "run_demo"]
 
@@ -43,7 +43,16 @@ def _demo(packages: Sequence[str], seed: int) -> int:
         return 2
     chosen = list(packages) or [p for p, v in versions.items() if v is not None]
     failed = 0
-    for name in chosen:
+    start = time.perf_counter()
+    for i, name in enumerate(chosen, 1):
+        # one progress line per package: where the tour is and roughly how long it has left
+        left = sum(DEMO_SECONDS.get(p, 3.0) for p in chosen[i - 1 :])
+        print(
+            f"[{i}/{len(chosen)}] {name}: {time.perf_counter() - start:.0f}s elapsed, "
+            f"~{left:.0f}s left",
+            file=sys.stderr,
+            flush=True,
+        )
         if versions[name] is None:
             print(f"== {name}: not installed (pip install 'aware-ml[{name}]')\n")
             failed += 1
@@ -56,6 +65,7 @@ def _demo(packages: Sequence[str], seed: int) -> int:
             print(f"demo failed: {type(exc).__name__}: {exc}")
             failed += 1
         print(f"({time.perf_counter() - t0:.1f}s)\n", flush=True)
+    print(f"tour done: {len(chosen)} package(s) in {time.perf_counter() - start:.0f}s", flush=True)
     return 1 if failed else 0
 
 

@@ -3,7 +3,7 @@
 import importlib.metadata
 import importlib.util
 
-__all__ = ["PACKAGES", "import_name", "installed_packages"]
+__all__ = ["DEMO_SECONDS", "PACKAGES", "import_name", "installed_packages"]
 
 # distribution name -> one-line summary (the import name is the dist name with "_" for "-")
 PACKAGES: dict[str, str] = {
@@ -18,6 +18,21 @@ PACKAGES: dict[str, str] = {
     "pareto-merge": "Pareto Merging: preference-conditioned model merging",
     "nas-puzzle": "Puzzle: blockwise local distillation + MIP architecture search",
     "cost-model": "COGNATE-style transferable cost models for sparse kernels",
+}
+
+# measured demo time per package on 2 CPU cores (s), used for the tour's time-left estimate
+DEMO_SECONDS: dict[str, float] = {
+    "isocal": 2.5,
+    "qat-dg": 5.0,
+    "kd-losses": 2.0,
+    "sparse-attn": 1.0,
+    "causal-ts": 1.5,
+    "gfn-symmetry": 5.0,
+    "lomap-planner": 5.0,
+    "sys-unlearn": 2.5,
+    "pareto-merge": 2.0,
+    "nas-puzzle": 3.0,
+    "cost-model": 3.0,
 }
 
 
