@@ -80,7 +80,9 @@ def test_console_script_demo_prints_a_table() -> None:
     assert "exact=True" in proc.stdout
 
 
-def test_fresh_copy_runs_the_readme_command(repo_root: pathlib.Path, tmp_path: pathlib.Path) -> None:
+def test_fresh_copy_runs_the_readme_command(
+    repo_root: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
     """A clean copy of the repository (no .venv) runs `uv run aware-ml info` with nothing synced."""
     uv = shutil.which("uv")
     if uv is None:
