@@ -89,8 +89,9 @@ def test_bad_inputs(cls, small_problem):
             cal.fit(bad, y)
     with pytest.raises(ValueError, match="y"):
         cal.fit(P, y[:-1])  # mismatched lengths
-    with pytest.raises(ValueError, match="y"):
-        cal.fit(P, np.where(y == 3, 0, y))  # class 3 absent
+    if cls._requires_all_classes:
+        with pytest.raises(ValueError, match="y"):
+            cal.fit(P, np.where(y == 3, 0, y))  # class 3 absent
     with pytest.raises(ValueError, match="y"):
         cal.fit(P, np.where(y == 3, 4, y))  # label out of range
     with pytest.raises(ValueError, match="y"):
@@ -220,3 +221,51 @@ def test_integer_weights_equal_repeated_rows(cls, small_problem):
     a = cls().fit(P, y, sample_weight=w).predict_proba(T)
     b = cls().fit(np.repeat(P, w, axis=0), np.repeat(y, w)).predict_proba(T)
     np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+AGNOSTIC = [NAFIRCalibrator, SCIRCalibrator, FIRCalibrator, TemperatureScaling]
+PASS_THROUGH = [OvRIsotonicCalibrator, HistogramBinningCalibrator]
+
+
+@pytest.mark.parametrize("cls", AGNOSTIC + PASS_THROUGH, ids=lambda c: c.__name__)
+def test_classes_absent_from_labels_fit_and_predict_all_k(cls, small_problem):
+    P, y = small_problem
+    y = np.where(y == 3, 0, y)  # class 3 never occurs
+    Q = cls().fit(P, y).predict_proba(P)
+    assert Q.shape == P.shape and np.all(np.isfinite(Q))
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
+    assert Q[:, 3].max() > 0  # the absent class still gets probability
+
+
+def test_absent_class_passes_through_ovr(small_problem):
+    """OvR's documented rule: an absent class keeps its input column (identity map)."""
+    P, y = small_problem
+    y = np.where(y == 3, 0, y)
+    cal = OvRIsotonicCalibrator().fit(P, y)
+    assert cal.isotonic_[3] is None
+    raw = np.column_stack(
+        [P[:, k] if iso is None else iso.predict(P[:, k]) for k, iso in enumerate(cal.isotonic_)]
+    )
+    ok = raw.sum(1) > 0
+    np.testing.assert_allclose(cal._predict(P)[ok], (raw / raw.sum(1, keepdims=True))[ok])
+
+
+@pytest.mark.parametrize("cls", [VectorScaling, MatrixScaling, DirichletCalibrator])
+def test_per_class_parametric_maps_explain_absent_classes(cls, small_problem):
+    P, y = small_problem
+    with pytest.raises(ValueError, match="unidentifiable"):
+        cls().fit(P, np.where(y == 3, 0, y))
+
+
+@pytest.mark.parametrize("cls", [NAFIRCalibrator, SCIRCalibrator])
+def test_rejected_fit_leaves_a_fitted_model_unchanged(cls, small_problem):
+    P, y = small_problem
+    cal = cls().fit(P, y)
+    before = cal.predict_proba(P)
+    cal.set_params(prior_count=-1.0)
+    with pytest.raises(ValueError, match="prior_count"):
+        cal.fit(P[::-1], y[::-1])
+    np.testing.assert_array_equal(cal.predict_proba(P), before)
+    cal.set_params(prior_count=1.0, max_bins=1)
+    with pytest.raises(ValueError, match="max_bins"):
+        cal.fit(P, y)

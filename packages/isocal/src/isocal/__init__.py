@@ -12,6 +12,7 @@ from isocal.calibrators import (
     OvRIsotonicCalibrator,
     SCIRCalibrator,
     sorted_cumulative,
+    tie_groups,
 )
 from isocal.data import make_miscalibrated
 from isocal.demo import demo
@@ -50,6 +51,7 @@ __all__ = [
     "normalized_isotonic_logloss",
     "reliability_diagram",
     "sorted_cumulative",
+    "tie_groups",
     "top_label_ece",
 ]
 

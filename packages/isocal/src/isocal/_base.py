@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
@@ -48,6 +50,9 @@ class BaseCalibrator(BaseEstimator):
     """
 
     _accepts_logits = False
+    # Per-class parametric maps are unidentifiable for a class with no calibration
+    # labels (its bias runs to -inf); class-agnostic and pass-through methods set False.
+    _requires_all_classes = True
 
     def _check_input(self, X: object, n_classes: int | None, min_samples: int) -> np.ndarray:
         sum_tol = check_nonnegative_float(self.sum_tol, "sum_tol")
@@ -69,7 +74,10 @@ class BaseCalibrator(BaseEstimator):
             Uncalibrated probabilities (rows sum to 1), or logits for the
             scaling calibrators with ``inputs="logits"``. ``n_samples >= 2``.
         y : array-like of shape (n_samples,)
-            Integer labels in ``[0, n_classes)``; every class must occur.
+            Integer labels in ``[0, n_classes)``. Class-agnostic methods (NA-FIR,
+            FIR, SCIR, temperature scaling) and the per-class isotonic / binning
+            methods accept classes absent from ``y``; vector, matrix and Dirichlet
+            scaling need every class.
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative sample weights.
 
@@ -78,14 +86,18 @@ class BaseCalibrator(BaseEstimator):
         self
         """
         P = self._check_input(probs, None, min_samples=2)
-        labels = check_labels(y, P.shape[0], P.shape[1], "y")
+        labels = check_labels(y, P.shape[0], P.shape[1], "y", self._requires_all_classes)
         w = check_sample_weight(sample_weight, P.shape[0])
-        self.n_classes_ = P.shape[1]
         if hasattr(self, "min_prob"):
             min_prob = check_nonnegative_float(self.min_prob, "min_prob")
-            if min_prob >= 1.0 / self.n_classes_:
+            if min_prob >= 1.0 / P.shape[1]:
                 raise ValueError(f"min_prob: must be < 1 / n_classes, got {min_prob}")
-        self._fit(P, labels, w)
+        # Fit a shallow copy and adopt its state only on success: a rejected fit
+        # (bad hyper-parameter found inside _fit) leaves a fitted model unchanged.
+        fitted = copy.copy(self)
+        fitted.n_classes_ = P.shape[1]
+        fitted._fit(P, labels, w)
+        self.__dict__.update(fitted.__dict__)
         return self
 
     def predict_proba(self, probs: object) -> np.ndarray:

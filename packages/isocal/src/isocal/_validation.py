@@ -91,7 +91,9 @@ def check_probs(
             f"{name}: rows must sum to 1 (row {bad} sums to {arr[bad].sum():.6g}; "
             f"sum_tol={sum_tol:g})"
         )
-    arr /= arr.sum(axis=1, keepdims=True)
+    # sum in sorted order: the renormalized values then do not depend on column order,
+    # so every calibrator is permutation-equivariant bit for bit
+    arr /= np.sort(arr, axis=1).sum(axis=1, keepdims=True)
     return arr
 
 
@@ -159,8 +161,9 @@ def check_labels(
         missing = np.flatnonzero(counts == 0)
         if missing.size:
             raise ValueError(
-                f"{name}: class(es) {missing.tolist()[:10]} never occur in y; every class "
-                "needs calibration samples"
+                f"{name}: class(es) {missing.tolist()[:10]} never occur in y; this calibrator "
+                "fits per-class parameters, which are unidentifiable without samples of "
+                "every class (use a class-agnostic method: NA-FIR, SCIR, FIR, temperature)"
             )
     return out
 

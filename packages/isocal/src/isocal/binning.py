@@ -15,7 +15,9 @@ class HistogramBinningCalibrator(BaseCalibrator):
 
     For each class the score range [0, 1] is cut into ``n_bins`` bins; a
     probability is replaced by the (weighted) frequency of that class among the
-    calibration samples in its bin. Empty bins keep the bin midpoint.
+    calibration samples in its bin. Empty bins keep the bin midpoint, and a
+    class absent from the calibration labels keeps every midpoint (about the
+    identity map) rather than the empirical frequency 0.
 
     Parameters
     ----------
@@ -47,6 +49,8 @@ class HistogramBinningCalibrator(BaseCalibrator):
         self.sum_tol = sum_tol
         self.min_prob = min_prob
 
+    _requires_all_classes = False
+
     def _fit(self, P: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         n_bins = check_positive_int(self.n_bins, "n_bins")
         if self.strategy not in ("uniform", "quantile"):
@@ -65,6 +69,8 @@ class HistogramBinningCalibrator(BaseCalibrator):
             mass = np.bincount(b, weights=w, minlength=n_bins)
             hits = np.bincount(b, weights=w * (y == k), minlength=n_bins)
             mid = 0.5 * (e[:-1] + e[1:])
+            if not np.any(y == k):
+                mass = np.zeros(n_bins)  # absent class: keep the midpoints (identity)
             values[k] = np.divide(hits, mass, out=mid.copy(), where=mass > 0)
             edges[k] = e
         self.bin_edges_, self.bin_values_ = edges, values

@@ -2,52 +2,78 @@
 optimized *through* the row normalization (the NA-FIR problem).
 
 Given probabilities ``P`` (n, K) and labels ``y``, find a non-decreasing
-``f >= 0`` on the observed probability values minimizing the log loss of the
-normalized output ``q_ik = f(p_ik) / sum_j f(p_ij)``:
+``f > 0`` on the probability values minimizing the log loss of the normalized
+output ``q_ik = f(p_ik) / sum_j f(p_ij)``:
 
-    min_f  sum_i w_i [ log sum_j f(p_ij) - log f(p_{i, y_i}) ].
+    min_f  sum_i w_i [ log sum_j f(p_ij) - sum_k t_ik log f(p_ik) ],
+
+with targets ``t_i = (1 - lam) e_{y_i} + lam / K``: the one-hot label mixed
+with a uniform pseudo-label of total weight ``prior_count`` samples,
+``lam = prior_count / (sum(w) + prior_count)``.
+
+Why the prior. Without it (``prior_count = 0``) the problem has no minimizer
+whenever the lowest probability values carry no labels: ``log f`` there drifts
+to -inf and the fitted map, and any test log loss, depends on when the solver
+stops. With one pseudo-sample spread over the n*K entries the objective is
+coercive, the optimum is unique and finite, and an unsupported region is
+assigned about ``1 / (n K)`` probability -- the "one more observation" rule of
+Laplace smoothing. Its effect where labels exist is O(1/n).
 
 Writing ``f = exp(phi)`` makes the objective convex (a log-sum-exp minus a
-linear term) and keeps the constraint linear (``phi`` non-decreasing), so the
-problem is a convex program with a unique optimal objective value. We solve it
-by scaled gradient projection: a damped diagonal-Newton step followed by a
-weighted isotonic projection (scikit-learn's PAV) in the same diagonal metric,
-with an Armijo line search. Each iteration is O(n K) vectorized work, which
-scales to millions of distinct values where a generic QP/exp-cone solver or
-L-BFGS-B over the increments do not.
+linear term) with linear constraints (``phi`` non-decreasing). We solve it by
+scaled gradient projection: a damped diagonal-Newton step, a weighted isotonic
+projection (scikit-learn's PAV) in the same metric, and an Armijo search.
+
+Sparse formulation. Each row touches K of the M knots, so ``C`` (n x M, K
+non-zeros per row, duplicates summed) gives every quantity by sparse products:
+``Z = C exp(phi)`` (row normalizers), gradient ``e^phi * C^T(w/Z) - target
+mass`` and the diagonal Hessian ``e^phi * C^T(w/Z) - e^{2 phi} * C^T(w/Z^2)``.
+No dense (n, K) intermediate is formed in the loop. Above ``max_bins`` distinct
+values the knots are quantile bins (:mod:`isocal._binning`).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.isotonic import isotonic_regression
+
+from isocal._binning import quantile_bins
 
 __all__ = ["normalized_isotonic_logloss", "normalized_isotonic_objective"]
 
 
 def normalized_isotonic_objective(
-    phi: np.ndarray, index: np.ndarray, y: np.ndarray, w: np.ndarray
+    phi: np.ndarray,
+    index: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    prior_count: float = 0.0,
 ) -> float:
-    """Weighted mean log loss of ``softmax(phi[index])`` (the NA-FIR objective).
+    """Weighted mean (smoothed) log loss of ``softmax(phi[index])``: the NA-FIR objective.
 
     Parameters
     ----------
     phi : ndarray of shape (M,)
-        Log of the shared map at each distinct probability value.
+        Log of the shared map at each knot.
     index : ndarray of shape (n, K), int
-        Position of each ``p_ij`` among the distinct values.
+        Knot of each ``p_ij``.
     y : ndarray of shape (n,), int
         Labels.
     w : ndarray of shape (n,)
         Sample weights.
+    prior_count : float, default=0.0
+        Weight of the uniform pseudo-label (in samples); 0 gives the plain log loss.
 
     Returns
     -------
     float
     """
     S = phi[index]
-    per_row = logsumexp(S, axis=1) - S[np.arange(S.shape[0]), y]
+    S = S - logsumexp(S, axis=1, keepdims=True)
+    lam = prior_count / (w.sum() + prior_count)
+    per_row = -(1 - lam) * S[np.arange(S.shape[0]), y] - lam * S.mean(axis=1)
     return float(w @ per_row / w.sum())
 
 
@@ -57,6 +83,8 @@ def normalized_isotonic_logloss(
     sample_weight: np.ndarray | None = None,
     max_iter: int = 500,
     tol: float = 1e-8,
+    prior_count: float = 1.0,
+    max_bins: int | None = 16384,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the NA-FIR problem.
 
@@ -65,64 +93,69 @@ def normalized_isotonic_logloss(
     P : ndarray of shape (n, K)
         Probabilities (validated by the caller).
     y : ndarray of shape (n,), int
-        Labels in ``[0, K)``.
+        Labels in ``[0, K)``; classes may be absent.
     sample_weight : ndarray of shape (n,), optional
         Non-negative weights (default ones).
     max_iter : int, default=500
         Iteration cap.
     tol : float, default=1e-8
-        Stop when the predicted decrease ``-grad . direction`` of the mean log loss
-        falls below ``tol`` (the objective is then within about ``tol`` of optimal).
+        Stop when the predicted decrease ``-grad . direction`` of the mean loss
+        falls below ``tol``.
+    prior_count : float, default=1.0
+        Weight, in samples, of the uniform pseudo-label (see the module doc).
+        ``0`` is the unregularized problem, which may have no minimizer.
+    max_bins : int or None, default=16384
+        Knot budget: above it the values are pooled into quantile bins. ``None``
+        always fits every distinct value.
 
     Returns
     -------
-    thresholds : ndarray of shape (M,)
-        Sorted distinct probability values.
+    knots : ndarray of shape (M,)
+        Increasing probability values at which ``phi`` is fitted.
     phi : ndarray of shape (M,)
-        Non-decreasing log-map at the thresholds, shifted so ``max(phi) = 0``.
+        Non-decreasing log-map at the knots, shifted so ``max(phi) = 0``.
     info : dict
-        ``objective`` (weighted mean log loss), ``n_iter``, ``success``.
+        ``objective`` (weighted mean smoothed log loss), ``n_iter``, ``success``.
     """
     n, K = P.shape
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    thresholds, inverse = np.unique(P, return_inverse=True)
-    index = inverse.reshape(n, K)
-    M = thresholds.size
+    knots, flat = quantile_bins(
+        P.ravel(), max_bins, focus=P[np.arange(n), y], weights=np.repeat(w, K)
+    )
+    M = knots.size
+    lam = prior_count / (w.sum() + prior_count)
     wn = w / w.sum()
-    # Label mass landing on each distinct value: the linear part of the gradient.
-    label_mass = np.bincount(index[np.arange(n), y], weights=wn, minlength=M)
+    C = sp.csr_matrix((np.ones(n * K), flat, np.arange(0, n * K + 1, K)), shape=(n, M))
+    CT = C.T.tocsr()  # scatter-by-knot form; one conversion, reused every iteration
+    target = (1 - lam) * np.bincount(flat[np.arange(n) * K + y], weights=wn, minlength=M)
+    target += (lam / K) * (CT @ wn)
     if M == 1:
-        return (
-            thresholds,
-            np.zeros(1),
-            {"objective": float(np.log(K)), "n_iter": 0, "success": True},
-        )
-
-    # Start from the identity map on the log scale (phi = log p), a sensible warm start.
-    phi = np.log(np.clip(thresholds, 1e-12, None))
-    rows = np.arange(n)
-    flat = index.ravel()
+        return knots, np.zeros(1), {"objective": float(np.log(K)), "n_iter": 0, "success": True}
 
     def evaluate(phi: np.ndarray) -> tuple[float, np.ndarray]:
-        S = phi[index]
-        lse = logsumexp(S, axis=1, keepdims=True)
-        S -= lse  # log of the normalized output
-        return float(-(wn @ S[rows, y])), S
+        Z = C @ np.exp(phi)
+        return float(wn @ np.log(Z) - target @ phi), Z
 
-    obj, S = evaluate(phi)
-    damping = 1e-3
+    # Warm start: the identity map, floored where the prior alone sets the value.
+    phi = np.log(knots + lam / K + 1e-300)
+    phi -= phi.max()
+    obj, Z = evaluate(phi)
+    damping = 1e-3  # relative (Levenberg-Marquardt style): scales the diagonal Hessian
     n_iter, success = 0, False
     while n_iter < max_iter:
         n_iter += 1
-        soft = np.exp(S)
-        grad = np.bincount(flat, weights=(soft * wn[:, None]).ravel(), minlength=M) - label_mass
-        hess = np.bincount(flat, weights=(soft * (1 - soft) * wn[:, None]).ravel(), minlength=M)
+        e = np.exp(phi)
+        soft = e * (CT @ (wn / Z))
+        grad = soft - target
+        hess = soft - e * e * (CT @ (wn / (Z * Z)))
         # Scaled gradient projection: a diagonal Newton step projected back onto the
-        # monotone cone in the same diagonal metric (weighted PAV). Damping keeps the
-        # metric positive definite; any such metric gives a descent direction.
-        metric = hess + damping
-        target = phi - grad / metric
-        direction = isotonic_regression(target, sample_weight=metric) - phi
+        # monotone cone in the same diagonal metric (weighted PAV); any positive metric
+        # gives a descent direction. The damping is relative to the curvature: knots
+        # that only the prior supports have curvature ~ prior / (n K), and an absolute
+        # damping would freeze them for many iterations.
+        hess = np.maximum(hess, 0.0)
+        metric = (1.0 + damping) * hess + 1e-12 * hess.max()
+        direction = isotonic_regression(phi - grad / metric, sample_weight=metric) - phi
         slope = float(grad @ direction)
         if -slope <= tol:
             success = True
@@ -130,7 +163,7 @@ def normalized_isotonic_logloss(
         step = 1.0
         while True:
             cand = phi + step * direction
-            cand_obj, cand_S = evaluate(cand)
+            cand_obj, cand_Z = evaluate(cand)
             if cand_obj <= obj + 1e-4 * step * slope:
                 break
             step *= 0.5
@@ -139,8 +172,10 @@ def normalized_isotonic_logloss(
         if step < 1e-10:
             success = True  # no further progress possible at machine precision
             break
-        damping = max(damping * (0.3 if step == 1.0 else 4.0), 1e-10)
-        phi, obj, S = np.maximum.accumulate(cand), cand_obj, cand_S
+        damping = damping * 0.3 if step == 1.0 else min(damping * 4.0, 1e6)
+        cand = np.maximum.accumulate(cand)
+        # the objective is shift-invariant: keep max(phi) = 0 so exp never overflows
+        shift = cand[-1]
+        phi, obj, Z = cand - shift, cand_obj, cand_Z * np.exp(-shift)
     info = {"objective": obj, "n_iter": n_iter, "success": success}
-    phi = phi - phi.max()
-    return thresholds, phi, info
+    return knots, phi - phi.max(), info

@@ -44,6 +44,7 @@ class TemperatureScaling(BaseCalibrator):
     """
 
     _accepts_logits = True
+    _requires_all_classes = False  # one shared parameter: absent classes are fine
 
     def __init__(self, inputs: str = "probs", sum_tol: float = 1e-5) -> None:
         self.inputs = inputs
