@@ -58,7 +58,7 @@ def test_binary_case_is_isotonic_on_top_probability():
     p = rng.random(300)
     P = np.column_stack([p, 1 - p])
     y = (rng.random(300) > p).astype(int)
-    Q = SCIRCalibrator(prior_count=0).fit(P, y).predict_proba(P)
+    Q = SCIRCalibrator(prior_count=0, max_bins=None).fit(P, y).predict_proba(P)
     top = P.max(axis=1)
     top_cls = P.argmax(axis=1)
     iso = IsotonicRegression(out_of_bounds="clip").fit(top, (y == top_cls).astype(float))

@@ -274,11 +274,14 @@ class SCIRCalibrator(BaseCalibrator):
         the plain fit gives lower ranks probability exactly 0 (infinite log loss
         for a test label there); the prior leaves about ``1 / (n K)``. ``0``
         gives the plain fit.
-    max_bins : int or None, default=4096
+    max_bins : int or None, default=256
         Above this many distinct cumulative values, the values are pooled into
         quantile bins shared by all ranks and the isotonic regression is solved
         exactly on the (rank, bin) cells (sufficient statistics of the L2 fit).
-        This bounds memory by ``K * max_bins``; ``None`` never bins.
+        This bounds memory by ``K * max_bins`` and also regularizes: the exact
+        2-D fit overfits, and in the benchmark 256 bins gave a lower test log
+        loss than 1024, 4096 or no binning in all 12 model x data cells.
+        ``None`` never bins (the exact fit on every distinct value).
     sum_tol : float, default=1e-5
         Tolerance on ``|row sum - 1|`` of the input probabilities.
     min_prob : float, default=0.0
@@ -303,7 +306,7 @@ class SCIRCalibrator(BaseCalibrator):
     def __init__(
         self,
         prior_count: float = 1.0,
-        max_bins: int | None = 4096,
+        max_bins: int | None = 256,
         sum_tol: float = 1e-5,
         min_prob: float = 0.0,
     ) -> None:
@@ -332,7 +335,7 @@ class SCIRCalibrator(BaseCalibrator):
         # Sufficient statistics per (rank, value-bin) cell: the L2 fit on cells with
         # summed weights and mean targets equals the fit on the points when every
         # point of a cell must share one value (always true for tied values).
-        knots, col = quantile_bins(c.ravel(), max_bins)
+        knots, col = quantile_bins(c.ravel(), max_bins, np.repeat(w, K - 1))
         n_cols = knots.size
         cell = (np.broadcast_to(ranks, (n, K - 1)).ravel() * n_cols + col).astype(np.int64)
         wr = np.repeat(w, K - 1)

@@ -120,7 +120,7 @@ def normalized_isotonic_logloss(
     n, K = P.shape
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     knots, flat = quantile_bins(
-        P.ravel(), max_bins, focus=P[np.arange(n), y], weights=np.repeat(w, K)
+        P.ravel(), max_bins, np.repeat(w, K), focus=P[np.arange(n), y], focus_weights=w
     )
     M = knots.size
     lam = prior_count / (w.sum() + prior_count)
