@@ -4,18 +4,17 @@ import numpy as np
 import pytest
 
 from sys_unlearn import (
-    DisagreementSamplingClassifier,
     NewtonRemovalLogisticRegression,
+    OracleSelectiveSamplingClassifier,
     RetrainingClassifier,
     SelectiveSamplingClassifier,
     SISAClassifier,
-    linear_hypotheses,
     make_margin_stream,
 )
 
 MODELS = [
     lambda: SelectiveSamplingClassifier(kappa=0.5),
-    lambda: DisagreementSamplingClassifier(linear_hypotheses(5, 32), max_mistakes=2),
+    lambda: OracleSelectiveSamplingClassifier(kappa=0.5),
     lambda: RetrainingClassifier(),
     lambda: SISAClassifier(n_shards=3),
     lambda: NewtonRemovalLogisticRegression(),
@@ -42,19 +41,21 @@ def test_bad_fit_input(make, stream):
         make().fit(np.full((4, 2), "a"), [0, 1, 0, 1])
 
 
-@pytest.mark.parametrize("make", MODELS)
-def test_bad_requests_leave_the_model_unchanged(make, stream):
+BASELINES = MODELS[2:]
+
+
+@pytest.mark.parametrize("make", BASELINES)
+def test_bad_requests_leave_the_baselines_unchanged(make, stream):
+    """Baselines store every point, so they can (and do) reject unknown or repeated ids."""
     X, y = stream
     model = make().fit(X, y)
-    model.unlearn([int(model.stored_ids_[0])])
+    model.unlearn([0])
     snapshot = copy.deepcopy(model.__dict__)
     preds = model.predict(X)
-    stored = model.stored_ids_[1]
     for ids, exc, match in [
-        ([stored, len(X)], ValueError, "unknown"),
-        ([stored, -1], ValueError, "unknown"),
-        ([stored, stored], ValueError, "repeated"),
-        ([stored, int(snapshot.get("_deleted", {0}).copy().pop())], ValueError, "already"),
+        ([5, len(X)], ValueError, "unknown"),
+        ([5, -1], ValueError, "unknown"),
+        ([5, 0], ValueError, "already"),
         ([[1, 2]], ValueError, "sample_ids"),
         ([0.5], TypeError, "sample_ids"),
     ]:
@@ -65,6 +66,24 @@ def test_bad_requests_leave_the_model_unchanged(make, stream):
     for key, value in snapshot.items():
         if isinstance(value, np.ndarray):
             np.testing.assert_array_equal(model.__dict__[key], value)
+
+
+@pytest.mark.parametrize("make", MODELS[:2])
+def test_samplers_accept_any_ids_and_reject_malformed_requests(make, stream):
+    """The samplers keep no record of what they saw, so unknown, repeated or already-deleted
+    ids are indistinguishable from never-stored ones: no-ops. Malformed requests raise."""
+    X, y = stream
+    model = make().fit(X, y)
+    stored = model.stored_ids_
+    model.unlearn([int(stored[0]), int(stored[0]), len(X) + 5, -3])
+    model.unlearn([int(stored[0])])
+    np.testing.assert_array_equal(model.stored_ids_, stored[1:]) if make is MODELS[0] else None
+    snapshot = {k: np.copy(v) for k, v in model.stored_state().items()}
+    for ids, exc in [([[1, 2]], ValueError), ([0.5], TypeError), ("ab", TypeError)]:
+        with pytest.raises(exc, match="sample_ids"):
+            model.unlearn(ids)
+    for key, value in model.stored_state().items():
+        np.testing.assert_array_equal(value, snapshot[key])
     with pytest.raises(ValueError, match="features"):
         model.predict(X[:, :3])
     with pytest.raises(ValueError, match="NaN"):
@@ -92,12 +111,19 @@ def test_selective_hyperparameters(stream):
         with pytest.raises(ValueError, match=name):
             SelectiveSamplingClassifier(**kwargs).fit(X, y)
     with pytest.raises(ValueError, match="horizon"):
-        SelectiveSamplingClassifier().partial_fit(X, y, classes=[0, 1])
+        SelectiveSamplingClassifier().partial_fit(X, y, np.arange(len(X)), classes=[0, 1])
     with pytest.raises(ValueError, match="classes"):
-        SelectiveSamplingClassifier(horizon=10).partial_fit(X, y)
-    model = SelectiveSamplingClassifier(horizon=1000).partial_fit(X, y, classes=[0, 1])
+        SelectiveSamplingClassifier(horizon=10).partial_fit(X, y, np.arange(len(X)))
+    with pytest.raises(ValueError, match="sample_ids"):
+        SelectiveSamplingClassifier(horizon=10).partial_fit(X, y, classes=[0, 1])
+    ids = np.arange(len(X))
+    model = SelectiveSamplingClassifier(horizon=1000).partial_fit(X, y, ids, classes=[0, 1])
     with pytest.raises(ValueError, match="not in classes"):
-        model.partial_fit(X[:3], [0, 1, 2])
+        model.partial_fit(X[:3], [0, 1, 2], sample_ids=[1001, 1002, 1003])
+    with pytest.raises(ValueError, match="already stored"):
+        model.partial_fit(X[:3], y[:3], sample_ids=model.stored_ids_[:3])
+    with pytest.raises(ValueError, match="distinct"):
+        SelectiveSamplingClassifier().fit(X[:3], y[:3], sample_ids=[1, 1, 2])
     with pytest.raises(ValueError, match="2 classes"):
         SelectiveSamplingClassifier().fit(X, np.zeros(len(X)))
 

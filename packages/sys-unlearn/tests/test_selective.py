@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from sys_unlearn import SelectiveSamplingClassifier, audit_unlearning
+from sys_unlearn import SelectiveSamplingClassifier, audit_unlearning, states_equal
 
 
 def naive_selective(Z: np.ndarray, tau: float, reg: float) -> list[int]:
@@ -18,14 +18,12 @@ def naive_selective(Z: np.ndarray, tau: float, reg: float) -> list[int]:
     return picked
 
 
-def state(model: SelectiveSamplingClassifier) -> dict[str, np.ndarray]:
-    return {
-        "ids": model.stored_ids_.copy(),
-        "coef": model.coef_.copy(),
-        "intercept": model.intercept_.copy(),
-        "A": model._A.copy(),
-        "B": model._B.copy(),
-    }
+def fresh_on(model, X, y, ids):
+    """The same learner run afresh on the points ``ids`` (row numbers) of the stream."""
+    f = SelectiveSamplingClassifier(
+        kappa=model.kappa, horizon=model.horizon_, reg=model.reg, fit_intercept=model.fit_intercept
+    )
+    return f.partial_fit(X[ids], y[ids], sample_ids=ids, classes=model.classes_)
 
 
 def test_query_rule_matches_brute_force(stream):
@@ -55,38 +53,89 @@ def test_unlearning_stored_points_is_exact(stream, n_delete):
     model.unlearn(gone)
     core = model.stored_ids_
     assert not np.isin(gone, core).any()
-    # a learner that only ever saw S' = Q \ U queries all of it and ends in the same state
-    fresh = SelectiveSamplingClassifier(kappa=0.5, horizon=len(X))
-    fresh.partial_fit(X[core], y[core], classes=[0, 1])
-    assert len(fresh.stored_ids_) == len(core)
-    np.testing.assert_allclose(fresh.coef_, model.coef_, atol=1e-10)
-    np.testing.assert_allclose(fresh._A, model._A, atol=1e-10)
-    np.testing.assert_allclose(fresh._A_inv, model._A_inv, atol=1e-8)
+    # a learner that only ever saw S' = Q \ U stores all of it and ends in the same state
+    equal, diff = states_equal(model.stored_state(), fresh_on(model, X, y, core).stored_state())
+    assert equal, diff
     report = audit_unlearning(model, X, y, gone)
     assert report.exact and report.deleted_still_stored == 0
 
 
-def test_unlearning_non_stored_points_changes_nothing(stream):
+def test_non_stored_deletions_equal_the_stream_without_them_field_by_field(stream):
+    """Deleting points that were never stored leaves exactly the state of the learner run on
+    the stream without them: the state holds no log, counter or trace of the request."""
     X, y = stream
     model = SelectiveSamplingClassifier(kappa=0.5).fit(X, y)
-    before = state(model)
-    others = np.setdiff1d(np.arange(len(X)), model.stored_ids_)[:50]
+    others = np.setdiff1d(np.arange(len(X)), model.stored_ids_)[::3]
     model.unlearn(others)
-    after = state(model)
-    for key in before:
-        np.testing.assert_array_equal(before[key], after[key])
+    for i in others[:20]:
+        model.unlearn(int(i))  # repeated and one-at-a-time requests: still nothing recorded
+    keep = np.setdiff1d(np.arange(len(X)), others)
+    fresh = SelectiveSamplingClassifier(kappa=0.5, horizon=len(X))
+    fresh.fit(X[keep], y[keep], sample_ids=keep)
+    equal, _ = states_equal(model.stored_state(), fresh.stored_state(), atol=0.0)
+    assert equal
+    # nothing else is kept on the object beyond parameters, derived fields and this state
+    private = {k for k in vars(model) if k.startswith("_")}
+    assert private == {"_ids", "_row", "_Z", "_Y", "_A_inv", "_B"}
+    assert set(model._row) == set(model._ids.tolist())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exactness_over_random_scales_and_deletion_orders(seed):
+    """Property test: points of wildly different norms, deletions in random order and batches."""
+    rng = np.random.default_rng(seed)
+    n, d = 400, 4
+    X = rng.standard_normal((n, d)) * np.exp(rng.uniform(-3, 6, (n, 1)))
+    y = (X @ rng.standard_normal(d) > 0).astype(int)
+    model = SelectiveSamplingClassifier(kappa=0.6).fit(X, y)
+    gone = rng.permutation(model.stored_ids_)[: max(1, len(model.stored_ids_) // 2)]
+    for batch in np.array_split(gone, rng.integers(1, 5)):
+        model.unlearn(batch)
+    core = model.stored_ids_
+    fresh = fresh_on(model, X, y, core)
+    np.testing.assert_array_equal(fresh.stored_ids_, core)
+    A = model.reg * np.eye(d + 1) + model._Z.T @ model._Z
+    rel = np.linalg.norm(model._A_inv @ A - np.eye(d + 1), 2)
+    assert rel < 1e-8
+    np.testing.assert_allclose(model.coef_, fresh.coef_, rtol=1e-8, atol=1e-12)
+
+
+def test_deleting_a_huge_point_keeps_the_inverse_exact_and_the_stream_identical():
+    """A stored point 1e6 times larger than the rest: a Woodbury downdate would lose the
+    inverse; the rebuild keeps it exact and the continuing stream queries the same points."""
+    rng = np.random.default_rng(0)
+    d = 5
+    X = rng.standard_normal((1000, d)) / np.sqrt(d)
+    X[50] *= 1e6  # early, so it is queried
+    y = (X @ rng.standard_normal(d) > 0).astype(int)
+    model = SelectiveSamplingClassifier(kappa=0.5, horizon=2000)
+    model.partial_fit(X[:100], y[:100], sample_ids=np.arange(100), classes=[0, 1])
+    assert 50 in model.stored_ids_
+    model.unlearn(50)
+    A = model.reg * np.eye(d + 1) + model._Z.T @ model._Z
+    assert np.linalg.norm(model._A_inv @ A - np.eye(d + 1), 2) < 1e-8
+    keep = model.stored_ids_  # S' = Q \ U: the learner that never saw the huge point's query
+    ref = SelectiveSamplingClassifier(kappa=0.5, horizon=2000)
+    ref.partial_fit(X[keep], y[keep], sample_ids=keep, classes=[0, 1])
+    assert states_equal(model.stored_state(), ref.stored_state(), atol=1e-9)[0]
+    rest = np.arange(100, 1000)
+    model.partial_fit(X[rest], y[rest], sample_ids=rest)
+    ref.partial_fit(X[rest], y[rest], sample_ids=rest)
+    np.testing.assert_array_equal(model.stored_ids_, ref.stored_ids_)
+    assert np.sum(model.stored_ids_ >= 100) > 0
 
 
 def test_deleted_data_is_erased_from_memory(stream):
     X, y = stream
     model = SelectiveSamplingClassifier(kappa=0.5).fit(X, y)
     mem = model.memory_bytes()
+    old_buffer = model._Z
     gone = model.stored_ids_[:3]
     rows = X[gone]
     model.unlearn(gone)
     assert model.memory_bytes() < mem
-    Z = model._Z[:, :-1]
-    assert not any(np.isclose(Z, r).all(axis=1).any() for r in rows)
+    for buf in (model._Z[:, :-1], old_buffer[:, :-1]):  # the released buffer was zeroed too
+        assert not any(np.isclose(buf, r).all(axis=1).any() for r in rows)
 
 
 def test_deleting_everything_returns_the_untrained_state(stream):
@@ -95,7 +144,7 @@ def test_deleting_everything_returns_the_untrained_state(stream):
     model.unlearn(np.arange(len(X)))
     assert model.stored_ids_.size == 0
     np.testing.assert_allclose(model.coef_, 0, atol=1e-9)
-    np.testing.assert_allclose(model._A, np.eye(X.shape[1] + 1), atol=1e-9)
+    np.testing.assert_allclose(model._A_inv, np.eye(X.shape[1] + 1), atol=1e-12)
     assert audit_unlearning(model, X, y, np.arange(len(X))).exact
 
 
@@ -104,9 +153,19 @@ def test_partial_fit_in_batches_equals_fit(stream):
     whole = SelectiveSamplingClassifier(kappa=0.5).fit(X, y)
     parts = SelectiveSamplingClassifier(kappa=0.5, horizon=len(X))
     for chunk in np.array_split(np.arange(len(X)), 7):
-        parts.partial_fit(X[chunk], y[chunk], classes=[0, 1])
+        parts.partial_fit(X[chunk], y[chunk], sample_ids=chunk, classes=[0, 1])
     np.testing.assert_array_equal(whole.stored_ids_, parts.stored_ids_)
     np.testing.assert_allclose(whole.coef_, parts.coef_, atol=1e-10)
+
+
+def test_custom_ids_name_the_points(stream):
+    X, y = stream
+    ids = 10_000 + np.arange(len(X))[::-1] * 3
+    model = SelectiveSamplingClassifier(kappa=0.5).fit(X, y, sample_ids=ids)
+    assert np.isin(model.stored_ids_, ids).all()
+    target = int(model.stored_ids_[2])
+    model.unlearn(target)
+    assert target not in model.stored_ids_
 
 
 def test_multiclass_shares_the_query_set():

@@ -3,7 +3,7 @@
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["check_X", "check_X_y", "check_ids"]
+__all__ = ["check_X", "check_X_y", "check_ids", "check_known_ids", "check_sample_ids"]
 
 
 def check_X(X: ArrayLike, *, n_features: int | None = None, name: str = "X") -> np.ndarray:
@@ -43,8 +43,8 @@ def check_X_y(
     return X, y
 
 
-def check_ids(sample_ids: ArrayLike, n_seen: int, deleted: set[int]) -> np.ndarray:
-    """Validate deletion requests against the ids seen so far; nothing is mutated."""
+def check_ids(sample_ids: ArrayLike) -> np.ndarray:
+    """Validate a deletion request: a 1-D sequence of integer ids (repeats removed)."""
     ids = np.asarray(sample_ids)
     if ids.ndim == 0:
         ids = ids.reshape(1)
@@ -54,18 +54,33 @@ def check_ids(sample_ids: ArrayLike, n_seen: int, deleted: set[int]) -> np.ndarr
         return ids.astype(np.int64)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"sample_ids: expected integer ids, got dtype {ids.dtype}")
+    return np.unique(ids.astype(np.int64))
+
+
+def check_sample_ids(sample_ids: ArrayLike | None, n: int) -> np.ndarray:
+    """Ids naming the rows of a batch: ``None`` means ``0..n-1``; else ``n`` distinct ints."""
+    if sample_ids is None:
+        return np.arange(n, dtype=np.int64)
+    ids = np.asarray(sample_ids)
+    if ids.ndim != 1 or ids.shape[0] != n:
+        raise ValueError(f"sample_ids: expected shape ({n},), got {ids.shape}")
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"sample_ids: expected integer ids, got dtype {ids.dtype}")
     ids = ids.astype(np.int64)
-    unknown = ids[(ids < 0) | (ids >= n_seen)]
-    if unknown.size:
-        raise ValueError(
-            f"sample_ids: unknown ids {unknown[:5].tolist()} (ids run from 0 to {n_seen - 1})"
-        )
-    uniq, counts = np.unique(ids, return_counts=True)
-    if (counts > 1).any():
-        raise ValueError(f"sample_ids: repeated ids {uniq[counts > 1][:5].tolist()} in one request")
-    again = [int(i) for i in ids if int(i) in deleted]
-    if again:
-        raise ValueError(f"sample_ids: ids {again[:5]} were already unlearned")
+    if np.unique(ids).size != n:
+        raise ValueError("sample_ids: ids must be distinct")
+    return ids
+
+
+def check_known_ids(sample_ids: ArrayLike, alive: np.ndarray) -> np.ndarray:
+    """For baselines that store every point: ids must index live rows (positions)."""
+    ids = check_ids(sample_ids)
+    bad = ids[(ids < 0) | (ids >= len(alive))]
+    if bad.size:
+        raise ValueError(f"sample_ids: unknown ids {bad[:5].tolist()}")
+    dead = ids[~alive[ids]]
+    if dead.size:
+        raise ValueError(f"sample_ids: ids {dead[:5].tolist()} were already unlearned")
     return ids
 
 

@@ -6,9 +6,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, clone
 
-from sys_unlearn._validation import check_X_y
+from sys_unlearn._validation import check_ids, check_sample_ids, check_X_y
 
-__all__ = ["AuditReport", "audit_unlearning"]
+__all__ = ["AuditReport", "audit_unlearning", "states_equal"]
 
 
 @dataclass(frozen=True)
@@ -22,21 +22,48 @@ class AuditReport:
     deleted_still_stored : int
         Deleted ids found among the stored ids (must be 0).
     exact : bool
-        The model equals a fresh learner trained on ``S'`` alone (same stored points, and the
-        same scores on the audit points up to ``atol``): the system-aware unlearning guarantee.
-    max_score_diff : float
-        Largest score difference between the model and that fresh learner.
+        The stored state equals, field by field, that of a fresh learner run on ``S'`` alone
+        (ids, points and labels identical; ``A^{-1}``, ``B`` within ``atol``): the
+        system-aware unlearning guarantee.
+    max_state_diff : float
+        Largest difference over the floating-point fields of the two states.
     retrain_agreement : float
-        Fraction of audit points on which the model agrees with a learner retrained on the
-        whole remaining stream ``S \\ U`` (the classical gold standard; need not be 1);
-        NaN when fewer than two classes remain.
+        Fraction of audit points on which the model agrees with the same learner run on the
+        whole remaining stream ``S \\ U`` (the classical gold standard; need not be 1).
     """
 
     n_stored: int
     deleted_still_stored: int
     exact: bool
-    max_score_diff: float
+    max_state_diff: float
     retrain_agreement: float
+
+
+def states_equal(a: dict, b: dict, atol: float = 1e-8) -> tuple[bool, float]:
+    """Compare two ``stored_state()`` dicts field by field.
+
+    Integer and label fields must match exactly; float arrays within ``atol``.
+
+    Returns
+    -------
+    equal : bool
+    max_diff : float
+        Largest absolute difference over float fields (inf on a shape mismatch).
+    """
+    if a.keys() != b.keys():
+        return False, float("inf")
+    worst, equal = 0.0, True
+    for key in a:
+        va, vb = np.asarray(a[key]), np.asarray(b[key])
+        if va.shape != vb.shape:
+            return False, float("inf")
+        if va.dtype.kind == "f" and key not in ("X", "Y", "y"):
+            diff = float(np.max(np.abs(va - vb))) if va.size else 0.0
+            worst = max(worst, diff)
+            equal &= diff <= atol
+        else:
+            equal &= bool(np.array_equal(va, vb))
+    return bool(equal), worst
 
 
 def audit_unlearning(
@@ -45,6 +72,7 @@ def audit_unlearning(
     y: ArrayLike,
     deleted_ids: ArrayLike,
     *,
+    sample_ids: ArrayLike | None = None,
     X_eval: ArrayLike | None = None,
     atol: float = 1e-8,
 ) -> AuditReport:
@@ -52,15 +80,17 @@ def audit_unlearning(
 
     Parameters
     ----------
-    model : SelectiveSamplingClassifier or DisagreementSamplingClassifier
-        Fitted on the stream ``(X, y)`` (ids are row numbers) and then unlearned.
+    model : SelectiveSamplingClassifier or OracleSelectiveSamplingClassifier
+        Fitted on the stream ``(X, y)`` and then unlearned.
     X : array-like of shape (n_samples, n_features)
         The original stream, in order.
     y : array-like of shape (n_samples,)
     deleted_ids : array-like of int
         All ids deleted so far.
+    sample_ids : array-like of int, optional
+        The ids the stream was fitted with (default: row numbers).
     X_eval : array-like of shape (m, n_features), optional
-        Points on which scores and predictions are compared (default: ``X``).
+        Points on which predictions are compared (default: ``X``).
     atol : float, default=1e-8
 
     Returns
@@ -68,47 +98,38 @@ def audit_unlearning(
     AuditReport
     """
     X, y = check_X_y(X, y)
-    if not hasattr(model, "stored_ids_"):
-        raise TypeError("model: must be a fitted selective-sampling classifier with stored_ids_")
-    if model.n_seen_ != len(X):
-        raise ValueError(f"X: has {len(X)} rows but the model read a stream of {model.n_seen_}")
-    deleted = np.unique(np.asarray(deleted_ids, dtype=np.int64))
-    if deleted.size and (deleted.min() < 0 or deleted.max() >= len(X)):
-        raise ValueError("deleted_ids: ids out of range of the stream")
+    ids = check_sample_ids(sample_ids, len(X))
+    if not hasattr(model, "stored_state"):
+        raise TypeError("model: must be a fitted selective-sampling classifier (stored_state)")
+    deleted = check_ids(deleted_ids)
     X_eval = X if X_eval is None else check_X_y(X_eval, np.zeros(len(X_eval)))[0]
-    core = np.asarray(model.stored_ids_)
-
+    core = model.stored_ids_
+    rows = np.searchsorted(ids, core, sorter=np.argsort(ids))
+    rows = np.argsort(ids)[rows]
+    state = model.stored_state()
     if core.size:
-        fresh = _refit(model, X[core], y[core])
-        diff = float(np.max(np.abs(_scores(fresh, X_eval) - _scores(model, X_eval))))
-        exact = len(fresh.stored_ids_) == core.size and diff <= atol
+        fresh = _refit(model, X[rows], y[rows], core)
+        exact, diff = states_equal(state, fresh.stored_state(), atol)
     else:  # everything stored was deleted: the state must be the untrained one
-        diff = float(np.max(np.abs(_scores(model, X_eval))) if hasattr(model, "coef_") else 0.0)
-        exact = diff <= atol and not np.any(getattr(model, "mistakes_", 0))
-    remaining = np.setdiff1d(np.arange(len(X)), deleted)
+        diff = float(np.abs(state.get("B", np.zeros(1))).max())
+        exact = diff <= atol
+    remaining = ~np.isin(ids, deleted)
     agreement = float("nan")
     if np.unique(y[remaining]).size >= 2:
-        retrained = _refit(model, X[remaining], y[remaining])
+        retrained = _refit(model, X[remaining], y[remaining], ids[remaining])
         agreement = float(np.mean(retrained.predict(X_eval) == model.predict(X_eval)))
     return AuditReport(
         n_stored=int(core.size),
         deleted_still_stored=int(np.isin(core, deleted).sum()),
         exact=bool(exact),
-        max_score_diff=diff,
+        max_state_diff=diff,
         retrain_agreement=agreement,
     )
 
 
-def _refit(model: BaseEstimator, X: np.ndarray, y: np.ndarray) -> BaseEstimator:
-    fresh = clone(model)
-    if hasattr(model, "horizon_"):  # keep the original query threshold and label set
-        return fresh.set_params(horizon=model.horizon_).partial_fit(X, y, classes=model.classes_)
-    return fresh.fit(X, y)
-
-
-def _scores(model: BaseEstimator, X: np.ndarray) -> np.ndarray:
-    return (
-        model.decision_function(X)
-        if hasattr(model, "decision_function")
-        else model.predict_proba(X)
-    )
+def _refit(model: BaseEstimator, X: np.ndarray, y: np.ndarray, ids: np.ndarray) -> BaseEstimator:
+    """The same learner (same horizon, same classes) run afresh on ``(X, y)`` with ``ids``."""
+    fresh = clone(model).set_params(horizon=model.horizon_)
+    if hasattr(fresh, "partial_fit"):  # keeps the label set even if one class remains
+        return fresh.partial_fit(X, y, sample_ids=ids, classes=model.classes_)
+    return fresh.fit(X, y, sample_ids=ids)

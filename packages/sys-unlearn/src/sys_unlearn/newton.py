@@ -1,12 +1,18 @@
 """Baseline: certified-removal Newton update for L2-regularized logistic regression.
 
-Guo, Goldstein, Hannun & van der Maaten (ICML 2020). With
-``L(w; D) = sum_i log(1 + exp(-y_i w^T x_i)) + (lam * n / 2) ||w||^2 + b^T w`` (``b`` a random
-perturbation of scale ``noise``), removing a set ``U`` takes one Newton step on the remaining data:
+Guo, Goldstein, Hannun & van der Maaten, *Certified Data Removal from Machine Learning Models*
+(ICML 2020). With ``L(w; D) = sum_i log(1 + exp(-y_i w^T x_i)) + (lam n / 2) ||w||^2 + b^T w``
+and ``b ~ N(0, sigma^2 I)`` (objective perturbation), removing a set ``U`` takes one Newton step
+on the remaining data:
 
-    w_minus = w + H_{D \\ U}(w)^{-1} sum_{u in U} (grad l_u(w) + lam * w)
+    w_minus = w + H_{D \\ U}(w)^{-1} Delta,   Delta = sum_{u in U} (grad l_u(w) + lam w).
 
-and ``||grad L(w_minus; D \\ U)||`` is the data-dependent residual that the certificate bounds.
+The gradient residual of ``w_minus`` on the remaining data is bounded by the data-dependent
+``gamma ||X|| ||H^{-1} Delta|| ||X H^{-1} Delta||`` (``gamma = 1/4`` for the logistic loss;
+``||X||`` the spectral norm, which removals only lower). The bounds of successive removals add
+up; while their sum stays within ``sigma * epsilon / c``, ``c = sqrt(2 log(1.5 / delta))``, the
+model is ``(epsilon, delta)``-certified. Past that budget the model is retrained from scratch
+with fresh noise and the sum restarts at 0 (Guo et al.'s Algorithm with retraining).
 """
 
 import numpy as np
@@ -16,7 +22,7 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from sys_unlearn._validation import check_ids, check_X, check_X_y
+from sys_unlearn._validation import check_known_ids, check_X, check_X_y
 
 __all__ = ["NewtonRemovalLogisticRegression"]
 
@@ -28,8 +34,12 @@ class NewtonRemovalLogisticRegression(ClassifierMixin, BaseEstimator):
     ----------
     lam : float, default=1e-3
         Regularization per sample (the objective uses ``lam * n / 2 * ||w||^2``).
-    noise : float, default=0.0
-        Scale of the linear loss perturbation ``b ~ N(0, noise^2 I)`` used for certification.
+    noise : float, default=1.0
+        ``sigma``, the scale of the objective perturbation ``b ~ N(0, sigma^2 I)``.
+    epsilon, delta : float, default=1.0, 1e-4
+        The removal guarantee; with ``noise`` they set the residual budget
+        ``noise * epsilon / sqrt(2 log(1.5 / delta))``. ``noise = 0`` disables certification
+        (the budget is 0, so every removal retrains).
     fit_intercept : bool, default=True
         Append a constant feature (regularized like the others).
     random_state : int or None, default=0
@@ -41,17 +51,27 @@ class NewtonRemovalLogisticRegression(ClassifierMixin, BaseEstimator):
     residual_norm_ : float
         ``||grad L(w; remaining data)||`` after the last removal (0 right after ``fit`` up to
         the optimizer's tolerance).
+    residual_bound_ : float
+        Sum of the data-dependent residual bounds since the last (re)training.
+    budget_ : float
+        ``noise * epsilon / c``: the bound past which the model retrains.
+    n_retrains_ : int
+        Retrainings triggered by the budget.
     """
 
     def __init__(
         self,
         lam: float = 1e-3,
-        noise: float = 0.0,
+        noise: float = 1.0,
+        epsilon: float = 1.0,
+        delta: float = 1e-4,
         fit_intercept: bool = True,
         random_state: int | None = 0,
     ) -> None:
         self.lam = lam
         self.noise = noise
+        self.epsilon = epsilon
+        self.delta = delta
         self.fit_intercept = fit_intercept
         self.random_state = random_state
 
@@ -64,6 +84,10 @@ class NewtonRemovalLogisticRegression(ClassifierMixin, BaseEstimator):
             isinstance(self.noise, int | float) and np.isfinite(self.noise) and self.noise >= 0
         ):
             raise ValueError(f"noise: must be a non-negative finite number, got {self.noise!r}")
+        if not (isinstance(self.epsilon, int | float) and self.epsilon > 0):
+            raise ValueError(f"epsilon: must be a positive number, got {self.epsilon!r}")
+        if not (isinstance(self.delta, int | float) and 0 < self.delta < 1):
+            raise ValueError(f"delta: must be in (0, 1), got {self.delta!r}")
         self.classes_ = np.unique(y)
         if self.classes_.size != 2:
             raise ValueError(
@@ -72,24 +96,30 @@ class NewtonRemovalLogisticRegression(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         Z = np.hstack([X, np.ones((len(X), 1))]) if self.fit_intercept else X.copy()
         s = np.where(y == self.classes_[1], 1.0, -1.0)
-        rng = np.random.default_rng(self.random_state)
-        self._b = self.noise * rng.standard_normal(Z.shape[1])
+        self._rng = np.random.default_rng(self.random_state)
         self._Z, self._s = Z, s
         self._alive = np.ones(len(Z), dtype=bool)
-        self.n_seen_ = len(Z)
-        self._deleted: set[int] = set()
-        res = minimize(self._objective, np.zeros(Z.shape[1]), jac=True, method="L-BFGS-B")
+        self.budget_ = self.noise * self.epsilon / np.sqrt(2 * np.log(1.5 / self.delta))
+        self.n_retrains_ = 0
+        self._train()
+        return self
+
+    def _train(self) -> None:
+        """(Re)train on the live rows with fresh noise; the residual bound restarts at 0."""
+        self._b = self.noise * self._rng.standard_normal(self._Z.shape[1])
+        res = minimize(self._objective, np.zeros(self._Z.shape[1]), jac=True, method="L-BFGS-B")
         w = res.x
         for _ in range(3):  # polish to the exact minimizer: the removal analysis assumes grad = 0
             w = w - np.linalg.solve(self._hessian(w, self._alive), self._objective(w)[1])
         self._set_w(w)
         self.residual_norm_ = float(np.linalg.norm(self._objective(w)[1]))
-        return self
+        self.residual_bound_ = 0.0
+        self._x_norm = float(np.linalg.norm(self._Z[self._alive], 2))  # removals only lower it
 
     def unlearn(self, sample_ids: ArrayLike) -> "NewtonRemovalLogisticRegression":
         """Remove points with one Newton step on the remaining data (``O(n d^2 + d^3)``)."""
         check_is_fitted(self, "coef_")
-        ids = check_ids(sample_ids, self.n_seen_, self._deleted)
+        ids = check_known_ids(sample_ids, self._alive)
         if ids.size == 0:
             return self
         alive = self._alive.copy()
@@ -100,11 +130,17 @@ class NewtonRemovalLogisticRegression(ClassifierMixin, BaseEstimator):
         Zu, su = self._Z[ids], self._s[ids]
         # gradient of the removed points' loss plus their share of the regularizer
         delta = Zu.T @ (-su * expit(-su * (Zu @ w))) + self.lam * len(ids) * w
-        w_new = w + np.linalg.solve(self._hessian(w, alive), delta)
+        step = np.linalg.solve(self._hessian(w, alive), delta)
+        bound = 0.25 * self._x_norm * np.linalg.norm(step) * np.linalg.norm(self._Z[alive] @ step)
         self._alive = alive
-        self._set_w(w_new)
-        self.residual_norm_ = float(np.linalg.norm(self._objective(w_new)[1]))
-        self._deleted.update(int(i) for i in ids)
+        self._Z[ids] = 0.0  # erase the deleted rows
+        if self.residual_bound_ + bound > self.budget_:
+            self.n_retrains_ += 1  # the certificate would lapse: retrain with fresh noise
+            self._train()
+            return self
+        self._set_w(w + step)
+        self.residual_bound_ += float(bound)
+        self.residual_norm_ = float(np.linalg.norm(self._objective(w + step)[1]))
         return self
 
     def decision_function(self, X: ArrayLike) -> np.ndarray:

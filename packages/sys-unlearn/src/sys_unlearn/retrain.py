@@ -6,7 +6,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import RidgeClassifier
 from sklearn.utils.validation import check_is_fitted
 
-from sys_unlearn._validation import check_ids, check_X, check_X_y
+from sys_unlearn._validation import check_known_ids, check_X, check_X_y
 
 __all__ = ["RetrainingClassifier"]
 
@@ -26,8 +26,6 @@ class RetrainingClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     estimator_ : the fitted clone
-    stored_ids_ : ndarray of shape (n_stored,)
-        Ids of all points not yet deleted.
     """
 
     def __init__(self, estimator: BaseEstimator | None = None) -> None:
@@ -41,24 +39,27 @@ class RetrainingClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y: needs at least 2 classes, got {self.classes_.tolist()}")
         self.n_features_in_ = X.shape[1]
         self._X, self._y = X.copy(), y.copy()
-        self.stored_ids_ = np.arange(len(X))
-        self.n_seen_ = len(X)
-        self._deleted: set[int] = set()
+        self._alive = np.ones(len(X), dtype=bool)
         self.estimator_ = self._fit(X, y)
         return self
 
     def unlearn(self, sample_ids: ArrayLike) -> "RetrainingClassifier":
         """Drop the points and retrain from scratch on the rest (fails if one class would remain)."""
         check_is_fitted(self, "estimator_")
-        ids = check_ids(sample_ids, self.n_seen_, self._deleted)
-        keep = ~np.isin(self.stored_ids_, ids)
-        X, y = self._X[keep], self._y[keep]
-        if np.unique(y).size < 2:
+        ids = check_known_ids(sample_ids, self._alive)
+        alive = self._alive.copy()
+        alive[ids] = False
+        if np.unique(self._y[alive]).size < 2:
             raise ValueError("sample_ids: deleting them leaves fewer than 2 classes to retrain on")
-        self.estimator_ = self._fit(X, y)
-        self._X, self._y, self.stored_ids_ = X, y, self.stored_ids_[keep]
-        self._deleted.update(int(i) for i in ids)
+        self.estimator_ = self._fit(self._X[alive], self._y[alive])
+        self._X[ids] = 0.0  # erase the deleted rows
+        self._alive = alive
         return self
+
+    @property
+    def stored_ids_(self) -> np.ndarray:
+        """Ids of all points not yet deleted (retraining stores the whole data set)."""
+        return np.flatnonzero(self._alive)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Predicted labels, shape (n_samples,)."""
@@ -73,7 +74,8 @@ class RetrainingClassifier(ClassifierMixin, BaseEstimator):
     def memory_bytes(self) -> int:
         """Bytes stored: the whole remaining data set (the model itself is not counted)."""
         check_is_fitted(self, "estimator_")
-        return int(self._X.nbytes + self._y.nbytes + self.stored_ids_.nbytes)
+        n = int(self._alive.sum())
+        return int(n * (self._X.itemsize * self._X.shape[1] + self._y.itemsize))
 
     def _fit(self, X: np.ndarray, y: np.ndarray) -> BaseEstimator:
         base = RidgeClassifier(alpha=1.0) if self.estimator is None else self.estimator

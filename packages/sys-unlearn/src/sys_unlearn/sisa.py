@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import RidgeClassifier
 from sklearn.utils.validation import check_is_fitted
 
-from sys_unlearn._validation import check_ids, check_X, check_X_y
+from sys_unlearn._validation import check_known_ids, check_X, check_X_y
 
 __all__ = ["SISAClassifier"]
 
@@ -30,7 +30,7 @@ class SISAClassifier(ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    shard_of_ : ndarray of shape (n_seen,)
+    shard_of_ : ndarray of shape (n_samples,)
         Shard index of every stream id.
     estimators_ : list
         Per shard: a fitted model, or the single label of a one-class shard, or ``None`` if empty.
@@ -61,19 +61,17 @@ class SISAClassifier(ClassifierMixin, BaseEstimator):
         self.shard_of_ = rng.permutation(len(X)) % self.n_shards
         self._X, self._y = X.copy(), y.copy()
         self._alive = np.ones(len(X), dtype=bool)
-        self.n_seen_ = len(X)
-        self._deleted: set[int] = set()
         self.estimators_ = [self._fit_shard(s) for s in range(self.n_shards)]
         return self
 
     def unlearn(self, sample_ids: ArrayLike) -> "SISAClassifier":
         """Mark the points deleted and retrain only the shards that held them."""
         check_is_fitted(self, "estimators_")
-        ids = check_ids(sample_ids, self.n_seen_, self._deleted)
+        ids = check_known_ids(sample_ids, self._alive)
         self._alive[ids] = False
+        self._X[ids] = 0.0  # erase the deleted rows
         for s in np.unique(self.shard_of_[ids]):
             self.estimators_[s] = self._fit_shard(s)
-        self._deleted.update(int(i) for i in ids)
         return self
 
     def predict(self, X: ArrayLike) -> np.ndarray:
