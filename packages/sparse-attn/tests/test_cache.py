@@ -90,3 +90,59 @@ def test_cache_bad_inputs():
     cache = sa.CCAKVCache(2, group_size=2, local_window=2)
     cache.attend(0, q, k, v)
     assert cache.memory_bytes() > 0
+
+
+def test_dense_cache_stores_kv_per_kv_head_exactly():
+    q, k, v = rand_qkv(2, 8, 2, 50, 16)
+    cache = sa.DenseKVCache(3)
+    for layer in range(3):
+        cache.attend(layer, q[..., :30, :], k[..., :30, :], v[..., :30, :])
+        for t in range(30, 50):
+            cache.attend(layer, q[..., t : t + 1, :], k[..., t : t + 1, :], v[..., t : t + 1, :])
+    # layers * L * Hkv * D * 2 (K and V) * bytes, per batch element
+    assert cache.memory_bytes() == 3 * 2 * 50 * 2 * 16 * 2 * 8
+    assert cache.allocated_bytes() >= cache.memory_bytes()
+
+
+@pytest.mark.parametrize("l0", [0, 40, 100])
+def test_cca_shared_pooling_decode_equals_full_forward(l0):
+    g, s, total = 8, 24, 160
+    q, k, v = rand_qkv(1, 8, 2, total, 8, seed=3)
+    full = sa.cca_attention(
+        q, k, v, group_size=g, local_window=s, enable_gqa=True, gqa_pooling="shared"
+    )
+    cache = sa.CCAKVCache(1, group_size=g, local_window=s, gqa_pooling="shared")
+    out = None
+    for _, so_far in run_cache(cache, q, k, v, l0):
+        out = so_far
+    torch.testing.assert_close(out, full, atol=1e-10, rtol=0)
+    # every cached tensor is per KV head
+    assert all(b.view().shape[1] == 2 for b in cache.layers[0].buffers() if b.data is not None)
+
+
+def test_shared_cca_cache_is_a_tenth_of_a_gqa_dense_cache():
+    g, s, total = 16, 64, 4096
+    _, k, v = rand_qkv(1, 4, 1, total, 16)
+    q = torch.randn(1, 4, total, 16, dtype=torch.float64)
+    dense = sa.DenseKVCache(1)
+    cca = sa.CCAKVCache(1, group_size=g, local_window=s, gqa_pooling="shared")
+    dense.attend(0, q[..., :-1, :], k[..., :-1, :], v[..., :-1, :])
+    cca.attend(0, q[..., :-1, :], k[..., :-1, :], v[..., :-1, :])
+    dense.attend(0, q[..., -1:, :], k[..., -1:, :], v[..., -1:, :])
+    cca.attend(0, q[..., -1:, :], k[..., -1:, :], v[..., -1:, :])
+    assert cca.memory_bytes() <= 0.1 * dense.memory_bytes()
+
+
+def test_decode_appends_without_reconcatenating_the_cache():
+    q, k, v = rand_qkv(1, 2, 2, 600, 8)
+    cache = sa.CCAKVCache(1, group_size=4, local_window=16)
+    layer = None
+    reallocs, last = 0, None
+    for t in range(600):
+        cache.attend(0, q[..., t : t + 1, :], k[..., t : t + 1, :], v[..., t : t + 1, :])
+        layer = cache.layers[0]
+        ptr = layer.core_k.data.data_ptr() if layer.core_k.data is not None else None
+        reallocs += ptr != last
+        last = ptr
+    assert reallocs <= 12  # geometric growth: O(log L) reallocations, not one per token
+    assert layer.num_entries() == sa.analytic_cache_entries(600, 4, 16)

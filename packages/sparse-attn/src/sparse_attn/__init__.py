@@ -21,6 +21,7 @@ from sparse_attn.cca import (
     cca_visibility,
 )
 from sparse_attn.demo import demo
+from sparse_attn.hf import swap_llama_attention
 from sparse_attn.models import TinyLlama, TinyLlamaConfig, swap_attention
 from sparse_attn.modules import CCAAttention, QuerentAttention, SelfAttention, apply_rope
 from sparse_attn.region import (
@@ -63,6 +64,7 @@ __all__ = [
     "sink_window_attention",
     "sliding_window_attention",
     "swap_attention",
+    "swap_llama_attention",
 ]
 
 __version__ = "0.1.0"

@@ -4,10 +4,17 @@ All caches take already position-encoded keys and give outputs equal to a full f
 the concatenated sequence (tested). Positions for RoPE must come from ``cache.seen`` (absolute
 token count), never from the number of cached entries.
 
+Storage. Raw keys and values are stored per *key/value head* (``Hkv``), as a GQA model holds
+them; attention runs with ``enable_gqa=True`` and never expands them. Every tensor lives in a
+buffer that grows geometrically and is trimmed from the front by moving an offset, so a decode
+step appends in O(1) amortized instead of re-concatenating the whole cache.
+
 CCA decode (our formulation of paper Sec. 3.4 / the authors' cache): per layer keep the visible
 core tokens, *pending* core tokens (groups complete but still covered by the local window), the
 raw window and the absolute token count. A group is pooled when its last token arrives, with
-that token's query (the group's last query, as in the forward pass).
+that token's query (the group's last query, as in the forward pass). With
+``gqa_pooling="shared"`` the pooling logits of a KV head's query heads are averaged, so core
+tokens are per KV head too; ``"per_query_head"`` (the authors' code) keeps them per query head.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from sparse_attn.cca import cca_attention, cca_core_tokens
-from sparse_attn.validation import check_positive_int, check_qkv, expand_kv, softmax_hp
+from sparse_attn.validation import check_positive_int, check_qkv, softmax_hp
 
 __all__ = [
     "CCAKVCache",
@@ -29,70 +36,160 @@ __all__ = [
 ]
 
 
-def _empty_like(x: torch.Tensor, length: int = 0) -> torch.Tensor:
-    return x.new_zeros(*x.shape[:-2], length, x.shape[-1])
+class _Buffer:
+    """A (B, H, n, D) sequence with geometric growth at the end and O(1) trimming at the front."""
+
+    def __init__(self) -> None:
+        self.data: torch.Tensor | None = None
+        self.start = 0
+        self.stop = 0
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def view(self) -> torch.Tensor:
+        return self.data[..., self.start : self.stop, :]
+
+    def append(self, x: torch.Tensor) -> None:
+        n = x.shape[-2]
+        if self.data is None:
+            self.data = x.new_empty(*x.shape[:-2], max(2 * n, 16), x.shape[-1])
+        elif self.stop + n > self.data.shape[-2]:
+            live = len(self)
+            # compact (drop the trimmed front) and grow geometrically
+            cap = max(2 * (live + n), 16)
+            new = x.new_empty(*x.shape[:-2], cap, x.shape[-1])
+            new[..., :live, :] = self.view()
+            self.data, self.start, self.stop = new, 0, live
+        self.data[..., self.stop : self.stop + n, :] = x
+        self.stop += n
+
+    def drop_front(self, n: int) -> None:
+        self.start += n
+
+    def take_front(self, n: int) -> torch.Tensor:
+        out = self.data[..., self.start : self.start + n, :]
+        self.start += n
+        return out
+
+    def nbytes(self) -> int:
+        """Bytes of the live entries (what the cache holds logically)."""
+        if self.data is None:
+            return 0
+        per = self.data[..., :1, :].numel() * self.data.element_size()
+        return per * len(self)
+
+
+def pool_group(
+    q: torch.Tensor, kg: torch.Tensor, vg: torch.Tensor, pool_scale: float | None, shared: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Core token of one group from its last query.
+
+    Parameters
+    ----------
+    q : torch.Tensor
+        The group's last query (B, Hq, 1, D).
+    kg, vg : torch.Tensor
+        The group's keys and values (B, Hkv, g, D).
+    pool_scale : float, optional
+        Pooling temperature (default ``1 / sqrt(D)``).
+    shared : bool
+        Average the pooling logits over each KV head's query heads (cores per KV head).
+
+    Returns
+    -------
+    core_k, core_v : torch.Tensor
+        (B, Hkv, 1, D) if ``shared`` else (B, Hq, 1, D).
+    """
+    hq, hkv = q.shape[1], kg.shape[1]
+    tau = 1.0 / math.sqrt(q.shape[-1]) if pool_scale is None else pool_scale
+    r = hq // hkv
+    if shared:  # average the logits over the query heads of each KV head
+        logits = (q.unflatten(1, (hkv, r)) @ kg.unsqueeze(2).transpose(-1, -2)).mean(2) * tau
+        w = softmax_hp(logits).to(kg.dtype)  # (B, Hkv, 1, g)
+        return w @ kg, w @ vg
+    kx, vx = kg.repeat_interleave(r, dim=1), vg.repeat_interleave(r, dim=1)
+    w = softmax_hp(q @ kx.transpose(-1, -2) * tau).to(kg.dtype)  # (B, Hq, 1, g)
+    return w @ kx, w @ vx
 
 
 class _CCALayer:
-    """Decode state of one layer (tensors are per query head, as in the paper's code)."""
+    """Decode state of one layer."""
 
-    def __init__(self, group_size: int, local_window: int, pool_scale: float | None) -> None:
-        self.g, self.s, self.pool_scale = group_size, local_window, pool_scale
+    def __init__(self, g: int, s: int, pool_scale: float | None, shared: bool) -> None:
+        self.g, self.s, self.pool_scale, self.shared = g, s, pool_scale, shared
         self.seen = 0
-        self.raw_start = 0
-        self.core_k = self.core_v = self.pend_k = self.pend_v = None
-        self.raw_k = self.raw_v = None
+        self.raw_start = 0  # absolute position of the first raw token held
+        self.core_k, self.core_v = _Buffer(), _Buffer()  # visible core tokens
+        self.pend_k, self.pend_v = _Buffer(), _Buffer()  # complete, not yet visible
+        self.raw_k, self.raw_v = _Buffer(), _Buffer()
 
     def _target_visible(self) -> int:
         return max(0, (self.seen - self.s) // self.g)
 
-    def prefill(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None):
+    def prefill(self, q, k, v, scale):
         length = q.shape[-2]
+        pooling = "shared" if self.shared else "per_query_head"
+        gqa = q.shape[1] != k.shape[1]
         out = cca_attention(
-            q, k, v, scale=scale, group_size=self.g, local_window=self.s, pool_scale=self.pool_scale
-        )
-        ck, cv = cca_core_tokens(q, k, v, group_size=self.g, pool_scale=self.pool_scale)
+            q, k, v, scale=scale, enable_gqa=gqa, group_size=self.g, local_window=self.s,
+            pool_scale=self.pool_scale, gqa_pooling=pooling,
+        )  # fmt: skip
+        r = q.shape[1] // k.shape[1]
+        if self.shared:
+            ck, cv = cca_core_tokens(
+                q, k, v, group_size=self.g, pool_scale=self.pool_scale, shared_heads=r
+            )
+        else:
+            kx, vx = k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1)
+            ck, cv = cca_core_tokens(q, kx, vx, group_size=self.g, pool_scale=self.pool_scale)
         self.seen = length
         nv = self._target_visible()
-        self.core_k, self.core_v = ck[..., :nv, :], cv[..., :nv, :]
-        self.pend_k, self.pend_v = ck[..., nv:, :], cv[..., nv:, :]
+        self.core_k.append(ck[..., :nv, :])
+        self.core_v.append(cv[..., :nv, :])
+        self.pend_k.append(ck[..., nv:, :])
+        self.pend_v.append(cv[..., nv:, :])
         self.raw_start = nv * self.g
-        self.raw_k, self.raw_v = k[..., self.raw_start :, :], v[..., self.raw_start :, :]
+        self.raw_k.append(k[..., self.raw_start :, :])
+        self.raw_v.append(v[..., self.raw_start :, :])
         return out
 
-    def step(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None):
-        """One new token: q, k, v of shape (B, H, 1, D)."""
-        self.raw_k = torch.cat([self.raw_k, k], dim=-2)
-        self.raw_v = torch.cat([self.raw_v, v], dim=-2)
+    def step(self, q, k, v, scale):
+        """One new token: q (B, Hq, 1, D), k/v (B, Hkv, 1, D)."""
+        self.raw_k.append(k)
+        self.raw_v.append(v)
         self.seen += 1
         if self.seen % self.g == 0:  # group j just completed: pool it with its last query
-            start = self.seen - self.g - self.raw_start
-            kg, vg = self.raw_k[..., start:, :], self.raw_v[..., start:, :]
-            tau = 1.0 / math.sqrt(q.shape[-1]) if self.pool_scale is None else self.pool_scale
-            w = softmax_hp(q @ kg.transpose(-1, -2) * tau).to(kg.dtype)
-            ck, cv = w @ kg, w @ vg  # (B, H, 1, D): the new core token
-            self.pend_k = torch.cat([self.pend_k, ck], dim=-2)
-            self.pend_v = torch.cat([self.pend_v, cv], dim=-2)
-        move = self._target_visible() - self.core_k.shape[-2]
+            start = len(self.raw_k) - self.g
+            kg = self.raw_k.view()[..., start:, :]
+            vg = self.raw_v.view()[..., start:, :]
+            ck, cv = pool_group(q, kg, vg, self.pool_scale, self.shared)
+            self.pend_k.append(ck)
+            self.pend_v.append(cv)
+        move = self._target_visible() - len(self.core_k)
         if move > 0:  # groups that left the window become visible core tokens
-            self.core_k = torch.cat([self.core_k, self.pend_k[..., :move, :]], dim=-2)
-            self.core_v = torch.cat([self.core_v, self.pend_v[..., :move, :]], dim=-2)
-            self.pend_k, self.pend_v = self.pend_k[..., move:, :], self.pend_v[..., move:, :]
-            drop = move * self.g
-            self.raw_k, self.raw_v = self.raw_k[..., drop:, :], self.raw_v[..., drop:, :]
-            self.raw_start += drop
-        keys = torch.cat([self.core_k, self.raw_k], dim=-2)
-        values = torch.cat([self.core_v, self.raw_v], dim=-2)
-        return F.scaled_dot_product_attention(q, keys, values, scale=scale)
+            self.core_k.append(self.pend_k.take_front(move))
+            self.core_v.append(self.pend_v.take_front(move))
+            self.raw_k.drop_front(move * self.g)
+            self.raw_v.drop_front(move * self.g)
+            self.raw_start += move * self.g
+        hq = q.shape[1]
+        core_k, core_v = self.core_k.view(), self.core_v.view()
+        raw_k, raw_v = self.raw_k.view(), self.raw_v.view()
+        if core_k.shape[1] != raw_k.shape[1]:  # per-query-head cores: expand raw for this call
+            r = hq // raw_k.shape[1]
+            raw_k, raw_v = raw_k.repeat_interleave(r, 1), raw_v.repeat_interleave(r, 1)
+        keys = torch.cat([core_k, raw_k], dim=-2)
+        values = torch.cat([core_v, raw_v], dim=-2)
+        return F.scaled_dot_product_attention(
+            q, keys, values, scale=scale, enable_gqa=keys.shape[1] != hq
+        )
 
-    def tensors(self) -> list[torch.Tensor]:
-        return [t for t in (self.core_k, self.core_v, self.pend_k, self.pend_v, self.raw_k,
-                            self.raw_v) if t is not None]  # fmt: skip
+    def buffers(self) -> list[_Buffer]:
+        return [self.core_k, self.core_v, self.pend_k, self.pend_v, self.raw_k, self.raw_v]
 
     def num_entries(self) -> int:
-        if self.raw_k is None:
-            return 0
-        return self.core_k.shape[-2] + self.pend_k.shape[-2] + self.raw_k.shape[-2]
+        return len(self.core_k) + len(self.pend_k) + len(self.raw_k)
 
 
 class _WindowLayer:
@@ -101,33 +198,56 @@ class _WindowLayer:
     def __init__(self, num_sink: int, window: int | None) -> None:
         self.num_sink, self.window = num_sink, window
         self.seen = 0
-        self.k = self.v = self.pos = None
+        self.k, self.v = _Buffer(), _Buffer()  # everything (dense) or the recent window
+        self.sink_k, self.sink_v = _Buffer(), _Buffer()
 
     def attend(self, q, k, v, scale):
         length = q.shape[-2]
-        new_pos = torch.arange(self.seen, self.seen + length, device=q.device)
-        if self.k is None:
-            self.k, self.v, self.pos = k, v, new_pos
-        else:
-            self.k = torch.cat([self.k, k], dim=-2)
-            self.v = torch.cat([self.v, v], dim=-2)
-            self.pos = torch.cat([self.pos, new_pos])
+        start = self.seen
+        self.k.append(k)
+        self.v.append(v)
         self.seen += length
-        u, t = self.pos[None, :], new_pos[:, None]
-        mask = u <= t
+        keys, values = self.k.view(), self.v.view()
+        n_sink = len(self.sink_k)
+        if n_sink:
+            keys = torch.cat([self.sink_k.view(), keys], dim=-2)
+            values = torch.cat([self.sink_v.view(), values], dim=-2)
+        gqa = keys.shape[1] != q.shape[1]
+        if length == 1 and self.window is None:
+            out = F.scaled_dot_product_attention(q, keys, values, scale=scale, enable_gqa=gqa)
+        else:
+            first = self.seen - len(self.k)  # absolute position of the first windowed key
+            pos = torch.cat(
+                [torch.arange(n_sink), torch.arange(first, self.seen)]
+            ).to(q.device)  # fmt: skip
+            t = torch.arange(start, self.seen, device=q.device)[:, None]
+            mask = pos[None, :] <= t
+            if self.window is not None:
+                mask &= (pos[None, :] > t - self.window) | (pos[None, :] < self.num_sink)
+            out = F.scaled_dot_product_attention(
+                q, keys, values, attn_mask=mask, scale=scale, enable_gqa=gqa
+            )
         if self.window is not None:
-            mask &= (u > t - self.window) | (u < self.num_sink)
-        out = F.scaled_dot_product_attention(q, self.k, self.v, attn_mask=mask, scale=scale)
-        if self.window is not None:  # future queries t >= seen only need u > seen - 1 - window
-            keep = (self.pos < self.num_sink) | (self.pos >= self.seen - self.window)
-            self.k, self.v, self.pos = self.k[..., keep, :], self.v[..., keep, :], self.pos[keep]
+            self._trim()
         return out
 
-    def tensors(self) -> list[torch.Tensor]:
-        return [] if self.k is None else [self.k, self.v]
+    def _trim(self) -> None:
+        # sinks move to their own buffer; future queries t >= seen need u > seen - 1 - window
+        first = self.seen - len(self.k)
+        if first < self.num_sink:
+            n = min(self.num_sink, self.seen) - first
+            self.sink_k.append(self.k.take_front(n))
+            self.sink_v.append(self.v.take_front(n))
+            first += n
+        drop = max(0, (self.seen - self.window) - first)
+        self.k.drop_front(min(drop, len(self.k)))
+        self.v.drop_front(min(drop, len(self.v)))
+
+    def buffers(self) -> list[_Buffer]:
+        return [self.k, self.v, self.sink_k, self.sink_v]
 
     def num_entries(self) -> int:
-        return 0 if self.k is None else self.k.shape[-2]
+        return len(self.k) + len(self.sink_k)
 
 
 class KVCache:
@@ -156,8 +276,20 @@ class KVCache:
         return self.layers[layer].num_entries()
 
     def memory_bytes(self) -> int:
-        """Bytes held by all cached tensors."""
-        return sum(t.numel() * t.element_size() for lay in self.layers for t in lay.tensors())
+        """Bytes of the cached entries of all layers (keys, values, core tokens).
+
+        For :class:`DenseKVCache` this is exactly ``layers * L * Hkv * D * 2 * itemsize``.
+        """
+        return sum(b.nbytes() for lay in self.layers for b in lay.buffers())
+
+    def allocated_bytes(self) -> int:
+        """Bytes allocated, including the spare capacity of the growable buffers."""
+        return sum(
+            b.data.numel() * b.data.element_size()
+            for lay in self.layers
+            for b in lay.buffers()
+            if b.data is not None
+        )
 
     def attend(
         self,
@@ -178,7 +310,7 @@ class KVCache:
         q : torch.Tensor
             Queries of the new tokens (B, Hq, Lnew, D), position-encoded from ``self.seen``.
         k, v : torch.Tensor
-            Keys / values of the new tokens (B, Hkv, Lnew, D).
+            Keys / values of the new tokens (B, Hkv, Lnew, D), stored per KV head.
         scale : float, optional
             Softmax scale.
         enable_gqa : bool, default=True
@@ -192,7 +324,6 @@ class KVCache:
         if not 0 <= layer < len(self.layers):
             raise ValueError(f"layer must be in [0, {len(self.layers)}), got {layer}")
         check_qkv(q, k, v, enable_gqa=enable_gqa)
-        k, v = expand_kv(k, q.shape[1]), expand_kv(v, q.shape[1])
         return self._attend(self.layers[layer], q, k, v, scale)
 
     def _attend(self, state, q, k, v, scale):
@@ -200,7 +331,7 @@ class KVCache:
 
 
 class DenseKVCache(KVCache):
-    """Full KV cache (exact dense causal attention)."""
+    """Full KV cache (exact dense causal attention), raw K/V per KV head."""
 
     def _new_layer(self) -> _WindowLayer:
         return _WindowLayer(0, None)
@@ -242,6 +373,10 @@ class CCAKVCache(KVCache):
         s.
     pool_scale : float, optional
         Pooling temperature, default ``1 / sqrt(D)``.
+    gqa_pooling : {"per_query_head", "shared"}, default="per_query_head"
+        ``"shared"`` keeps core tokens per KV head (pooling logits averaged over each KV
+        head's query heads): the cache is then ``(L/g + s) / L`` of a dense GQA cache.
+        ``"per_query_head"`` follows the authors' code (cores per query head).
     """
 
     def __init__(
@@ -250,17 +385,25 @@ class CCAKVCache(KVCache):
         group_size: int = 16,
         local_window: int = 1024,
         pool_scale: float | None = None,
+        gqa_pooling: str = "per_query_head",
     ) -> None:
         self.group_size = check_positive_int(group_size, "group_size")
         self.local_window = check_positive_int(local_window, "local_window")
+        if gqa_pooling not in ("per_query_head", "shared"):
+            raise ValueError(
+                f"gqa_pooling must be 'per_query_head' or 'shared', got {gqa_pooling!r}"
+            )
         self.pool_scale = pool_scale
+        self.gqa_pooling = gqa_pooling
         super().__init__(num_layers)
 
     def _new_layer(self) -> _CCALayer:
-        return _CCALayer(self.group_size, self.local_window, self.pool_scale)
+        return _CCALayer(
+            self.group_size, self.local_window, self.pool_scale, self.gqa_pooling == "shared"
+        )
 
     def _attend(self, state: _CCALayer, q, k, v, scale):
-        if state.raw_k is None:
+        if state.seen == 0:
             return state.prefill(q, k, v, scale)
         outs = [
             state.step(q[..., i : i + 1, :], k[..., i : i + 1, :], v[..., i : i + 1, :], scale)
@@ -271,9 +414,7 @@ class CCAKVCache(KVCache):
     def num_core(self, layer: int = 0) -> tuple[int, int]:
         """(visible, pending) core tokens of ``layer``."""
         st = self.layers[layer]
-        if st.raw_k is None:
-            return 0, 0
-        return st.core_k.shape[-2], st.pend_k.shape[-2]
+        return len(st.core_k), len(st.pend_k)
 
 
 def analytic_cache_entries(length: int, group_size: int, local_window: int) -> int:

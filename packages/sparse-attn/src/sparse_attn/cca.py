@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from sparse_attn.blocksparse import blocksparse_cca
+from sparse_attn.flex import flex_available, flex_cca
 from sparse_attn.validation import check_positive_int, check_qkv, expand_kv, softmax_hp
 
 __all__ = [
@@ -218,8 +220,8 @@ def cca_attention(
     pool_scale: float | None = None,
     core_bias: str | None = None,
     gqa_pooling: str = "per_query_head",
-    backend: str = "torch",
-    chunk_size: int = 512,
+    backend: str = "auto",
+    chunk_size: int | None = None,
     window_rule: str = "partition",
     return_stats: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, CCAStats]:
@@ -252,11 +254,18 @@ def cca_attention(
     gqa_pooling : {"per_query_head", "shared"}, default="per_query_head"
         ``"per_query_head"`` expands K/V to Hq heads before pooling (as the authors' code);
         ``"shared"`` averages pooling logits over a KV head's query heads (extension).
-    backend : {"torch", "reference"}, default="torch"
-        ``"torch"``: chunked over queries, O(C (L/g + s + g + C)) memory per head;
-        ``"reference"``: one SDPA call with the full (L, m + L) mask (tests).
-    chunk_size : int, default=512
-        Query chunk C of the ``"torch"`` backend.
+    backend : {"auto", "blocksparse", "flex", "torch", "reference"}, default="auto"
+        ``"blocksparse"`` (CPU): per query block, unmasked core and window pieces, a small
+        masked staircase piece and the causal diagonal on the fused CPU flash kernel, merged
+        by log-sum-exp -- no dense mask, fully masked blocks never computed
+        (:mod:`sparse_attn.blocksparse`). ``"flex"``: FlexAttention with a CCA ``mask_mod``
+        and block mask (compiled on CUDA; unfused eager on CPU, for tests)
+        (:mod:`sparse_attn.flex`). ``"torch"``: chunked SDPA with a per-chunk boolean mask
+        (any device). ``"reference"``: one SDPA call with the full (L, m + L) mask (tests).
+        ``"auto"`` picks ``"blocksparse"`` on CPU, ``"flex"`` on CUDA when available, and
+        ``"torch"`` otherwise (and for ``window_rule="paper"``).
+    chunk_size : int, optional
+        Query block (default 256 for ``"blocksparse"``, 512 for ``"torch"``).
     window_rule : {"partition", "paper"}, default="partition"
         ``"partition"`` (authors' code): the raw window starts right after the last visible
         group, so every past token is seen once. ``"paper"``: the window start of the paper's
@@ -278,7 +287,6 @@ def cca_attention(
         raise ValueError("is_causal=False: CCA-Attention is defined for causal attention only")
     g = check_positive_int(group_size, "group_size")
     s = check_positive_int(local_window, "local_window")
-    check_positive_int(chunk_size, "chunk_size")
     if core_bias not in (None, "log_group"):
         raise ValueError(f"core_bias must be None or 'log_group', got {core_bias!r}")
     if gqa_pooling not in ("per_query_head", "shared"):
@@ -286,9 +294,15 @@ def cca_attention(
     if window_rule not in ("partition", "paper"):
         raise ValueError(f"window_rule must be 'partition' or 'paper', got {window_rule!r}")
     overlap = int(window_rule == "paper")
-    if backend not in ("torch", "reference"):
-        raise ValueError(f"backend must be 'torch' or 'reference', got {backend!r}")
+    if backend not in ("auto", "blocksparse", "flex", "torch", "reference"):
+        raise ValueError(
+            "backend must be 'auto', 'blocksparse', 'flex', 'torch' or 'reference', "
+            f"got {backend!r}"
+        )
+    if chunk_size is not None:
+        check_positive_int(chunk_size, "chunk_size")
     check_qkv(q, k, v, enable_gqa=enable_gqa)
+    backend = _pick_backend(backend, q, overlap)
 
     hq, length = q.shape[1], q.shape[-2]
     m = _num_core(length, g, s)
@@ -309,16 +323,28 @@ def cca_attention(
         k, v = expand_kv(k, hq), expand_kv(v, hq)
         core_k, core_v = cca_core_tokens(q, k, v, group_size=g, num_groups=m, pool_scale=pool_scale)
 
+    scale_ = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     if m == 0:  # L < s + g: no group is ever compressed, CCA is dense causal attention
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+    elif backend == "blocksparse":
+        out = blocksparse_cca(
+            q, k, v, core_k, core_v, group_size=g, local_window=s, num_core=m, scale=scale_,
+            core_bias=bias or 0.0, chunk_size=chunk_size or 256,
+        )  # fmt: skip
+    elif backend == "flex":
+        out = flex_cca(
+            q, k, v, core_k, core_v, group_size=g, local_window=s, num_core=m, scale=scale_,
+            core_bias=bias or 0.0,
+        )  # fmt: skip
     elif backend == "reference":
         mask = _chunk_mask(0, length, 0, m, g, s, m, bias, q.dtype, q.device, overlap)
         keys, values = torch.cat([core_k, k], dim=-2), torch.cat([core_v, v], dim=-2)
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale)
     else:
         outs = []
-        for a in range(0, length, chunk_size):
-            b = min(a + chunk_size, length)
+        chunk = chunk_size or 512
+        for a in range(0, length, chunk):
+            b = min(a + chunk, length)
             n_a, n_b = _n_visible(a, g, s, m), _n_visible(b - 1, g, s, m)
             lo = max(0, n_a * g - overlap)
             keys = torch.cat([core_k[..., :n_b, :], k[..., lo:b, :]], dim=-2)
@@ -333,6 +359,22 @@ def cca_attention(
     if not return_stats:
         return out
     return out, cca_stats(length, g, s)
+
+
+def _pick_backend(backend: str, q: torch.Tensor, overlap: int) -> str:
+    if backend in ("blocksparse", "flex") and overlap:
+        raise ValueError(f"backend={backend!r} supports window_rule='partition' only")
+    if backend == "blocksparse" and q.device.type != "cpu":
+        raise ValueError("backend='blocksparse' runs on CPU tensors (the fused CPU flash kernel)")
+    if backend != "auto":
+        return backend
+    if overlap:
+        return "torch"
+    if q.device.type == "cpu" and q.dtype in (torch.float32, torch.float64, torch.bfloat16):
+        return "blocksparse"
+    if q.device.type == "cuda" and flex_available():
+        return "flex"
+    return "torch"
 
 
 def cca_stats(length: int, group_size: int, local_window: int) -> CCAStats:

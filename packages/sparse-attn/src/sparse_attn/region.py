@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from sparse_attn.validation import check_positive_int, check_qkv, expand_kv, softmax_hp
+from sparse_attn.validation import check_positive_int, check_qkv, expand_kv
 
 __all__ = [
     "RegionScoreEstimator",
@@ -227,18 +227,12 @@ def region_attention(
     m = table.shape[0]
     kk = min(top_k, m)
     kmin, kmax = region_metadata(k, table, valid)
-    rmax = table.shape[1]
-    k_rows = k[..., table, :].reshape(-1, rmax * k.shape[-1])
-    v_rows = v[..., table, :].reshape(-1, rmax * v.shape[-1])
-    row_base = (torch.arange(q.shape[0] * q.shape[1], device=q.device) * m).view(
-        q.shape[0], q.shape[1], 1, 1
-    )
     low = q.dtype in (torch.float16, torch.bfloat16)
     smin, smax = (kmin.float(), kmax.float()) if low else (kmin, kmax)
     log_sizes = valid.sum(-1).to(smin.dtype).log()
 
-    outs, sels, log_eps = [], [], []
-    for a in range(0, n, chunk_size):
+    sels, ranks, bounds = [], [], []
+    for a in range(0, n, chunk_size):  # selection only: O(C M) scores per chunk
         b = min(a + chunk_size, n)
         qc = q[..., a:b, :]
         # Quest bound: max over the box [kmin, kmax] of q.k is q+ . kmax + q- . kmin.
@@ -253,28 +247,203 @@ def region_attention(
             rank = estimator(qc, kmin, kmax).to(bound.dtype)
         else:
             rank = torch.rand(bound.shape, generator=generator, dtype=bound.dtype).to(q.device)
+        sel_rank = rank
         if include_own_region:
             own = torch.nn.functional.one_hot(ids[a:b], m).bool()
-            rank = rank.masked_fill(own, float("inf"))
-        sel = rank.topk(kk, dim=-1).indices  # (B, H, C, kk)
-        # copy whole selected regions as rows of (B*H*M, Rmax*D): index_select is a memcpy
-        rows = (sel + row_base).flatten()
-        shape = (*sel.shape[:-1], kk * rmax, -1)
-        ks = k_rows.index_select(0, rows).view(shape)  # (B, H, C, kk * Rmax, D)
-        vs = v_rows.index_select(0, rows).view(shape)
-        tok_valid = valid[sel].flatten(-2)
-        logits = torch.einsum("bhcd,bhcnd->bhcn", qc, ks) * tau
-        logits = logits.masked_fill(~tok_valid, float("-inf"))
-        probs = softmax_hp(logits).to(vs.dtype)
-        outs.append(torch.einsum("bhcn,bhcnd->bhcd", probs, vs))
+            sel_rank = rank.detach().masked_fill(own, float("inf"))
+        sel = sel_rank.topk(kk, dim=-1).indices  # (B, H, C, kk)
+        sels.append(sel)
+        ranks.append(rank.gather(-1, sel) if score == "learned" else None)
         if return_stats:
-            sels.append(sel)
-            chosen = torch.zeros_like(bound, dtype=torch.bool).scatter_(-1, sel, True)
-            left = (bound + log_sizes).masked_fill(chosen, float("-inf")).logsumexp(-1)
-            log_eps.append(left - logits.to(left.dtype).logsumexp(-1))
-    out = torch.cat(outs, dim=-2)
+            bounds.append(bound)
+    sel = torch.cat(sels, dim=-2)
+    bias = None
+    if score == "learned":
+        # straight-through: the forward is unchanged (the bias is exactly zero), and the
+        # estimator receives the gradient of the loss with respect to each selected
+        # region's log-mass
+        est = torch.cat(ranks, dim=-2)
+        bias = est - est.detach()
+    out, total = _region_major(q, k, v, sel, table, valid, tau, bias)
     if not return_stats:
         return out
-    le = torch.cat(log_eps, dim=-1)
-    stats = RegionStats(torch.cat(sels, dim=-2), le, torch.sigmoid(le), m)
-    return out, stats
+    bound = torch.cat(bounds, dim=-2)
+    chosen = torch.zeros_like(bound, dtype=torch.bool).scatter_(-1, sel, True)
+    left = (bound + log_sizes).masked_fill(chosen, float("-inf")).logsumexp(-1)
+    le = left - total.to(left.dtype)
+    return out, RegionStats(sel, le, torch.sigmoid(le), m)
+
+
+_FLASH = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+_FLASH_BWD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+
+
+@dataclass(frozen=True)
+class _Tiles:
+    """(query, selected region) pairs sorted by (batch-head, region) and cut into tiles.
+
+    Each tile holds up to ``size`` queries that selected the same region, so its attention
+    is one dense (size x Rmax) product with that region's keys, read once per tile.
+    """
+
+    size: int
+    slot: torch.Tensor  # sorted pair -> flat tile slot
+    pair_query: torch.Tensor  # sorted pair -> flat query row (bh * N + n)
+    slot_query: torch.Tensor  # flat tile slot -> query row (padding slots -> a zero row R)
+    pair_slot: torch.Tensor  # (bh, query, k) pair order -> flat tile slot
+    group: torch.Tensor  # tile -> flat region row (bh * M + r)
+    n_tiles: int
+
+
+def _make_tiles(sel: torch.Tensor, m: int, size: int) -> _Tiles:
+    bsz, h, n, kk = sel.shape
+    bh, dev = bsz * h, sel.device
+    key = (torch.arange(bh, device=dev)[:, None] * m + sel.reshape(bh, n * kk)).flatten()
+    order = torch.argsort(key, stable=True)
+    skey = key[order]
+    counts = torch.bincount(skey, minlength=bh * m)
+    per_group = (counts + size - 1) // size
+    tile_start = torch.cumsum(per_group, 0) - per_group
+    group_start = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(skey.numel(), device=dev) - group_start[skey]
+    slot = (tile_start[skey] + rank // size) * size + rank % size
+    query = torch.arange(bh * n, device=dev).repeat_interleave(kk)[order]
+    n_tiles = int(per_group.sum())
+    slot_query = torch.full((n_tiles * size,), bh * n, dtype=torch.long, device=dev)
+    slot_query[slot] = query
+    pair_slot = torch.empty_like(slot)
+    pair_slot[order] = slot
+    group = torch.repeat_interleave(torch.arange(bh * m, device=dev), per_group)
+    return _Tiles(size, slot, query, slot_query, pair_slot, group, n_tiles)
+
+
+def _rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``x[index]`` along dim 0 with one zero row appended (padding slots point at it)."""
+    pad = torch.cat([x, x.new_zeros(1, *x.shape[1:])])
+    return pad.index_select(0, index)
+
+
+def _merge(pair_lse: torch.Tensor, pair_out: torch.Tensor):
+    """Log-sum-exp merge over each query's regions: (R, kk), (R, kk, Dv) -> (R, Dv), (R,)."""
+    total = pair_lse.logsumexp(dim=-1)
+    w = torch.exp(pair_lse - total[:, None])
+    return (w[..., None] * pair_out).sum(dim=1), total, w
+
+
+class _RegionMajorCPU(torch.autograd.Function):
+    """Region-major attention on the fused CPU flash kernel, merged by log-sum-exp.
+
+    Backward calls the kernel's backward per tile with the *merged* output and log-sum-exp
+    (minus the pair's bias), which is exactly the gradient of one softmax over the union of
+    the selected regions; the bias gets ``w_p <dO, o_p - O>``.
+    """
+
+    @staticmethod
+    def forward(ctx, q, kr, vr, bias, tiles, key_mask, kk, scale):
+        # q (R, D) flat queries; kr/vr (G, Rmax, D) region-major keys; bias (R * kk) or None
+        d, dv = q.shape[-1], vr.shape[-1]
+        acc = torch.float64 if q.dtype == torch.float64 else torch.float32
+        qt = _rows(q, tiles.slot_query).view(tiles.n_tiles, 1, tiles.size, d)
+        kt = kr.index_select(0, tiles.group).unsqueeze(1)
+        vt = vr.index_select(0, tiles.group).unsqueeze(1)
+        mask = None if key_mask is None else key_mask[tiles.group][:, None, None, :]
+        ot, lt = _FLASH(qt, kt, vt, 0.0, False, attn_mask=mask, scale=scale)
+        pair_lse = lt.reshape(-1).index_select(0, tiles.pair_slot).view(-1, kk).to(acc)
+        pair_out = ot.reshape(-1, dv).index_select(0, tiles.pair_slot).view(-1, kk, dv).to(acc)
+        if bias is not None:
+            pair_lse = pair_lse + bias.view(-1, kk).to(acc)
+        out, total, w = _merge(pair_lse, pair_out)
+        out = out.to(q.dtype)
+        ctx.tiles, ctx.kk, ctx.key_mask, ctx.scale = tiles, kk, key_mask, scale
+        ctx.save_for_backward(q, kr, vr, bias, out, total, pair_out, w)
+        ctx.mark_non_differentiable(total)
+        return out, total
+
+    @staticmethod
+    def backward(ctx, grad_out, _grad_total):
+        q, kr, vr, bias, out, total, pair_out, w = ctx.saved_tensors
+        tiles = ctx.tiles
+        d, dv = q.shape[-1], vr.shape[-1]
+        grad_out = grad_out.contiguous()
+        n_slots = tiles.n_tiles * tiles.size
+        qt = _rows(q, tiles.slot_query)
+        go = _rows(grad_out, tiles.slot_query)
+        ot = _rows(out, tiles.slot_query)
+        lt = _rows(total, tiles.slot_query)
+        if bias is not None:  # the tile's own logits carry no bias: P = exp(S + b - LSE)
+            b_slot = bias.new_zeros(n_slots).index_copy_(0, tiles.pair_slot, bias.reshape(-1))
+            lt = lt - b_slot.to(lt.dtype)
+        shape = (tiles.n_tiles, 1, tiles.size)
+        kt = kr.index_select(0, tiles.group).unsqueeze(1)
+        vt = vr.index_select(0, tiles.group).unsqueeze(1)
+        mask = None if ctx.key_mask is None else ctx.key_mask[tiles.group][:, None, None, :]
+        lt_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
+        gq, gk, gv = _FLASH_BWD(
+            go.view(*shape, dv), qt.view(*shape, d), kt, vt, ot.view(*shape, dv),
+            lt.view(shape).to(lt_dtype), 0.0, False, attn_mask=mask, scale=ctx.scale,
+        )  # fmt: skip
+        dq = torch.zeros_like(q).index_add_(
+            0, tiles.pair_query, gq.reshape(-1, d).index_select(0, tiles.slot)
+        )
+        dkr = torch.zeros_like(kr).index_add_(0, tiles.group, gk.squeeze(1))
+        dvr = torch.zeros_like(vr).index_add_(0, tiles.group, gv.squeeze(1))
+        dbias = None
+        if bias is not None and ctx.needs_input_grad[3]:
+            g = grad_out.to(pair_out.dtype)[:, None, :]
+            dbias = w * (g * (pair_out - out.to(pair_out.dtype)[:, None, :])).sum(-1)
+            dbias = dbias.reshape(-1).to(bias.dtype)
+        return dq, dkr, dvr, dbias, None, None, None, None
+
+
+def _region_major(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    sel: torch.Tensor,
+    table: torch.Tensor,
+    valid: torch.Tensor,
+    tau: float,
+    bias: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of each query over its selected regions, evaluated region by region.
+
+    Returns the output (B, H, N, Dv) and the row log-sum-exp (B, H, N) of the selected logits.
+    """
+    bsz, h, n, kk = sel.shape
+    m, rmax = table.shape
+    d, dv = q.shape[-1], v.shape[-1]
+    tiles = _make_tiles(sel, m, max(16, rmax))
+    kr = k[..., table, :].reshape(bsz * h * m, rmax, d)  # region-major keys, one gather
+    vr = v[..., table, :].reshape(bsz * h * m, rmax, dv)
+    full = bool(valid.all())
+    q_flat = q.reshape(bsz * h * n, d)
+    flat_bias = None if bias is None else bias.reshape(-1)
+    if q.device.type == "cpu" and q.dtype in (torch.float32, torch.float64, torch.bfloat16):
+        key_mask = None
+        if not full:
+            neg = torch.full((), float("-inf"), dtype=q.dtype)
+            key_mask = torch.where(valid, torch.zeros((), dtype=q.dtype), neg)
+            key_mask = key_mask.repeat(bsz * h, 1)  # per flat region row
+        out, total = _RegionMajorCPU.apply(q_flat, kr, vr, flat_bias, tiles, key_mask, kk, tau)
+        return out.view(bsz, h, n, dv), total.view(bsz, h, n)
+    # any device: the same tiles with plain batched matmuls and autograd
+    qt = _rows(q_flat, tiles.slot_query).view(tiles.n_tiles, tiles.size, d)
+    kt, vt = kr.index_select(0, tiles.group), vr.index_select(0, tiles.group)
+    logits = torch.baddbmm(
+        qt.new_zeros(()), qt, kt.transpose(-1, -2), beta=0.0, alpha=tau
+    )  # fmt: skip
+    if not full:
+        logits = logits.masked_fill(
+            ~valid.repeat(bsz * h, 1)[tiles.group][:, None, :], float("-inf")
+        )
+    lg = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
+    lse = lg.logsumexp(dim=-1)
+    probs = torch.exp(lg - lse[..., None]).to(vt.dtype)
+    ot = probs @ vt
+    pair_lse = lse.reshape(-1).index_select(0, tiles.pair_slot).view(-1, kk)
+    pair_out = ot.reshape(-1, dv).index_select(0, tiles.pair_slot).view(-1, kk, dv)
+    pair_out = pair_out.to(pair_lse.dtype)
+    if flat_bias is not None:
+        pair_lse = pair_lse + flat_bias.view(-1, kk).to(pair_lse.dtype)
+    out, total, _ = _merge(pair_lse, pair_out)
+    return out.to(v.dtype).view(bsz, h, n, dv), total.view(bsz, h, n)
