@@ -145,7 +145,7 @@ def part2(n: int, seeds: int) -> None:
         f"\n## Part 2: noisy Margin stream (5% flipped labels, margin 0.02) n={n}, d=100; "
         "half of the positive-labelled points deleted in one request; accuracy on clean labels\n"
     )
-    print("| method | deletions | acc before | acc after | stored % after | deletion s |")
+    print("| method | deletions | acc before | acc after | stored after (points) | deletion s |")
     print("|---|---|---|---|---|---|")
     res: dict[str, list] = {}
     for seed in range(seeds):
