@@ -163,17 +163,23 @@ def cca_core_tokens(
     if m < 0 or m * g > length:
         raise ValueError(f"num_groups={num_groups} needs more than {length} tokens")
     scale = 1.0 / math.sqrt(q.shape[-1]) if pool_scale is None else pool_scale
-    kg = k[..., : m * g, :].unflatten(-2, (m, g))  # (B, Hk, m, g, D)
-    vg = v[..., : m * g, :].unflatten(-2, (m, g))
     q_last = q[..., g - 1 : m * g : g, :]  # (B, H, m, D): the last query of each group
-    if shared_heads > 1:
-        q_last = q_last.unflatten(1, (-1, shared_heads))  # (B, Hk, r, m, D)
-        logits = torch.einsum("bhrmd,bhmgd->bhrmg", q_last, kg).mean(dim=2) * scale
-    else:
-        logits = torch.einsum("bhmd,bhmgd->bhmg", q_last, kg) * scale
-    weights = softmax_hp(logits).to(k.dtype)
-    core_k = torch.einsum("bhmg,bhmgd->bhmd", weights, kg)
-    core_v = torch.einsum("bhmg,bhmgd->bhmd", weights, vg)
+    lead, hk, d = k.shape[:-3], k.shape[-3], k.shape[-1]
+    kf = k.reshape(-1, length, d)  # (B * Hk, L, D): views for contiguous inputs
+    vf = v.reshape(-1, length, v.shape[-1])
+    qf = q_last.reshape(kf.shape[0], shared_heads, m, q.shape[-1])  # (B * Hk, r, m, D)
+    cks, cvs = [], []
+    # one (key/value head) at a time: k[:m g].view(m, g, D) is then a free view, where a
+    # batched product over all heads would copy k and v (the heads are not adjacent)
+    for i in range(kf.shape[0]):
+        kg = kf[i, : m * g].view(m, g, d)
+        vg = vf[i, : m * g].view(m, g, vf.shape[-1])
+        logits = (kg @ qf[i].permute(1, 2, 0)).mean(dim=-1) * scale  # (m, g), mean over r
+        weights = softmax_hp(logits).to(k.dtype).unsqueeze(-2)  # (m, 1, g)
+        cks.append((weights @ kg).squeeze(-2))
+        cvs.append((weights @ vg).squeeze(-2))
+    core_k = torch.stack(cks).reshape(*lead, hk, m, d)
+    core_v = torch.stack(cvs).reshape(*lead, hk, m, vf.shape[-1])
     return core_k, core_v
 
 

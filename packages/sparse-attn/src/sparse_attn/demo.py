@@ -105,4 +105,27 @@ def demo(seed: int = 0) -> str:
         f"{'method':<30}{'err vs dense':>13}{'time [s]':>10}{'pairs':>12}",
     ]
     lines += [f"{n:<30}{e:>13.4f}{t:>10.3f}{p:>12d}" for n, e, t, p in rows]
+    return "\n".join(lines) + "\n" + _mil_demo(seed)
+
+
+def _mil_demo(seed: int) -> str:
+    """QuerentMIL vs dense TransMIL-style on one synthetic 4000-patch slide (untrained)."""
+    from sparse_attn.mil import ABMIL, QuerentMIL, TransMILStyle
+    from sparse_attn.wsi import make_wsi_bags
+
+    bag = make_wsi_bags(1, (4000, 4000), seed=seed)[0]
+    torch.manual_seed(seed)
+    rows = []
+    with torch.no_grad():
+        for model in (QuerentMIL(32, 2), TransMILStyle(32, 2), ABMIL(32, 2)):
+            model.eval()
+            _, t = _timed(lambda m=model: m(bag.features, bag.coords))
+            rows.append((type(model).__name__, t))
+    q = rows[0][1]
+    lines = [
+        "slide-level MIL, one synthetic 4000-patch slide (forward, untrained; "
+        "trained results: tools/bench/querent_bench.py)",
+        f"{'model':<30}{'time [s]':>10}{'vs QuerentMIL':>15}",
+    ]
+    lines += [f"{n:<30}{t:>10.3f}{t / q:>15.2f}" for n, t in rows]
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from sparse_attn.validation import check_positive_int, check_qkv, expand_kv
 __all__ = [
     "RegionScoreEstimator",
     "RegionStats",
+    "attend_selected_regions",
     "grid_regions",
     "region_attention",
     "region_metadata",
@@ -447,3 +448,51 @@ def _region_major(
         pair_lse = pair_lse + flat_bias.view(-1, kk).to(pair_lse.dtype)
     out, total, _ = _merge(pair_lse, pair_out)
     return out.to(v.dtype).view(bsz, h, n, dv), total.view(bsz, h, n)
+
+
+def attend_selected_regions(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    selected: torch.Tensor,
+    region_ids: torch.Tensor,
+    *,
+    scores: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """Attention of each query over regions chosen beforehand (e.g. once for all heads).
+
+    Parameters
+    ----------
+    q, k, v : torch.Tensor
+        (B, H, N, D) queries, keys and values (equal head counts).
+    selected : torch.Tensor
+        Long (B, N, kk) or (B, H, N, kk) region ids per query (consecutive ids as in
+        ``region_ids``); a (B, N, kk) selection is shared by all heads.
+    region_ids : torch.Tensor
+        Long (N,) region of each token, consecutive from 0.
+    scores : torch.Tensor, optional
+        Importance scores of the selected regions, same shape as ``selected``. When given, a
+        straight-through term (exactly zero in the forward pass) lets the gradient of the loss
+        with respect to each selected region's log-mass reach the scores.
+    scale : float, optional
+        Softmax scale, default ``1 / sqrt(D)``.
+
+    Returns
+    -------
+    torch.Tensor
+        (B, H, N, Dv).
+    """
+    check_qkv(q, k, v, enable_gqa=False)
+    bsz, h, n, d = q.shape
+    if selected.ndim == 3:
+        selected = selected[:, None].expand(bsz, h, n, selected.shape[-1])
+        if scores is not None:
+            scores = scores[:, None].expand_as(selected)
+    if selected.shape[:3] != (bsz, h, n):
+        raise ValueError(f"selected: expected shape (B, [H,] N, k), got {tuple(selected.shape)}")
+    table, valid, _ = _region_layout(n, 1, region_ids, q.device)
+    tau = 1.0 / math.sqrt(d) if scale is None else scale
+    bias = None if scores is None else scores - scores.detach()
+    out, _ = _region_major(q, k, v, selected.contiguous(), table, valid, tau, bias)
+    return out

@@ -1,0 +1,166 @@
+"""Benchmark: QuerentMIL against ABMIL, dense TransMIL-style attention and mean pooling.
+
+Data: ``sparse_attn.make_wsi_bags`` -- synthetic slides whose label is whether two distant
+lesions carry the same code (long-range context needed; see its docstring). Training and test
+slides have 1,000-2,000 patches (training on 20,000-patch slides is out of reach of 2 CPU
+cores); time and memory are then measured on slides of 1,000-20,000 patches.
+
+Part 1 (``--seeds`` seeds; each seed draws new data and initialisations): slide AUROC and
+accuracy on held-out slides, localisation AUROC of the interpretation maps against the planted
+lesion patches (attention pooling weights; for QuerentMIL also the region-importance map), the
+training curve (first and last epoch mean loss) and training time. Every model gets the same
+epochs, learning rate and width.
+
+Part 2: forward time per slide (CPU time, one thread, best of 3) and peak memory (resident set
+of a fresh subprocess, measured from its inputs) as the slide grows.
+
+    uv run python tools/bench/querent_bench.py            # ~30 min on 2 cores
+    uv run python tools/bench/querent_bench.py --quick    # 1 seed, small slides
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+from sklearn.metrics import roc_auc_score
+
+from sparse_attn import ABMIL, MeanPoolMIL, QuerentMIL, TransMILStyle, make_wsi_bags
+
+MODELS = {
+    "QuerentMIL": QuerentMIL,
+    "ABMIL": ABMIL,
+    "TransMIL-style (dense)": TransMILStyle,
+    "mean pooling": MeanPoolMIL,
+}
+
+
+def fmt(values) -> str:
+    a = np.asarray(values, dtype=float)
+    return f"{a.mean():.3f} +- {a.std():.3f}"
+
+
+def part1(seeds: int, n_train: int, n_test: int, patches: tuple[int, int], epochs: int) -> None:
+    print(
+        f"\n## Part 1: {n_train} training / {n_test} test slides of {patches} patches, "
+        f"{epochs} epochs, {seeds} seeds\n"
+    )
+    res: dict[str, dict[str, list]] = {m: {} for m in MODELS}
+    for seed in range(seeds):
+        train = make_wsi_bags(n_train, patches, seed=100 + seed)
+        test = make_wsi_bags(n_test, patches, seed=200 + seed)
+        y = np.array([b.label for b in test])
+        for name, cls in MODELS.items():
+            torch.manual_seed(seed)
+            model = cls(32, 2)
+            t0 = time.process_time()
+            model.fit(train, epochs=epochs, lr=5e-4, seed=seed, verbose=0)
+            fit_s = time.process_time() - t0
+            p = model.predict_proba(test)[:, 1].numpy()
+            loc_att, loc_reg = [], []
+            with torch.no_grad():
+                for b in test:
+                    _, maps = model(b.features, b.coords, return_maps=True)
+                    loc_att.append(roc_auc_score(b.lesion.numpy(), maps["attention"].numpy()))
+                    if "region_importance" in maps:
+                        imp = maps["region_importance"].numpy()
+                        loc_reg.append(roc_auc_score(b.lesion.numpy(), imp))
+            r = res[name]
+            for key, val in (
+                ("auc", roc_auc_score(y, p)),
+                ("acc", float(np.mean((p > 0.5) == y))),
+                ("loc_att", float(np.mean(loc_att))),
+                ("loc_reg", float(np.mean(loc_reg)) if loc_reg else np.nan),
+                ("first", model.loss_curve_[0]),
+                ("last", model.loss_curve_[-1]),
+                ("fit_s", fit_s),
+            ):
+                r.setdefault(key, []).append(val)
+            print(f"  seed {seed} {name}: AUROC {r['auc'][-1]:.3f}", flush=True)
+    print(
+        "\n| model | slide AUROC | accuracy | localisation AUROC (attention) | "
+        "localisation AUROC (region importance) | loss epoch 1 -> last | train CPU s |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, r in res.items():
+        reg = fmt(r["loc_reg"]) if not np.isnan(r["loc_reg"][0]) else "n/a"
+        print(
+            f"| {name} | {fmt(r['auc'])} | {fmt(r['acc'])} | {fmt(r['loc_att'])} | {reg} | "
+            f"{np.mean(r['first']):.3f} -> {np.mean(r['last']):.3f} | {np.mean(r['fit_s']):.0f} |"
+        )
+    q, a, d = (np.mean(res[k]["auc"]) for k in ("QuerentMIL", "ABMIL", "TransMIL-style (dense)"))
+    print(
+        f"\nQuerentMIL - ABMIL = {q - a:+.3f} AUROC (target >= +0.05); "
+        f"QuerentMIL - dense = {q - d:+.3f} (target >= -0.02)"
+    )
+
+
+_CHILD = r"""
+import json, sys, time, torch
+from sparse_attn import ABMIL, QuerentMIL, TransMILStyle, make_wsi_bags
+torch.set_num_threads(1)
+name, n = sys.argv[1], int(sys.argv[2])
+bag = make_wsi_bags(1, (n, n), seed=0)[0]
+model = {"QuerentMIL": QuerentMIL, "ABMIL": ABMIL, "TransMIL-style (dense)": TransMILStyle}[name](32, 2).eval()
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
+best = float("inf")
+with torch.no_grad():
+    model(bag.features, bag.coords)  # warm-up
+    open("/proc/self/clear_refs", "w").write("5")
+    base = status("VmRSS")
+    for _ in range(3):
+        t0 = time.process_time()
+        model(bag.features, bag.coords)
+        best = min(best, time.process_time() - t0)
+print(json.dumps([best, status("VmHWM") - base]))
+"""
+
+
+def part2(sizes) -> None:
+    print("\n## Part 2: forward time and peak memory per slide (CPU, one thread)\n")
+    names = ["QuerentMIL", "TransMIL-style (dense)", "ABMIL"]
+    print(
+        "| patches | " + " | ".join(f"{n} s / MB" for n in names) + " | Querent / dense time | "
+        "Querent / dense memory |"
+    )
+    print("|---|" + "---|" * (len(names) + 2))
+    for n in sizes:
+        out = {}
+        for name in names:
+            proc = subprocess.run(
+                [sys.executable, "-c", _CHILD, name, str(n)],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            out[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+        q, d = out["QuerentMIL"], out["TransMIL-style (dense)"]
+        cells = " | ".join(f"{out[k][0]:.3f} / {out[k][1]:.0f}" for k in names)
+        print(f"| {n} | {cells} | {q[0] / d[0]:.2f} | {q[1] / max(d[1], 1e-9):.2f} |", flush=True)
+    print("\n(target at 20,000 patches: QuerentMIL <= 0.3x the dense model's time and memory)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seeds", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    if args.quick:
+        part1(1, 60, 40, (600, 900), 8)
+        part2([1000, 5000])
+    else:
+        part1(args.seeds, 150, 80, (1000, 2000), 12)
+        part2([1000, 5000, 10000, 20000])
+    print(f"\ntotal wall time {time.perf_counter() - t0:.0f}s")
+
+
+if __name__ == "__main__":
+    main()
