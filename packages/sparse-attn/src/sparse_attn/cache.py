@@ -24,6 +24,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from sparse_attn.baselines import sink_window_attention
 from sparse_attn.cca import cca_attention, cca_core_tokens
 from sparse_attn.validation import check_positive_int, check_qkv, softmax_hp
 
@@ -215,6 +216,15 @@ class _WindowLayer:
         gqa = keys.shape[1] != q.shape[1]
         if length == 1 and self.window is None:
             out = F.scaled_dot_product_attention(q, keys, values, scale=scale, enable_gqa=gqa)
+        elif start == 0 and self.window is None:  # prefill: fused causal kernel, no L x L mask
+            out = F.scaled_dot_product_attention(
+                q, keys, values, is_causal=True, scale=scale, enable_gqa=gqa
+            )
+        elif start == 0:  # prefill with a window: the chunked local kernel
+            out = sink_window_attention(
+                q, keys, values, num_sink=self.num_sink, window=self.window, scale=scale,
+                enable_gqa=gqa,
+            )  # fmt: skip
         else:
             first = self.seen - len(self.k)  # absolute position of the first windowed key
             pos = torch.cat(
