@@ -1,169 +1,244 @@
-"""Benchmark for kd-losses: DA-KD vs full-data distillation with every loss, and loss kernels.
+"""Benchmark for kd-losses: memory and time of the loss paths, and an equal-cost test of DA-KD.
 
-Part A trains a tiny teacher LM on the generated corpus of ``kd_losses.make_corpus`` and
-distills a ~4x smaller student with each loss, with and without DA-KD data updating; it prints
-validation NLL / next-token accuracy against teacher forward passes spent (sequences), with
-ratios to full-data forward KL.
+Part 1 -- memory/time of one forward+backward (peak resident memory of a fresh subprocess above
+its inputs, CPU time with 2 threads, best of 2):
 
-Part B times one forward+backward of FKL and BDL at vocab 32K-128K against a naive
-probability-space PyTorch implementation, and reports the memory saved for backward.
+* (a) the lm-head problem: V = 128K, 1024 tokens, d = 1024, bf16 hidden states and lm-head
+  weights. Logits paths first compute student and teacher logits with a matmul, then the
+  loss: *naive* (probability-space BDL with autograd), *TRL JSD* (the formula of TRL's
+  ``GKDTrainer.generalized_jsd_loss``: log-softmax, log-mixture by logsumexp, two ``kl_div``),
+  *package logits* (``bidirectional_discrepancy_loss``), *package chunked* (``chunk_size=64``),
+  and *fused* (``fused_kd_loss`` on the hidden states, no full-vocab logits). Peak memory is
+  reported with and without the lm-head weight's gradient (256 MB here, needed by any method).
+* (b) the logits-only problem: V = 32K, 2048 tokens, fp32 logits given: naive BDL vs the
+  package's unchunked and chunked BDL.
 
-    uv run python tools/bench/kd_bench.py            # default (~5 min on 2 idle cores)
-    uv run python tools/bench/kd_bench.py --quick
+Part 2 -- DA-KD against equal-cost controls (``--seeds`` seeds). A generated corpus with easy
+and hard strata (``make_corpus``: Markov chains of graded entropy, noisy stride sequences and
+copy sequences); a 4-layer teacher, a 2-layer student that can learn every stratum (it has
+enough layers for the copy task's induction head). Every method distils with BDL for the same
+epochs and the same per-epoch set sizes (1, 0.7, 0.49, 0.34, 0.3, 0.3 of the data: 0.52x the
+teacher forward passes of full-data distillation):
+
+* DA-KD: difficulty-score (DDS) stratified pruning (nested sets);
+* random pruning: the same shrink schedule, uniform nested subsets;
+* full data at equal cost: a fresh uniform subset of the same size every epoch;
+
+plus full-data distillation for all epochs (1.0x passes) as the reference, and DA-KD with
+forward KL to separate the loss from the selection.
+
+    uv run python tools/bench/kd_bench.py             # ~25 min on 2 cores
+    uv run python tools/bench/kd_bench.py --quick     # small sizes
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 import time
 
+import numpy as np
 import torch
 
 import kd_losses as K
 
-
-def part_a(quick: bool, seed: int) -> None:
-    n_train, epochs = (384, 3) if quick else (768, 4)
-    losses = ("fkl", "skl", "bdl") if quick else K.LOSS_NAMES
-    torch.manual_seed(seed)
-    tokens, _ = K.make_corpus(
-        n_train + 128,
-        seq_len=32,
-        vocab_size=48,
-        n_markov=2,
-        copy_frac=0.3,
-        stride_frac=0.3,
-        seed=seed,
-    )
-    train, val = tokens[:n_train], tokens[n_train:]
-    teacher = K.TinyLM(48, d_model=96, n_layers=4, n_heads=4, max_len=32)
-    student_cfg = dict(d_model=64, n_layers=2, n_heads=4, max_len=32)
-    init = K.TinyLM(48, **student_cfg).state_dict()  # type: ignore[arg-type]
-    n_t = sum(p.numel() for p in teacher.parameters())
-    n_s = sum(p.numel() for p in K.TinyLM(48, **student_cfg).parameters())  # type: ignore[arg-type]
-    t0 = time.perf_counter()
-    K.train_lm(teacher, train, epochs=2 * epochs + 2, batch_size=32, lr=5e-3, seed=seed)
-    t_loss, t_acc = K.evaluate_lm(teacher, val)
-    print(
-        f"teacher {n_t / 1e3:.0f}K params, student {n_s / 1e3:.0f}K ({n_t / n_s:.1f}x smaller); "
-        f"teacher trained in {time.perf_counter() - t0:.0f}s; {n_train} train / 128 val seqs\n"
-    )
-    header = (
-        f"{'loss':<6}{'DA-KD':>6}{'val NLL':>9}{'val acc':>9}{'teacher fwd':>13}"
-        f"{'fwd ratio':>10}{'NLL ratio':>10}{'time s':>8}"
-    )
-    print(header)
-    print("-" * len(header))
-    print(f"{'teacher':<12}{t_loss:>9.3f}{t_acc:>9.3f}")
-    ref = None
-    for name in losses:
-        for aware in (False, True):
-            student = K.TinyLM(48, **student_cfg)  # type: ignore[arg-type]
-            student.load_state_dict(init)
-            t0 = time.perf_counter()
-            res = K.distill(
-                student,
-                teacher,
-                train,
-                loss=name,
-                epochs=epochs,
-                batch_size=32,
-                lr=5e-3,
-                difficulty_aware=aware,
-                val_tokens=val,
-                seed=seed,
-            )
-            dt = time.perf_counter() - t0
-            h = res.history[-1]
-            if ref is None:
-                ref = (h["val_loss"], res.teacher_forwards)
-            print(
-                f"{name:<6}{'yes' if aware else 'no':>6}{h['val_loss']:>9.3f}{h['val_acc']:>9.3f}"
-                f"{res.teacher_forwards:>13d}{res.teacher_forwards / ref[1]:>10.2f}"
-                f"{h['val_loss'] / ref[0]:>10.3f}{dt:>8.1f}",
-                flush=True,
-            )
-
-
-def _naive(name: str, s: torch.Tensor, t: torch.Tensor, lam: float = 0.1) -> torch.Tensor:
-    q = torch.softmax(s.float(), -1)
-    p = torch.softmax(t.float(), -1)
-    if name == "fkl":
-        return (p * (p.log() - q.log())).sum(-1).mean()
-    m1 = lam * p + (1 - lam) * q
-    m2 = lam * q + (1 - lam) * p
-    return ((p * (p.log() - m1.log())).sum(-1) + (q * (q.log() - m2.log())).sum(-1)).mean()
-
-
-def _measure(fn, s: torch.Tensor, t: torch.Tensor, repeats: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    saved: dict[int, int] = {}
-
-    def pack(x: torch.Tensor) -> torch.Tensor:
-        saved[x.untyped_storage().data_ptr()] = x.untyped_storage().nbytes()
-        return x
-
-    times = []
-    for r in range(repeats + 1):
-        x = s.detach().clone().requires_grad_(True)
-        t0 = time.perf_counter()
-        if r == 0:
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda y: y):
-                out = fn(x, t)
+_CHILD = r"""
+import json, sys, time, torch
+import torch.nn.functional as F
+import kd_losses as K
+torch.set_num_threads(2)
+method, problem = sys.argv[1], sys.argv[2]
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
+g = torch.Generator().manual_seed(0)
+LAM = 0.1
+def naive_bdl(s, t):
+    p, q = torch.softmax(t.float(), -1), torch.softmax(s.float(), -1)
+    m1, m2 = LAM * p + (1 - LAM) * q, LAM * q + (1 - LAM) * p
+    return ((p * (torch.log(p) - torch.log(m1))).sum(-1)
+            + (q * (torch.log(q) - torch.log(m2))).sum(-1)).mean()
+def trl_jsd(s, t, beta=0.5):
+    ls, lt = F.log_softmax(s.float(), -1), F.log_softmax(t.float(), -1)
+    lm = torch.logsumexp(torch.stack([ls + torch.log(torch.tensor(1 - beta)),
+                                      lt + torch.log(torch.tensor(beta))]), 0)
+    kl_t = F.kl_div(lm, lt, reduction="none", log_target=True)
+    kl_s = F.kl_div(lm, ls, reduction="none", log_target=True)
+    return (beta * kl_t + (1 - beta) * kl_s).sum(-1).mean()
+if problem == "head":
+    V, N, D, dt = 131072, 1024, 1024, torch.bfloat16
+    hs = torch.randn(N, D, generator=g).to(dt).requires_grad_(True)
+    ws = (0.02 * torch.randn(V, D, generator=g)).to(dt).requires_grad_(True)
+    ht = torch.randn(N, D, generator=g).to(dt)
+    wt = (0.02 * torch.randn(V, D, generator=g)).to(dt)
+    def run():
+        if method == "fused":
+            loss = K.fused_kd_loss(hs, ws, teacher_hidden=ht, teacher_weight=wt, loss="bdl")
         else:
-            out = fn(x, t)
-        out.backward()
-        if r:
-            times.append(time.perf_counter() - t0)
-    # the inputs themselves are not extra memory
-    saved.pop(s.untyped_storage().data_ptr(), None)
-    saved.pop(t.untyped_storage().data_ptr(), None)
-    return sorted(times)[len(times) // 2], sum(saved.values()) / 2**20
+            s = hs @ ws.T
+            with torch.no_grad():
+                t = ht @ wt.T
+            loss = {"naive": naive_bdl, "trl_jsd": trl_jsd,
+                    "logits": lambda s, t: K.bidirectional_discrepancy_loss(s, t),
+                    "chunked": lambda s, t: K.bidirectional_discrepancy_loss(s, t, chunk_size=64),
+                    }[method](s, t)
+        loss.backward()
+        hs.grad = ws.grad = None
+    grad_w_mb = V * D * 2 / 2**20
+else:
+    V, N = 32768, 2048
+    s = torch.randn(N, V, generator=g).requires_grad_(True)
+    t = torch.randn(N, V, generator=g)
+    def run():
+        loss = {"naive": naive_bdl,
+                "logits": lambda s, t: K.bidirectional_discrepancy_loss(s, t),
+                "chunked": lambda s, t: K.bidirectional_discrepancy_loss(s, t, chunk_size=64),
+                }[method](s, t)
+        loss.backward()
+        s.grad = None
+    grad_w_mb = 0.0
+run()  # warm-up (allocator, one-time costs)
+open("/proc/self/clear_refs", "w").write("5")
+base = status("VmRSS")
+best = float("inf")
+for _ in range(2):
+    t0 = time.process_time()
+    run()
+    best = min(best, time.process_time() - t0)
+print(json.dumps([status("VmHWM") - base, best, grad_w_mb]))
+"""
 
 
-def part_b(quick: bool, seed: int) -> None:
-    n_tok = 64 if quick else 128
-    vocabs = (32_000, 128_000) if quick else (32_000, 64_000, 128_000)
-    print(f"\nloss forward+backward, {n_tok} tokens (median of 3), bf16 logits N(0, 4^2)")
-    header = (
-        f"{'loss':<5}{'vocab':>8}{'impl':>14}{'time ms':>9}{'saved MiB':>11}"
-        f"{'time ratio':>11}{'mem ratio':>10}"
+def measure(method: str, problem: str) -> tuple[float, float, float]:
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, method, problem], capture_output=True, text=True, check=True
     )
-    print(header)
-    print("-" * len(header))
-    g = torch.Generator().manual_seed(seed)
-    for vocab in vocabs:
-        s = (4 * torch.randn(n_tok, vocab, generator=g)).bfloat16()
-        t = (4 * torch.randn(n_tok, vocab, generator=g)).bfloat16()
-        for name in ("fkl", "bdl"):
-            impls = {
-                "naive": lambda a, b, n=name: _naive(n, a, b),
-                "kd_losses": lambda a, b, n=name: K.distill_loss(n, a, b),
-                "kd_losses c16": lambda a, b, n=name: K.distill_loss(n, a, b, chunk_size=16),
-            }
-            base = None
-            for label, fn in impls.items():
-                ms, mib = _measure(fn, s, t, repeats=3)
-                base = base or (ms, mib)
-                print(
-                    f"{name:<5}{vocab:>8}{label:>14}{ms * 1e3:>9.1f}{mib:>11.1f}"
-                    f"{ms / base[0]:>11.2f}{mib / max(base[1], 1e-9):>10.2f}",
-                    flush=True,
+    return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def part1(quick: bool) -> None:
+    if quick:
+        print("\n(part 1 skipped with --quick: the 128K-vocab problem needs ~3 GB and minutes)")
+        return
+    print("\n## Part 1a: lm-head + BDL forward+backward, V=128K, 1024 tokens, d=1024, bf16\n")
+    print("| method | peak MB | peak MB without the weight gradient | CPU s | time vs logits |")
+    print("|---|---|---|---|---|")
+    rows = {m: measure(m, "head") for m in ("naive", "trl_jsd", "logits", "chunked", "fused")}
+    base_t = rows["logits"][1]
+    names = {
+        "naive": "naive (probability space)",
+        "trl_jsd": "TRL JSD formula",
+        "logits": "package logits",
+        "chunked": "package chunked (64)",
+        "fused": "fused head",
+    }
+    for m, (peak, t, gw) in rows.items():
+        print(f"| {names[m]} | {peak:.0f} | {peak - gw:.0f} | {t:.2f} | {t / base_t:.2f} |")
+    print("\n(targets: fused peak <= 250 MB at <= 1.2x the logits path's time)")
+    print("\n## Part 1b: BDL on given logits, V=32K, 2048 tokens, fp32, forward+backward\n")
+    print("| method | peak MB | vs naive | CPU s | vs naive |")
+    print("|---|---|---|---|---|")
+    rows = {m: measure(m, "logits") for m in ("naive", "logits", "chunked")}
+    bp, bt = rows["naive"][0], rows["naive"][1]
+    for m, (peak, t, _) in rows.items():
+        print(f"| {m} | {peak:.0f} | {peak / bp:.2f} | {t:.2f} | {t / bt:.2f} |")
+    print(
+        "\n(targets: unchunked peak <= naive at <= 1.0x its time; chunked <= 0.25x peak "
+        "at <= 1.3x time)"
+    )
+
+
+def part2(quick: bool, seeds: int) -> None:
+    n, epochs = (1200, 6) if quick else (3000, 6)
+    print(
+        f"\n## Part 2: DA-KD vs equal-cost controls ({n} training sequences, {epochs} epochs, "
+        f"{seeds} seeds)\n"
+    )
+    vocab, seq = 48, 32
+    res: dict[str, list] = {}
+    gaps = []
+    for seed in range(seeds):
+        torch.manual_seed(seed)
+        tokens, _ = K.make_corpus(
+            n + 500, seq_len=seq, vocab_size=vocab, n_markov=3, copy_frac=0.3,
+            stride_frac=0.2, seed=seed,
+        )  # fmt: skip
+        train, val = tokens[:n], tokens[n:]
+        teacher = K.TinyLM(vocab, d_model=128, n_layers=4, n_heads=4, max_len=seq)
+        K.train_lm(teacher, train, epochs=14, batch_size=32, lr=3e-3, seed=seed)
+        t_nll, t_acc = K.evaluate_lm(teacher, val)
+        init = K.TinyLM(vocab, d_model=48, n_layers=2, n_heads=4, max_len=seq).state_dict()
+
+        def student(init=init):
+            m = K.TinyLM(vocab, d_model=48, n_layers=2, n_heads=4, max_len=seq)
+            m.load_state_dict(init)
+            return m
+
+        ce = student()
+        K.train_lm(ce, train, epochs=epochs, batch_size=32, lr=3e-3, seed=seed)
+        ce_nll, ce_acc = K.evaluate_lm(ce, val)
+        gaps.append(t_acc - ce_acc)
+        res.setdefault("teacher", []).append((t_nll, t_acc, np.nan))
+        res.setdefault("student, ground truth only (no teacher)", []).append((ce_nll, ce_acc, 0.0))
+        full_cost = None
+        plans = [
+            ("full data, all epochs (reference)", "bdl", None),
+            ("DA-KD (DDS stratified pruning)", "bdl", "stratified"),
+            ("random pruning, same schedule", "bdl", "random"),
+            ("full data at equal cost (resampled)", "bdl", "resample"),
+            ("DA-KD selection with FKL", "fkl", "stratified"),
+        ]
+        for name, loss, strategy in plans:
+            sampler = None
+            if strategy is not None:
+                sampler = K.DifficultyAwareSampler(
+                    n, prune_ratio=0.3, min_fraction=0.3, strategy=strategy, seed=seed
                 )
+            m = student()
+            r = K.distill(
+                m, teacher, train, loss=loss, epochs=epochs, batch_size=32, lr=3e-3,
+                sampler=sampler, seed=seed,
+            )  # fmt: skip
+            nll, acc = K.evaluate_lm(m, val)
+            full_cost = full_cost or r.teacher_forwards
+            res.setdefault(name, []).append((nll, acc, r.teacher_forwards / full_cost))
+            print(f"  seed {seed} {name}: val NLL {nll:.4f}", flush=True)
+    print(
+        f"\nteacher - student (ground truth only) accuracy gap: "
+        f"{100 * np.mean(gaps):.1f} +- {100 * np.std(gaps):.1f} points (target >= 10)\n"
+    )
+    print("| method | val NLL | val accuracy | teacher passes (x full) |")
+    print("|---|---|---|---|")
+    for name, rows in res.items():
+        a = np.array(rows, dtype=float)
+        passes = "-" if np.isnan(a[0, 2]) else f"{a[:, 2].mean():.2f}"
+        print(
+            f"| {name} | {a[:, 0].mean():.4f} +- {a[:, 0].std():.4f} | "
+            f"{a[:, 1].mean():.4f} +- {a[:, 1].std():.4f} | {passes} |"
+        )
+    da = np.array([r[0] for r in res["DA-KD (DDS stratified pruning)"]])
+    for ctrl in ("random pruning, same schedule", "full data at equal cost (resampled)"):
+        c = np.array([r[0] for r in res[ctrl]])
+        d = da - c
+        print(
+            f"\nDA-KD - {ctrl}: val NLL {d.mean():+.4f} +- {d.std():.4f} "
+            f"(DA-KD lower in {int((d < 0).sum())}/{len(d)} seeds)"
+        )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="fewer losses, less data")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    ap.add_argument("--skip-a", action="store_true", help="only the loss kernel timing")
-    ap.add_argument("--skip-b", action="store_true", help="only the distillation table")
-    args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    if not args.skip_a:
-        part_a(args.quick, args.seed)
-    if not args.skip_b:
-        part_b(args.quick, args.seed)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seeds", type=int, default=3)
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    part1(args.quick)
+    torch.set_num_threads(1)
+    part2(args.quick, 1 if args.quick else args.seeds)
+    print(f"\ntotal wall time {time.perf_counter() - t0:.0f}s")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from kd_losses.functional import (
     skew_reverse_kl,
     total_variation,
 )
+from kd_losses.fused import FusedKDLoss, fused_kd_loss
 from kd_losses.losses import (
     AdaptiveKL,
     BidirectionalDiscrepancyLoss,
@@ -40,6 +41,7 @@ __all__ = [
     "DistillLoss",
     "DistillResult",
     "ForwardKL",
+    "FusedKDLoss",
     "JSDivergence",
     "ReverseKL",
     "SkewKL",
@@ -57,6 +59,7 @@ __all__ = [
     "evaluate_lm",
     "forward_kl",
     "functional",
+    "fused_kd_loss",
     "js_divergence",
     "make_corpus",
     "make_loss",

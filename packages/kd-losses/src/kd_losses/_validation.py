@@ -37,9 +37,18 @@ def check_logit_pair(
             f"{tuple(student_logits.shape)} vs teacher_logits {tuple(teacher_logits.shape)}"
         )
     if check_finite:
+        # -inf marks a masked vocabulary entry; it must mask the same entries in both models
         for name, x in (("student_logits", student_logits), ("teacher_logits", teacher_logits)):
-            if not bool(torch.isfinite(x).all()):
-                raise ValueError(f"{name} contains NaN or inf")
+            if bool(torch.isnan(x).any()) or bool(torch.isposinf(x).any()):
+                raise ValueError(f"{name} contains NaN or +inf")
+        neg_s, neg_t = torch.isneginf(student_logits), torch.isneginf(teacher_logits)
+        if not torch.equal(neg_s, neg_t):
+            raise ValueError(
+                "student_logits, teacher_logits: -inf entries (masked vocabulary) must be the "
+                "same in both"
+            )
+        if bool(neg_s.all(-1).any()):
+            raise ValueError("student_logits: a row has every entry -inf")
 
 
 def check_prob_param(
@@ -107,6 +116,4 @@ def resolve_mask(
             )
         lab = (labels != ignore_index).to(device)
         out = lab if out is None else out & lab
-    if out is not None and not bool(out.any()):
-        raise ValueError("mask selects no tokens (empty mask / all labels == ignore_index)")
-    return out
+    return out  # an all-masked batch is allowed: the loss is then 0 with a zero gradient

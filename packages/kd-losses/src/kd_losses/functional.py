@@ -33,6 +33,7 @@ from collections.abc import Callable
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from kd_losses._kernels import loss_and_grad
 from kd_losses._validation import (
     check_logit_pair,
     check_prob_param,
@@ -83,8 +84,9 @@ def _log_mix(la: torch.Tensor, lb: torch.Tensor, w: float) -> torch.Tensor:
 
 
 def _kl(la: torch.Tensor, lb: torch.Tensor) -> torch.Tensor:
-    """KL(a || b) per row from log-probabilities."""
-    return (la.exp() * (la - lb)).sum(-1)
+    """KL(a || b) per row from log-probabilities (0 log 0 = 0 for masked entries)."""
+    a = la.exp()
+    return torch.where(a > 0, a * (la - lb), torch.zeros((), dtype=a.dtype)).sum(-1)
 
 
 def _fkl_kernel(temperature: float) -> TokenFn:
@@ -136,7 +138,7 @@ def _srkl_kernel(temperature: float, alpha: float) -> TokenFn:
     return fn
 
 
-def _akl_kernel(temperature: float, mu: float) -> TokenFn:
+def _akl_kernel(temperature: float, mu: float, detach: bool = True) -> TokenFn:
     def fn(s: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         ls, lt = _log_probs(s, t, temperature)
         p, q = lt.exp(), ls.exp()
@@ -149,6 +151,8 @@ def _akl_kernel(temperature: float, mu: float) -> TokenFn:
         g_all = gap.sum(-1)
         # identical distributions: both gaps are 0, both KLs are 0, any weight works
         w_head = g_head / g_all.clamp_min(torch.finfo(g_all.dtype).tiny)
+        if detach:  # the AKL reference code treats the head/tail weights as constants
+            w_head = w_head.detach()
         return w_head * _kl(lt, ls) + (1.0 - w_head) * _kl(ls, lt)
 
     return fn
@@ -177,6 +181,50 @@ def _check_chunk_size(chunk_size: int | None) -> int | None:
     return chunk_size
 
 
+class _TokenLoss(torch.autograd.Function):
+    """Per-token loss whose backward is a scaling of a gradient computed in the forward pass.
+
+    The forward pass computes, block by block, each token's loss and its gradient with
+    respect to the student logits (:func:`kd_losses._kernels.loss_and_grad`) and keeps only
+    the gradient, in the logits' dtype; the backward pass scales it in place by the incoming
+    per-token gradient. Peak memory is that one gradient buffer (the size of the student
+    logits, which any backward allocates) plus one block of float32 temporaries. Supports one
+    backward pass (no ``retain_graph`` double use, no double backward).
+    """
+
+    @staticmethod
+    def forward(ctx, s2, t2, kind, param, temperature, block):
+        n = s2.shape[0]
+        want = ctx.needs_input_grad[0]
+        acc = torch.float64 if s2.dtype == torch.float64 else torch.float32
+        loss = torch.empty(n, dtype=acc, device=s2.device)
+        grad = torch.empty_like(s2) if want else None
+        for a in range(0, n, block):
+            b = min(a + block, n)
+            loss[a:b], g = loss_and_grad(kind, param, s2[a:b], t2[a:b], temperature, want)
+            if want:
+                grad[a:b] = g
+        # kept on ctx, not save_for_backward: the backward scales this private buffer in place
+        ctx.grad = grad
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_loss):
+        grad, ctx.grad = ctx.grad, None
+        if grad is None:
+            raise RuntimeError(
+                "this distillation loss supports one backward pass (its gradient buffer is "
+                "scaled in place); for retain_graph or gradcheck give the teacher logits "
+                "requires_grad=True, which selects the autograd path"
+            )
+        return grad.mul_(grad_loss[:, None].to(grad.dtype)), None, None, None, None, None
+
+
+def _block(chunk_size: int | None, vocab: int) -> int:
+    """Rows per block: the user's chunk, or ~2^24 logits (64 MB of float32 temporaries)."""
+    return chunk_size if chunk_size is not None else max(1, (1 << 24) // vocab)
+
+
 def _apply(
     kernel: TokenFn,
     student_logits: torch.Tensor,
@@ -187,6 +235,7 @@ def _apply(
     reduction: str,
     chunk_size: int | None,
     check_finite: bool,
+    fused: tuple[str, float, float] | None = None,
 ) -> torch.Tensor:
     check_logit_pair(student_logits, teacher_logits, check_finite=check_finite)
     check_reduction(reduction)
@@ -200,18 +249,17 @@ def _apply(
     if n == 0:
         raise ValueError("student_logits has no tokens (empty leading dimensions)")
 
-    needs_grad = torch.is_grad_enabled() and (s2.requires_grad or t2.requires_grad)
-    if chunk_size is None or chunk_size >= n:
+    if fused is not None and not (torch.is_grad_enabled() and t2.requires_grad):
+        # one pass per block: loss and gradient together, only the gradient is kept
+        kind, param, temperature = fused
+        per_token = _TokenLoss.apply(s2, t2, kind, param, temperature, _block(chunk_size, vocab))
+    elif chunk_size is None or chunk_size >= n:
         per_token = kernel(s2, t2)
-    else:
-        pieces = []
-        for start in range(0, n, chunk_size):
-            sc, tc = s2[start : start + chunk_size], t2[start : start + chunk_size]
-            if needs_grad:
-                # recompute the chunk in backward: keeps one chunk of (n, V) temporaries alive
-                pieces.append(checkpoint(kernel, sc, tc, use_reentrant=False))
-            else:
-                pieces.append(kernel(sc, tc))
+    else:  # a teacher that needs gradients: autograd through checkpointed chunks
+        pieces = [
+            checkpoint(kernel, s2[a : a + chunk_size], t2[a : a + chunk_size], use_reentrant=False)
+            for a in range(0, n, chunk_size)
+        ]
         per_token = torch.cat(pieces)
     per_token = per_token.reshape(token_shape)
 
@@ -223,6 +271,8 @@ def _apply(
     if reduction == "sum":
         return total
     count = valid.sum() if valid is not None else per_token.numel()
+    if valid is not None and not bool(valid.any()):
+        return total * 0.0  # an all-masked batch: 0 with a zero gradient, as TRL returns
     return total / count
 
 
@@ -283,6 +333,7 @@ def forward_kl(
         reduction,
         chunk_size,
         check_finite,
+        fused=("fkl", 0.0, t),
     )
 
 
@@ -312,6 +363,7 @@ def reverse_kl(
         reduction,
         chunk_size,
         check_finite,
+        fused=("rkl", 0.0, t),
     )
 
 
@@ -343,6 +395,7 @@ def js_divergence(
         reduction,
         chunk_size,
         check_finite,
+        fused=("jsd", b, t),
     )
 
 
@@ -376,6 +429,7 @@ def total_variation(
         reduction,
         chunk_size,
         check_finite,
+        fused=("tvd", 0.0, t),
     )
 
 
@@ -407,6 +461,7 @@ def skew_kl(
         reduction,
         chunk_size,
         check_finite,
+        fused=("skl", a, t),
     )
 
 
@@ -441,6 +496,7 @@ def skew_reverse_kl(
         reduction,
         chunk_size,
         check_finite,
+        fused=("srkl", a, t),
     )
 
 
@@ -462,11 +518,12 @@ def adaptive_kl(
     reduction: str = "mean",
     chunk_size: int | None = None,
     check_finite: bool = True,
+    detach_weights: bool = True,
 ) -> torch.Tensor:
     t = check_temperature(temperature)
     m = check_prob_param("mu", mu, high_open=False)
     return _apply(
-        _akl_kernel(t, m),
+        _akl_kernel(t, m, detach_weights),
         student_logits,
         teacher_logits,
         mask,
@@ -475,6 +532,7 @@ def adaptive_kl(
         reduction,
         chunk_size,
         check_finite,
+        fused=("akl", m, t) if detach_weights else None,
     )
 
 
@@ -482,7 +540,9 @@ adaptive_kl.__doc__ = _doc(
     "Adaptive KL (AKL, Wu et al., 2024): FKL and RKL weighted by the head/tail gaps.\n\n"
     "    The head is the smallest set of the teacher's most likely tokens whose mass reaches\n"
     "    ``mu``; w_head = sum_head |p - q| / sum |p - q| weighs FKL, 1 - w_head weighs RKL.",
-    "    mu : float in (0, 1], default=0.5\n        Teacher mass that defines the head.",
+    "    mu : float in (0, 1], default=0.5\n        Teacher mass that defines the head.\n"
+    "    detach_weights : bool, default=True\n        Treat the head/tail weights as constants\n"
+    "        in the gradient, as the AKL reference code does; False differentiates them.",
 )
 
 
@@ -511,6 +571,7 @@ def bidirectional_discrepancy_loss(
         reduction,
         chunk_size,
         check_finite,
+        fused=("bdl", lm, t),
     )
 
 

@@ -90,6 +90,12 @@ class DifficultyAwareSampler(Sampler[int]):
         DDS strata used by the stratified selection.
     shuffle : bool, default=True
         Shuffle the active indices every epoch (seeded by ``seed`` and :meth:`set_epoch`).
+    strategy : {"stratified", "random", "resample"}, default="stratified"
+        ``"stratified"``: DA-KD's difficulty-stratified pruning. The other two are the
+        equal-cost controls, with the same set sizes: ``"random"`` prunes uniformly at random
+        (nested sets, scores ignored); ``"resample"`` draws a fresh uniform subset of the
+        scheduled size from *all* samples at every update (training on all data for the same
+        number of teacher passes).
     seed : int, default=0
         Seed for shuffling and stratified selection.
 
@@ -109,6 +115,7 @@ class DifficultyAwareSampler(Sampler[int]):
         min_fraction: float = 0.3,
         n_strata: int = 4,
         shuffle: bool = True,
+        strategy: str = "stratified",
         seed: int = 0,
     ) -> None:
         n = data_source if isinstance(data_source, int) else len(data_source)
@@ -120,6 +127,11 @@ class DifficultyAwareSampler(Sampler[int]):
             raise ValueError(f"min_fraction must be in (0, 1], got {min_fraction}")
         if not isinstance(n_strata, int) or n_strata < 1:
             raise ValueError(f"n_strata must be a positive int, got {n_strata}")
+        if strategy not in ("stratified", "random", "resample"):
+            raise ValueError(
+                f"strategy must be 'stratified', 'random' or 'resample', got {strategy!r}"
+            )
+        self.strategy = strategy
         self.n = int(n)
         self.prune_ratio = float(prune_ratio)
         self.min_fraction = float(min_fraction)
@@ -173,8 +185,15 @@ class DifficultyAwareSampler(Sampler[int]):
         if bool((scores < 0).any()):
             raise ValueError("scores must be non-negative")
         rng = np.random.default_rng([self.seed, self.n_updates])
-        keep = stratified_select(scores.numpy(), self.next_size(), n_strata=self.n_strata, rng=rng)
-        self.active_indices = self.active_indices[torch.from_numpy(keep)]
+        size = self.next_size()
+        if self.strategy == "stratified":
+            keep = stratified_select(scores.numpy(), size, n_strata=self.n_strata, rng=rng)
+            self.active_indices = self.active_indices[torch.from_numpy(keep)]
+        elif self.strategy == "random":
+            keep = np.sort(rng.choice(len(self.active_indices), size, replace=False))
+            self.active_indices = self.active_indices[torch.from_numpy(keep)]
+        else:  # resample from all samples
+            self.active_indices = torch.from_numpy(np.sort(rng.choice(self.n, size, replace=False)))
         self.n_updates += 1
         return self.active_indices
 

@@ -1,0 +1,228 @@
+"""A fused distillation head: the lm-head matmul inside the chunked loss, no full-vocab logits.
+
+With a vocabulary of 128K, the logits of 1,024 tokens are 256 MB in bf16 per model, and their
+float32 softmax temporaries several times that. :func:`fused_kd_loss` takes the *hidden
+states* and lm-head weights instead and walks over blocks of tokens: for each block it forms the
+student (and teacher) logits, the per-token loss and its gradient with respect to those logits
+(:func:`kd_losses._kernels.loss_and_grad`), and immediately turns that gradient into the
+gradients of the hidden states, weight and bias. Only one block of logits is ever alive; the
+backward pass scales the stored gradients by the incoming scalar.
+
+The teacher is a constant (its hidden states, weights or logits receive no gradient).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from kd_losses._kernels import KINDS, loss_and_grad
+from kd_losses._validation import check_reduction, check_temperature, resolve_mask
+
+__all__ = ["FusedKDLoss", "fused_kd_loss"]
+
+_PARAM = {"jsd": "beta", "skl": "alpha", "srkl": "alpha", "akl": "mu", "bdl": "lam"}
+_DEFAULT = {"jsd": 0.5, "skl": 0.1, "srkl": 0.1, "akl": 0.5, "bdl": 0.1}
+
+
+def _logits(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    return torch.addmm(b, h, w.T) if b is not None else h @ w.T
+
+
+class _FusedHead(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hs, ws, bs, ht, wt, bt, tl, weights, kind, param, temperature, chunk):
+        n = hs.shape[0]
+        want = ctx.needs_input_grad[0] or ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
+        acc = torch.float64 if hs.dtype == torch.float64 else torch.float32
+        total = torch.zeros((), dtype=acc, device=hs.device)
+        gh = torch.zeros_like(hs) if want else None
+        gw = torch.zeros_like(ws) if want else None
+        gb = (
+            torch.zeros(ws.shape[0], dtype=acc, device=hs.device)
+            if want and bs is not None
+            else None
+        )
+        with torch.no_grad():
+            for a in range(0, n, chunk):
+                c = slice(a, min(a + chunk, n))
+                w_c = weights[c]
+                if not bool((w_c != 0).any()):
+                    continue  # a fully masked block contributes nothing
+                zs = _logits(hs[c], ws, bs)
+                zt = tl[c] if tl is not None else _logits(ht[c], wt, bt)
+                loss, dz = loss_and_grad(kind, param, zs, zt, temperature, want)
+                total += (w_c.to(acc) * loss).sum()
+                if want:
+                    dz = dz * w_c.to(acc)[:, None]
+                    if gb is not None:
+                        gb += dz.sum(0)
+                    dz = dz.to(hs.dtype)
+                    gh[c] = dz @ ws
+                    gw.addmm_(dz.T, hs[c])
+        ctx.grads = (gh, gw, gb)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad_total):
+        gh, gw, gb = ctx.grads
+        ctx.grads = None
+        if gh is None:
+            raise RuntimeError("fused_kd_loss supports one backward pass")
+        g = grad_total.to(gh.dtype)
+        gh.mul_(g)
+        gw.mul_(g)
+        if gb is not None:
+            gb = (gb * grad_total).to(gw.dtype)
+        return gh, gw, gb, None, None, None, None, None, None, None, None, None
+
+
+def fused_kd_loss(
+    student_hidden: torch.Tensor,
+    student_weight: torch.Tensor,
+    *,
+    student_bias: torch.Tensor | None = None,
+    teacher_hidden: torch.Tensor | None = None,
+    teacher_weight: torch.Tensor | None = None,
+    teacher_bias: torch.Tensor | None = None,
+    teacher_logits: torch.Tensor | None = None,
+    loss: str = "bdl",
+    chunk_size: int | None = None,
+    mask: torch.Tensor | None = None,
+    labels: torch.Tensor | None = None,
+    ignore_index: int = -100,
+    temperature: float = 1.0,
+    reduction: str = "mean",
+    **loss_kwargs: float,
+) -> torch.Tensor:
+    """Distillation loss from hidden states and lm-head weights, never forming full logits.
+
+    Parameters
+    ----------
+    student_hidden : torch.Tensor
+        (N, d) student hidden states (any leading shape is flattened to N tokens).
+    student_weight : torch.Tensor
+        (V, d) student lm-head weight.
+    student_bias : torch.Tensor, optional
+        (V,) student lm-head bias.
+    teacher_hidden, teacher_weight, teacher_bias : torch.Tensor, optional
+        The teacher's hidden states (N, d_t), lm-head weight (V, d_t) and bias; or give
+    teacher_logits : torch.Tensor, optional
+        (N, V) precomputed teacher logits instead.
+    loss : str, default="bdl"
+        Any loss of the package: ``fkl, rkl, jsd, tvd, skl, srkl, akl, bdl``.
+    chunk_size : int, optional
+        Tokens per block; default ``2^22 // V`` (about 16 MB per float32 temporary).
+    mask, labels, ignore_index : optional
+        Token selection, as in the logits losses ((N,) or the hidden states' leading shape).
+    temperature : float, default=1.0
+    reduction : {"mean", "sum"}, default="mean"
+        Per-token losses cannot be returned (the gradients are reduced on the fly).
+    **loss_kwargs : float
+        The loss's parameter: ``beta`` (jsd), ``alpha`` (skl, srkl), ``mu`` (akl), ``lam`` (bdl).
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar loss; its backward gives the gradients of the student hidden states, weight and
+        bias (equal to the logits path's to float rounding; tested in float64).
+    """
+    if loss not in KINDS:
+        raise ValueError(f"loss: must be one of {KINDS}, got {loss!r}")
+    extra = set(loss_kwargs) - ({_PARAM[loss]} if loss in _PARAM else set())
+    if extra:
+        raise TypeError(f"loss_kwargs: unexpected {sorted(extra)} for loss={loss!r}")
+    param = float(loss_kwargs.get(_PARAM.get(loss, ""), _DEFAULT.get(loss, 0.0)))
+    if loss in _PARAM and not (0.0 < param < 1.0 or (loss == "akl" and param == 1.0)):
+        raise ValueError(f"{_PARAM[loss]}: must be in (0, 1), got {param}")
+    t = check_temperature(temperature)
+    if check_reduction(reduction) == "none":
+        raise ValueError("reduction: 'none' is not supported by the fused head (use 'mean'/'sum')")
+    hs = _as_tokens(student_hidden, "student_hidden")
+    lead = student_hidden.shape[:-1]
+    _check_weight(student_weight, hs.shape[1], "student_weight")
+    vocab = student_weight.shape[0]
+    if student_bias is not None and student_bias.shape != (vocab,):
+        raise ValueError(
+            f"student_bias: expected shape ({vocab},), got {tuple(student_bias.shape)}"
+        )
+    if (teacher_logits is None) == (teacher_hidden is None or teacher_weight is None):
+        raise ValueError(
+            "teacher_logits: give either teacher_logits or both teacher_hidden and teacher_weight"
+        )
+    ht = wt = tl = None
+    if teacher_logits is not None:
+        tl = teacher_logits.reshape(-1, teacher_logits.shape[-1]).detach()
+        if tl.shape != (hs.shape[0], vocab):
+            raise ValueError(f"teacher_logits: expected shape ({hs.shape[0]}, {vocab})")
+    else:
+        ht = _as_tokens(teacher_hidden, "teacher_hidden").detach()
+        if ht.shape[0] != hs.shape[0]:
+            raise ValueError(f"teacher_hidden: {ht.shape[0]} tokens, student has {hs.shape[0]}")
+        _check_weight(teacher_weight, ht.shape[1], "teacher_weight")
+        wt = teacher_weight.detach()
+        if wt.shape[0] != vocab:
+            raise ValueError(
+                f"teacher_weight: vocab {wt.shape[0]} differs from the student's {vocab}"
+            )
+    if chunk_size is None:
+        chunk_size = max(1, (1 << 22) // vocab)
+    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size: must be a positive int, got {chunk_size!r}")
+    valid = resolve_mask(lead, hs.device, mask, labels, ignore_index)
+    weights = (
+        torch.ones(hs.shape[0], device=hs.device) if valid is None else valid.reshape(-1).float()
+    )
+    if reduction == "mean":
+        count = weights.sum()
+        weights = weights / count.clamp_min(1.0)  # an all-masked batch gives 0
+    bt = None if teacher_bias is None else teacher_bias.detach()
+    return _FusedHead.apply(
+        hs, student_weight, student_bias, ht, wt, bt, tl, weights, loss, param, t, chunk_size
+    )
+
+
+def _as_tokens(x: torch.Tensor, name: str) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"{name}: expected a floating-point tensor")
+    if x.ndim < 2 or x.numel() == 0:
+        raise ValueError(f"{name}: expected shape (..., d) with at least one token")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name}: contains NaN or inf")
+    return x.reshape(-1, x.shape[-1])
+
+
+def _check_weight(w: torch.Tensor, d: int, name: str) -> None:
+    if not isinstance(w, torch.Tensor) or not w.is_floating_point() or w.ndim != 2:
+        raise TypeError(f"{name}: expected a floating-point (V, d) tensor")
+    if w.shape[1] != d:
+        raise ValueError(f"{name}: expected {d} columns (the hidden width), got {w.shape[1]}")
+
+
+class FusedKDLoss(nn.Module):
+    """Module form of :func:`fused_kd_loss` (its keyword arguments are fixed at construction).
+
+    ``forward(student_hidden, student_weight, teacher_hidden=None, teacher_weight=None,
+    teacher_logits=None, mask=None, labels=None)``.
+    """
+
+    def __init__(self, loss: str = "bdl", **kwargs: object) -> None:
+        super().__init__()
+        self.loss, self.kwargs = loss, kwargs
+
+    def forward(
+        self,
+        student_hidden: torch.Tensor,
+        student_weight: torch.Tensor,
+        teacher_hidden: torch.Tensor | None = None,
+        teacher_weight: torch.Tensor | None = None,
+        teacher_logits: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Scalar distillation loss."""
+        return fused_kd_loss(
+            student_hidden, student_weight, teacher_hidden=teacher_hidden,
+            teacher_weight=teacher_weight, teacher_logits=teacher_logits, loss=self.loss,
+            mask=mask, labels=labels, **self.kwargs,
+        )  # fmt: skip

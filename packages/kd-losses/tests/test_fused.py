@@ -1,0 +1,120 @@
+import pytest
+import torch
+
+import kd_losses as K
+
+NAMES = list(K.LOSS_NAMES)
+
+
+def _setup(dtype=torch.float64, n=(2, 5), d=6, dt=4, v=11, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    hs = torch.randn(*n, d, generator=g, dtype=dtype, requires_grad=True)
+    ws = torch.randn(v, d, generator=g, dtype=dtype, requires_grad=True)
+    bs = torch.randn(v, generator=g, dtype=dtype, requires_grad=True)
+    ht = torch.randn(*n, dt, generator=g, dtype=dtype)
+    wt = torch.randn(v, dt, generator=g, dtype=dtype)
+    return hs, ws, bs, ht, wt
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("chunk", [None, 3])
+def test_fused_equals_the_logits_path_in_value_and_gradients(name, chunk):
+    hs, ws, bs, ht, wt = _setup()
+    labels = torch.tensor([[1, 2, -100, 4, 5], [6, -100, 8, 9, 1]])
+    kw = dict(labels=labels, temperature=1.5)
+    out = K.fused_kd_loss(
+        hs,
+        ws,
+        student_bias=bs,
+        teacher_hidden=ht,
+        teacher_weight=wt,
+        loss=name,
+        chunk_size=chunk,
+        **kw,
+    )
+    grads = torch.autograd.grad(out, (hs, ws, bs))
+    ref = K.distill_loss(name, hs @ ws.T + bs, ht @ wt.T, **kw)
+    ref_grads = torch.autograd.grad(ref, (hs, ws, bs))
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=0)
+    for a, b in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
+
+
+def test_teacher_logits_sum_reduction_and_module_form():
+    hs, ws, _, ht, wt = _setup()
+    tl = ht @ wt.T
+    a = K.fused_kd_loss(hs, ws, teacher_logits=tl, loss="jsd", beta=0.3, reduction="sum")
+    b = K.js_divergence(hs @ ws.T, tl, beta=0.3, reduction="sum")
+    torch.testing.assert_close(a, b)
+    m = K.FusedKDLoss("skl", alpha=0.2)
+    torch.testing.assert_close(m(hs, ws, teacher_logits=tl), K.skew_kl(hs @ ws.T, tl, alpha=0.2))
+
+
+def test_all_masked_gives_zero_and_zero_gradients():
+    hs, ws, _, ht, wt = _setup()
+    out = K.fused_kd_loss(
+        hs, ws, teacher_hidden=ht, teacher_weight=wt, mask=torch.zeros(2, 5, dtype=torch.bool)
+    )
+    gh, gw = torch.autograd.grad(out, (hs, ws))
+    assert out.item() == 0.0 and gh.abs().sum() == 0 and gw.abs().sum() == 0
+
+
+def test_fused_bad_inputs():
+    hs, ws, _, ht, wt = _setup()
+    with pytest.raises(ValueError, match="teacher_logits"):
+        K.fused_kd_loss(hs, ws)
+    with pytest.raises(ValueError, match="loss"):
+        K.fused_kd_loss(hs, ws, teacher_hidden=ht, teacher_weight=wt, loss="nope")
+    with pytest.raises(ValueError, match="student_weight"):
+        K.fused_kd_loss(hs, ws[:, :3], teacher_hidden=ht, teacher_weight=wt)
+    with pytest.raises(ValueError, match="teacher_weight"):
+        K.fused_kd_loss(hs, ws, teacher_hidden=ht, teacher_weight=wt[:5])
+    with pytest.raises(ValueError, match="reduction"):
+        K.fused_kd_loss(hs, ws, teacher_hidden=ht, teacher_weight=wt, reduction="none")
+    with pytest.raises(TypeError, match="loss_kwargs"):
+        K.fused_kd_loss(hs, ws, teacher_hidden=ht, teacher_weight=wt, loss="fkl", beta=0.3)
+    bad = hs.detach().clone()
+    bad[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="student_hidden"):
+        K.fused_kd_loss(bad, ws, teacher_hidden=ht, teacher_weight=wt)
+    with pytest.raises(ValueError, match="chunk_size"):
+        K.fused_kd_loss(hs, ws, teacher_hidden=ht, teacher_weight=wt, chunk_size=0)
+
+
+def test_distil_a_transformers_llama_through_the_fused_head():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+
+    def llama(width, layers):
+        cfg = transformers.LlamaConfig(
+            vocab_size=101,
+            hidden_size=width,
+            intermediate_size=2 * width,
+            num_hidden_layers=layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+        )
+        return transformers.LlamaForCausalLM(cfg)
+
+    teacher, student = llama(64, 2).eval(), llama(32, 1)
+    ids = torch.randint(0, 101, (4, 24))
+    opt = torch.optim.Adam(student.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(8):
+        with torch.no_grad():
+            t_hidden = teacher.model(ids).last_hidden_state
+        s_hidden = student.model(ids).last_hidden_state
+        loss = K.fused_kd_loss(
+            s_hidden,
+            student.lm_head.weight,
+            teacher_hidden=t_hidden,
+            teacher_weight=teacher.lm_head.weight,
+            loss="bdl",
+            chunk_size=16,
+        )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    assert student.lm_head.weight.grad is not None
