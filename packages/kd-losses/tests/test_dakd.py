@@ -182,3 +182,23 @@ def test_distill_pad_id_and_ce_weight() -> None:
     assert np.isfinite(nll) and 0.0 <= acc <= 1.0
     with pytest.raises(ValueError, match="loss_kwargs"):
         K.distill(student, teacher, tokens, loss=K.forward_kl, loss_kwargs={"x": 1})
+
+
+def test_sampler_control_strategies_share_the_schedule():
+    scores = torch.from_numpy(np.random.default_rng(0).random(100))
+    sizes = {}
+    for strategy in ("stratified", "random", "resample"):
+        s = K.DifficultyAwareSampler(100, prune_ratio=0.3, min_fraction=0.3, strategy=strategy)
+        seen = []
+        for _ in range(5):
+            prev = set(s.active_indices.tolist())
+            s.update(
+                scores[s.active_indices] if strategy != "resample" else scores[s.active_indices]
+            )
+            seen.append(len(s))
+            if strategy != "resample":  # pruning is nested
+                assert set(s.active_indices.tolist()) <= prev
+        sizes[strategy] = seen
+    assert sizes["stratified"] == sizes["random"] == sizes["resample"] == [70, 49, 34, 30, 30]
+    with pytest.raises(ValueError, match="strategy"):
+        K.DifficultyAwareSampler(10, strategy="nope")
