@@ -192,9 +192,7 @@ def test_sampler_control_strategies_share_the_schedule():
         seen = []
         for _ in range(5):
             prev = set(s.active_indices.tolist())
-            s.update(
-                scores[s.active_indices] if strategy != "resample" else scores[s.active_indices]
-            )
+            s.update(scores[s.active_indices])
             seen.append(len(s))
             if strategy != "resample":  # pruning is nested
                 assert set(s.active_indices.tolist()) <= prev
