@@ -193,6 +193,9 @@ class CausalityDisturbingAugmentor:
         ``"dfs"``: the paper's causal subgraph; ``"random"``: a uniformly random variable
         subset ignoring the graph (ablation / non-causal baseline); ``"all"``: every variable.
     rng : None, int or numpy.random.Generator
+    scale : array-like of shape (N,), optional
+        Per-variable unit of the biases (e.g. each variable's one-step residual std); the bias
+        on variable v is ``candidate * scale[v]``. Default: 1 (standardised units).
 
     Notes
     -----
@@ -207,8 +210,13 @@ class CausalityDisturbingAugmentor:
         bias_fraction: float = 0.5,
         subgraph: str = "dfs",
         rng: Any = None,
+        scale: Any = None,
     ) -> None:
         self.graph = check_graph(graph)
+        n = self.graph.shape[0]
+        self.scale = np.ones(n) if scale is None else np.asarray(scale, dtype=float).ravel()
+        if self.scale.shape != (n,) or not np.isfinite(self.scale).all() or (self.scale <= 0).any():
+            raise ValueError(f"scale must hold {n} positive finite numbers")
         self.cutoff_prob = check_fraction(cutoff_prob, "cutoff_prob")
         cands = np.asarray(bias_candidates, dtype=float).ravel()
         if cands.size == 0 or not np.isfinite(cands).all() or (cands <= 0).any():
@@ -250,6 +258,7 @@ class CausalityDisturbingAugmentor:
         n_steps = max(1, int(np.floor(self.bias_fraction * W)))
         steps = np.sort(self.rng.choice(W, size=n_steps, replace=False))
         bias = self.rng.choice(self.bias_candidates, size=(B, n_steps, nodes.size))
+        bias = bias * self.scale[nodes]
         out = x.copy()
         out[:, steps[:, None], nodes[None, :]] += bias
         return out, DisturbanceInfo(subgraph=nodes, steps=steps, start=start)

@@ -1,6 +1,7 @@
 """Non-contrastive baselines with the same fit / decision_function interface.
 
-* :class:`VARResidual`: full VAR one-step forecaster, score = last-step squared error.
+* :class:`VARResidual`: full VAR one-step forecaster, score = the max (or mean, or last)
+  over the window's steps of the squared one-step error.
 * :class:`IsolationForestWindows`: scikit-learn Isolation Forest on flattened windows.
 * :class:`PCAReconstruction`: PCA on flattened windows, score = reconstruction error.
 
@@ -17,7 +18,7 @@ from sklearn.ensemble import IsolationForest
 from causal_ts._validation import check_fraction, check_int
 from causal_ts.base import BaseWindowDetector
 from causal_ts.data import sliding_windows
-from causal_ts.discovery import GivenGraphDiscoverer
+from causal_ts.discovery import GivenGraphDiscoverer, reduce_windows, step_errors
 
 __all__ = ["IsolationForestWindows", "PCAReconstruction", "VARResidual"]
 
@@ -33,32 +34,40 @@ class VARResidual(BaseWindowDetector):
     Parameters
     ----------
     window : int, default=10
-        Window length W (> lag); the score of a window is the mean squared one-step error of
-        its last point, forecast from the previous ``lag`` points.
+        Window length W (> lag).
     lag : int, default=3
+    reduce : {"max", "mean", "last"}, default="max"
+        The window score: max or mean over its steps of the mean squared one-step error (each
+        step forecast from its ``lag`` predecessors), or the last step's only.
     contamination : float, default=0.01
     nan_policy : {"raise", "ffill"}, default="raise"
     """
 
     def __init__(
-        self, window: int = 10, lag: int = 3, contamination: float = 0.01, nan_policy: str = "raise"
+        self,
+        window: int = 10,
+        lag: int = 3,
+        reduce: str = "max",
+        contamination: float = 0.01,
+        nan_policy: str = "raise",
     ) -> None:
         self.window = window
         self.lag = lag
+        self.reduce = reduce
         self.contamination = contamination
         self.nan_policy = nan_policy
 
     def _fit(self, Xs: np.ndarray) -> None:
         lag = check_int(self.lag, "lag", low=1)
+        if self.reduce not in ("max", "mean", "last"):
+            raise ValueError(f"reduce must be 'max', 'mean' or 'last'; got {self.reduce!r}")
         if lag >= self.window:
             raise ValueError(f"window={self.window} must exceed lag={lag}")
         N = Xs.shape[1]
         self.forecaster_ = GivenGraphDiscoverer(np.ones((N, N), dtype=bool), lag=lag).fit(Xs)
 
     def _score(self, Xs: np.ndarray) -> np.ndarray:
-        w = sliding_windows(Xs, self.window)
-        pred = self.forecaster_.predict_next(w[:, :-1])
-        return np.mean((w[:, -1] - pred) ** 2, axis=1)
+        return reduce_windows(step_errors(self.forecaster_, Xs), self.window, self.reduce)
 
 
 class IsolationForestWindows(BaseWindowDetector):

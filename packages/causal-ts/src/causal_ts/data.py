@@ -498,7 +498,7 @@ def make_var(
     break_length: int = 20,
     n_interventions: int = 0,
     intervention_length: int = 20,
-    intervention_shift: float = 1.0,
+    intervention_shift: float = 3.0,
     seed: int | None = 0,
 ) -> Bunch:
     """Normal VAR training data and a labelled test series with injected anomalies.
@@ -511,7 +511,8 @@ def make_var(
     n_interventions : int, default=0
         Number of *normal* causal interventions in the test part: for
         ``intervention_length`` steps the variable with the most children receives an extra
-        ``intervention_shift * 0.1`` (0.1 = innovation std) inside the simulator, so its
+        ``intervention_shift * 0.1`` (0.1 = innovation std; default 3 std, large enough to be
+        seen, so that flagging it is a real false alarm) inside the simulator, so its
         effects respond through the true dynamics. Labelled 0 (the change is consistent with
         the causal mechanism) and marked in ``intervention``.
     Other parameters : see :func:`simulate_var`, :func:`inject_anomalies` and

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,7 +32,12 @@ from causal_ts._validation import check_fraction, check_int, check_positive
 from causal_ts.augment import CausalityDisturbingAugmentor, CausalityPreservingAugmentor
 from causal_ts.base import BaseWindowDetector
 from causal_ts.data import sliding_windows
-from causal_ts.discovery import GivenGraphDiscoverer, VARGrangerDiscoverer
+from causal_ts.discovery import (
+    GivenGraphDiscoverer,
+    VARGrangerDiscoverer,
+    reduce_windows,
+    step_errors,
+)
 from causal_ts.encoders import ENCODERS, ContrastiveNet
 from causal_ts.losses import alpha_schedule, soc_loss
 from causal_ts.neural_discovery import NeuralGrangerDiscoverer
@@ -100,7 +106,15 @@ class CAROTS(BaseWindowDetector):
     noise_level : float, default=0.1
         CPA noise std (standardised units).
     noise_step : {"last_input", "last"}, default="last_input"
-    bias_candidates : tuple of float, default=(0.1, 0.2, 0.3, 0.4, 0.5)
+    bias_candidates : tuple of float, default=(0.5, 1.0, 1.5, 2.0, 2.5)
+        Disturbance magnitudes, in units of ``bias_unit``.
+    bias_unit : {"residual", "standardized"}, default="residual"
+        ``"residual"``: each variable's one-step forecast residual std on the training data
+        (its innovation scale); ``"standardized"``: the standardised data's unit, as the
+        official code (whose candidates are 0.1..0.5). On our N = 10 systems the official
+        biases sit below the one-step noise (0.13-0.64 residual std on VAR) and the contrastive
+        stage collapses to identical embeddings (loss = log(1 + 2B)); a disturbance has to be
+        visible against the innovations to define a learnable negative.
     bias_fraction : float, default=0.5
     cutoff_prob : float, default=0.1
         CDA depth-first-search cut probability.
@@ -111,6 +125,11 @@ class CAROTS(BaseWindowDetector):
     score : {"combined", "cl", "cd"}, default="combined"
     score_type : {"l2", "cos"}, default="l2"
         Distance to the centroid for s_CL.
+    cd_reduce : {"max", "mean", "last"}, default="max"
+        How s_CD covers the window: the max or mean over the window's steps of the one-step
+        forecast error (each step predicted from its ``lag`` predecessors), or the last step
+        only (the official code). Window labels mark every window containing an anomalous
+        step, so a last-step score misses windows whose anomaly is not at the end.
     val_fraction : float, default=0.2
         Tail of the training series used for checkpoint selection.
     contamination : float, default=0.01
@@ -138,6 +157,9 @@ class CAROTS(BaseWindowDetector):
     history_ : list of dict
         Per epoch: ``epoch``, ``alpha``, ``train_loss``, ``val_loss``, ``unfiltered_ratio``.
     best_epoch_ : int
+    collapse_ratio_ : float
+        Final training SOC loss over ``log(1 + 2B)``, its value for identical embeddings (a
+        warning is raised above 0.95).
     decision_scores_, threshold_, labels_, mean_, scale_, n_features_in_ : see
         :class:`~causal_ts.base.BaseWindowDetector`.
 
@@ -167,13 +189,15 @@ class CAROTS(BaseWindowDetector):
         alpha: float | tuple[float, float] = (0.5, 0.9),
         noise_level: float = 0.1,
         noise_step: str = "last_input",
-        bias_candidates: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5),
+        bias_candidates: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0, 2.5),
+        bias_unit: str = "residual",
         bias_fraction: float = 0.5,
         cutoff_prob: float = 0.1,
         use_cpa: bool = True,
         use_cda: bool = True,
         score: str = "combined",
         score_type: str = "l2",
+        cd_reduce: str = "max",
         val_fraction: float = 0.2,
         contamination: float = 0.01,
         nan_policy: str = "raise",
@@ -198,12 +222,14 @@ class CAROTS(BaseWindowDetector):
         self.noise_level = noise_level
         self.noise_step = noise_step
         self.bias_candidates = bias_candidates
+        self.bias_unit = bias_unit
         self.bias_fraction = bias_fraction
         self.cutoff_prob = cutoff_prob
         self.use_cpa = use_cpa
         self.use_cda = use_cda
         self.score = score
         self.score_type = score_type
+        self.cd_reduce = cd_reduce
         self.val_fraction = val_fraction
         self.contamination = contamination
         self.nan_policy = nan_policy
@@ -247,6 +273,12 @@ class CAROTS(BaseWindowDetector):
             raise ValueError(f"encoder must be one of {ENCODERS}; got {self.encoder!r}")
         if self.score not in ("combined", "cl", "cd"):
             raise ValueError(f"score must be 'combined', 'cl' or 'cd'; got {self.score!r}")
+        if self.bias_unit not in ("residual", "standardized"):
+            raise ValueError(
+                f"bias_unit must be 'residual' or 'standardized'; got {self.bias_unit!r}"
+            )
+        if self.cd_reduce not in ("max", "mean", "last"):
+            raise ValueError(f"cd_reduce must be 'max', 'mean' or 'last'; got {self.cd_reduce!r}")
         if self.score_type not in ("l2", "cos"):
             raise ValueError(f"score_type must be 'l2' or 'cos'; got {self.score_type!r}")
         if self.random_state is not None:
@@ -284,6 +316,12 @@ class CAROTS(BaseWindowDetector):
         self._cpa = CausalityPreservingAugmentor(
             self.discoverer_, self.noise_level, self.noise_step, rng=rng
         )
+        train_w = sliding_windows(X_tr, W).astype(np.float32)
+        resid = train_w[:, -1].astype(np.float64) - self.discoverer_.predict_next(
+            train_w[:, :-1].astype(np.float64)
+        )
+        self.residual_std_ = np.maximum(resid.std(axis=0), 1e-6)
+        unit = self.bias_unit
         self._cda = CausalityDisturbingAugmentor(
             self.causal_graph_,
             self.cutoff_prob,
@@ -291,8 +329,8 @@ class CAROTS(BaseWindowDetector):
             self.bias_fraction,
             subgraph,
             rng,
+            scale=self.residual_std_ if unit == "residual" else None,
         )
-        train_w = sliding_windows(X_tr, W).astype(np.float32)
         val_w = sliding_windows(X_val, W).astype(np.float32) if n_val else None
         dev = torch.device(self.device)
         with torch.random.fork_rng(devices=[]):
@@ -302,7 +340,7 @@ class CAROTS(BaseWindowDetector):
         all_w = sliding_windows(Xs, W).astype(np.float32)
         pos = np.concatenate([all_w, self._augment_pos(all_w)]) if self._use_cpa else all_w
         self.centroid_ = self._embed(pos).mean(axis=0)
-        s_cl, s_cd = self._raw_scores(all_w)
+        s_cl, s_cd = self._raw_scores(all_w, Xs)
         self.score_stats_ = {
             "cl_mean": float(s_cl.mean()),
             "cl_std": float(max(s_cl.std(), 1e-12)),
@@ -380,6 +418,18 @@ class CAROTS(BaseWindowDetector):
         if best_state is not None:
             net.load_state_dict(best_state)
         self.net_ = net.eval()
+        # identical embeddings give every anchor the loss log(1 + 2B): the contrastive stage
+        # learned nothing (typically disturbances below the noise level)
+        collapsed = math.log(1 + 2 * B)
+        self.collapse_ratio_ = self.history_[-1]["train_loss"] / collapsed
+        if self.collapse_ratio_ > 0.95:
+            warnings.warn(
+                f"CAROTS: the contrastive training ended collapsed (final SOC loss "
+                f"{self.history_[-1]['train_loss']:.3f} vs {collapsed:.3f} for identical "
+                "embeddings); larger bias_candidates or more epochs usually fix it",
+                UserWarning,
+                stacklevel=3,
+            )
 
     @torch.no_grad()
     def _val_loss(
@@ -416,8 +466,14 @@ class CAROTS(BaseWindowDetector):
         ]
         return np.concatenate(out).astype(np.float64)
 
-    def _raw_scores(self, windows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """s_CL (distance to the centroid) and s_CD (last-step forecast error), each (n,)."""
+    def _raw_scores(
+        self, windows: np.ndarray, Xs: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """s_CL (distance to the centroid) and s_CD (forecast error over the window), (n,).
+
+        ``Xs`` is the standardised series the (stride-1) windows come from; without it (or
+        with ``cd_reduce="last"``) s_CD is the last step's error.
+        """
         z = self._embed(windows)
         if self.score_type == "l2":
             s_cl = np.linalg.norm(z - self.centroid_, axis=1)
@@ -428,15 +484,17 @@ class CAROTS(BaseWindowDetector):
                 / (np.linalg.norm(z, axis=1) * np.linalg.norm(self.centroid_) + 1e-12)
             )
             s_cl = (1.0 - cos) / 2.0
-        w = windows.astype(np.float64)
-        pred = self.discoverer_.predict_next(w[:, :-1])
-        s_cd = np.mean((w[:, -1] - pred) ** 2, axis=1)
-        return s_cl, s_cd
+        reduce = self.cd_reduce
+        if Xs is None or reduce == "last":
+            w = windows.astype(np.float64)
+            pred = self.discoverer_.predict_next(w[:, :-1])
+            return s_cl, np.mean((w[:, -1] - pred) ** 2, axis=1)
+        return s_cl, reduce_windows(step_errors(self.discoverer_, Xs), self.window, reduce)
 
     def _score(self, Xs: np.ndarray) -> np.ndarray:
         windows = sliding_windows(Xs, self.window).astype(np.float32)
         with _limit_threads(self.n_jobs):
-            s_cl, s_cd = self._raw_scores(windows)
+            s_cl, s_cd = self._raw_scores(windows, Xs)
         st = self.score_stats_
         z_cl = (s_cl - st["cl_mean"]) / st["cl_std"]
         z_cd = (s_cd - st["cd_mean"]) / st["cd_std"]
@@ -471,7 +529,8 @@ class PlainOneClassContrastive(CAROTS):
         temperature: float = 0.1,
         alpha: float | tuple[float, float] = (0.5, 0.9),
         noise_level: float = 0.1,
-        bias_candidates: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5),
+        bias_candidates: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0, 2.5),
+        bias_unit: str = "residual",
         bias_fraction: float = 0.5,
         val_fraction: float = 0.2,
         contamination: float = 0.01,
@@ -486,7 +545,7 @@ class PlainOneClassContrastive(CAROTS):
             epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
             warmup_epochs=warmup_epochs, grad_clip=grad_clip, temperature=temperature,
             alpha=alpha, noise_level=noise_level, bias_candidates=bias_candidates,
-            bias_fraction=bias_fraction, val_fraction=val_fraction, contamination=contamination,
+            bias_unit=bias_unit, bias_fraction=bias_fraction, val_fraction=val_fraction, contamination=contamination,
             nan_policy=nan_policy, random_state=random_state, device=device, n_jobs=n_jobs,
             verbose=verbose,
         )  # fmt: skip
