@@ -1,14 +1,22 @@
-"""QT-DoG benchmark: leave-one-domain-out DG on digits domains, ERM / SAM / QT-DoG / ERM ensemble / EoQ.
+"""QT-DoG benchmark in the paper's regime at CPU scale: a pre-trained backbone, PACS-like domains.
 
-Prints held-out-domain accuracy (training-domain validation selection; mean +- std over trials),
-ratios to ERM, model size in bytes, training seconds per model (x M for ensembles), checkpoint
-stability (std of target accuracy over the checkpoints after the QAT switch) and local flatness
-(loss increase under random weight perturbations of relative radius r, source and target data).
-Ensemble trial t uses the members trained with seeds t, t+1, ..., t+M-1 (mod --seeds), so the
-ensemble trials overlap and their std is optimistic.
+1. Pre-train a SmallCNN on a 20-class task (digit x upright/turned, photo-like renderings of one
+   half of scikit-learn's digits) -- the stand-in for ImageNet pre-training.
+2. Leave-one-domain-out on ``StyledDigits`` (photo / art / cartoon / sketch renderings of the
+   other half): the backbone's features are loaded, a fresh classifier is added, BatchNorm is
+   frozen (DomainBed), Adam, batch 32 per source domain, training-domain validation selection.
+3. Methods in one run, same budget and seeds: ERM; QT-DoG with learned steps (the paper);
+   QT-DoG frozen (the released code's effective behaviour: quantized layers stop training);
+   FrozenFP (the same layers frozen in full precision, no quantization); torch.ao fake-quant
+   QAT; SWA; SWAD; ERM_SMA (EoA's members). Ensembles of 5: ERM-ensemble, EoA, EoQ.
+4. Paired differences to ERM with 95 % t-intervals over seeds (each seed's mean over targets),
+   and over the (seed, target) pairs.
+5. Flatness in SWAD's protocol: the same absolute radii for every model, >= 20 random directions,
+   source and target data, QT-DoG with and without its step sizes perturbed; 95 % CIs over
+   the models; a PNG.
 
-    uv run python tools/bench/qatdg_bench.py            # ~5 min on a shared 2-core CPU
-    uv run python tools/bench/qatdg_bench.py --quick    # ~1 min
+    uv run python tools/bench/qatdg_bench.py              # ~50 min on 2 cores
+    uv run python tools/bench/qatdg_bench.py --quick      # ~4 min: 2 seeds, 2 targets
 """
 
 from __future__ import annotations
@@ -20,171 +28,255 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
+from scipy import stats
 
 from qat_dg import (
-    CorruptedDigits,
     Ensemble,
     EoQ,
-    RotatedDigits,
+    PretrainDigits,
+    StyledDigits,
     TrainConfig,
     accuracy,
     local_flatness,
-    model_size_bytes,
+    model_size_bits,
+    pretrain_backbone,
     train_domain,
 )
+
+METHODS = {
+    "ERM": ("ERM", {}),
+    "QT-DoG (learned steps)": ("QTDoG", {}),
+    "QT-DoG frozen (released code)": ("QTDoG", {"freeze_quantized_after_switch": True}),
+    "FrozenFP (control)": ("FrozenFP", {}),
+    "torch.ao QAT": ("TorchQAT", {}),
+    "SWA": ("SWA", {}),
+    "SWAD": ("SWAD", {}),
+    "ERM_SMA (EoA member)": ("ERM_SMA", {}),
+}
+ENSEMBLES = {
+    "ERM ensemble": ("ERM", Ensemble),
+    "EoA (SMA members)": ("ERM_SMA (EoA member)", Ensemble),
+    "EoQ (QT-DoG members)": ("QT-DoG (learned steps)", EoQ),
+}
+FLAT = ["ERM", "QT-DoG (learned steps)", "QT-DoG frozen (released code)", "SWA", "SWAD"]
 
 
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def ci95(d: np.ndarray) -> tuple[float, float]:
+    """Mean and 95 % t-interval half-width of a 1-D sample."""
+    d = np.asarray(d, dtype=float)
+    if len(d) < 2:
+        return float(d.mean()), float("nan")
+    return float(d.mean()), float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
+
+
+def fmt(m: float, h: float, scale: float = 100.0, digits: int = 1) -> str:
+    return f"{m * scale:+.{digits}f} [{(m - h) * scale:+.{digits}f}, {(m + h) * scale:+.{digits}f}]"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", choices=["rotated", "corrupted"], default="rotated")
-    ap.add_argument("--arch", choices=["mlp", "small_cnn"], default="mlp")
-    ap.add_argument("--size", type=int, default=8, help="image side (8 = native digits)")
-    ap.add_argument("--steps", type=int, default=250)
-    ap.add_argument("--quant-start", type=int, default=None, help="default 0.4 * steps")
-    ap.add_argument("--bits", type=int, default=7)
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--targets", type=int, nargs="*", default=None, help="default: all 4")
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--pretrain-steps", type=int, default=2000)
+    ap.add_argument("--width", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--seeds", type=int, default=4, help="trials per algorithm (>= members)")
-    ap.add_argument("--members", type=int, default=3, help="ensemble size M")
-    ap.add_argument("--test-envs", type=int, nargs="*", default=None)
-    ap.add_argument("--extras", action="store_true", help="also NoiseInjection, PTQ, ERM_SMA")
-    ap.add_argument("--flat-dirs", type=int, default=10)
-    ap.add_argument("--radii", type=float, nargs="*", default=[0.1, 0.25, 0.5])
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--quick", action="store_true", help="2 targets, 3 seeds, M=2, 150 steps")
-    ap.add_argument("--png", default=None, help="save flatness curves here")
+    ap.add_argument("--bits", type=int, default=7)
+    ap.add_argument("--n-per-domain", type=int, default=500)
+    ap.add_argument("--flat-dirs", type=int, default=20)
+    ap.add_argument("--png", default="qatdg_flatness.png")
+    ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     if a.quick:
-        a.steps, a.seeds, a.members = 150, 3, 2
-        a.test_envs = a.test_envs or [0, len(_dataset(a)) - 1]
-    if a.members > a.seeds:
-        ap.error("--members must be <= --seeds")
-    torch.set_num_threads(a.threads)
-    ds = _dataset(a)
-    envs = list(range(len(ds))) if not a.test_envs else a.test_envs
-    q_start = a.quant_start if a.quant_start is not None else int(0.4 * a.steps)
+        a.seeds, a.targets, a.steps, a.pretrain_steps, a.flat_dirs = 2, [0, 3], 300, 600, 5
+    torch.set_num_threads(1)
+    t_start = time.time()
+    targets = a.targets if a.targets is not None else [0, 1, 2, 3]
+
+    # ---- 1. pre-training --------------------------------------------------------------------
+    xp, yp = PretrainDigits(size=16, n=8000, seed=0)
+    t0 = time.process_time()
+    backbone, info = pretrain_backbone(xp, yp, width=a.width, n_steps=a.pretrain_steps, seed=0)
+    print(
+        f"## Pre-training: SmallCNN(width={a.width}) on PretrainDigits (20 classes, 8000 images), "
+        f"{a.pretrain_steps} steps, {time.process_time() - t0:.0f} CPU s\n\n"
+        f"loss {info['loss_first']:.2f} -> {info['loss_last']:.2f}, train acc "
+        f"{info['train_acc']:.3f}, held-out acc {info['val_acc']:.3f}\n"
+    )
+    ds = StyledDigits(size=16, n_per_domain=a.n_per_domain, seed=0)
+    q_start = int(0.4 * a.steps)
     hp = {
-        "arch": a.arch,
+        "pretrained": backbone,
+        "freeze_bn": True,
+        "width": a.width,
         "lr": a.lr,
-        "batch_size": a.batch_size,
         "bits": a.bits,
         "quant_start_step": q_start,
+        "sma_start_step": 100,
+        "swa_start_step": a.steps // 2,
+        "swa_freq": 10,
     }
-    algs = ["ERM", "SAM", "QTDoG"] + (["NoiseInjection", "PTQ", "ERM_SMA"] if a.extras else [])
-    torch.optim.Adam(torch.nn.Linear(1, 1).parameters())  # pay torch's one-off lazy imports now
-    t_all = time.time()
-    # runs[alg][env][seed] = result of train_domain
-    runs: dict[str, dict[int, list[dict]]] = {alg: {e: [] for e in envs} for alg in algs}
-    secs = {alg: 0.0 for alg in algs}
-    for e in envs:
-        for alg in algs:
-            for s in range(a.seeds):
-                t0 = time.time()
-                cfg = TrainConfig(n_steps=a.steps, checkpoint_freq=max(1, a.steps // 10), seed=s)
-                runs[alg][e].append(train_domain(ds, alg, e, hp, cfg))
-                secs[alg] += (time.time() - t0) / (a.seeds * len(envs))
-        _log(
-            f"[{time.time() - t_all:6.0f}s] target {ds.env_names[e]}: "
-            + "  ".join(f"{alg} {np.mean([r['iid'] for r in runs[alg][e]]):.3f}" for alg in algs)
+    cfg_kw = {"n_steps": a.steps, "checkpoint_freq": max(1, a.steps // 10)}
+    print(
+        f"## Domain generalization: StyledDigits {ds.env_names}, {a.n_per_domain} images per "
+        f"domain, {a.steps} steps (quantization from step {q_start}, {a.bits} bits), lr {a.lr}, "
+        f"BatchNorm frozen, {a.seeds} seeds x targets {[ds.env_names[t] for t in targets]}\n"
+    )
+
+    # ---- 2. training ------------------------------------------------------------------------
+    acc = {m: np.zeros((a.seeds, len(targets))) for m in METHODS}
+    models: dict[str, dict[tuple[int, int], object]] = {m: {} for m in METHODS}
+    data: dict[int, tuple] = {}
+    cpu: dict[str, float] = dict.fromkeys(METHODS, 0.0)
+    curves: dict[str, list] = {m: [] for m in METHODS}
+    for s in range(a.seeds):
+        for j, te in enumerate(targets):
+            for name, (alg, extra) in METHODS.items():
+                t0 = time.process_time()
+                r = train_domain(ds, alg, te, {**hp, **extra}, TrainConfig(seed=s, **cfg_kw))
+                cpu[name] += time.process_time() - t0
+                acc[name][s, j] = r["iid"]
+                models[name][(s, te)] = r["model"]
+                curves[name].append([rec["src_val"] for rec in r["records"]])
+                data[te] = (r["source"], r["target_in"])
+            _log(
+                f"seed {s} target {ds.env_names[te]}: "
+                + ", ".join(f"{n.split(' ')[0]} {acc[n][s, j]:.3f}" for n in METHODS)
+                + f"  [{time.time() - t_start:.0f}s]"
+            )
+
+    n_runs = a.seeds * len(targets)
+    print(f"### Target accuracy (%, training-domain validation), {a.seeds} seeds\n")
+    head = "| method | " + " | ".join(ds.env_names[t] for t in targets)
+    print(head + " | average | vs ERM, 95% CI over seeds | vs ERM, CI over runs | CPU s/run |")
+    print("|---" * (len(targets) + 5) + "|")
+    for name in METHODS:
+        per_t = acc[name].mean(axis=0)
+        d_seed = (acc[name] - acc["ERM"]).mean(axis=1)
+        d_run = (acc[name] - acc["ERM"]).ravel()
+        cells = " | ".join(
+            f"{100 * per_t[j]:.1f} ± {100 * acc[name][:, j].std():.1f}" for j in range(len(targets))
         )
-
-    # per trial: mean over targets of the selected model's target accuracy
-    def single(alg: str) -> np.ndarray:
-        return np.array([np.mean([runs[alg][e][s]["iid"] for e in envs]) for s in range(a.seeds)])
-
-    def per_env(alg: str) -> list[float]:
-        return [float(np.mean([r["iid"] for r in runs[alg][e]])) for e in envs]
-
-    def ensemble(alg: str, cls: type) -> tuple[np.ndarray, list[float], float]:
-        accs = np.zeros((a.seeds, len(envs)))
-        size = 0.0
-        for t in range(a.seeds):  # trial t: members t, t+1, ..., t+M-1 (mod seeds)
-            idx = [(t + k) % a.seeds for k in range(a.members)]
-            for j, e in enumerate(envs):
-                ens = cls([runs[alg][e][i]["model"] for i in idx])
-                accs[t, j] = accuracy(ens, *runs[alg][e][t]["target_in"])
-                size = ens.size_bits() / 8
-        return accs.mean(1), list(accs.mean(0)), size
-
-    def stability(alg: str) -> float:
-        vals = []
-        for e in envs:
-            for r in runs[alg][e]:
-                acc = [rec["target"] for rec in r["records"] if rec["step"] > q_start]
-                vals.append(np.std(acc))
-        return float(np.mean(vals))
-
-    rows = []
-    for alg in algs:
-        size = model_size_bytes(runs[alg][envs[0]][0]["model"].predict_network())
-        rows.append((alg, 1, single(alg), per_env(alg), size, secs[alg], stability(alg)))
-    for name, alg, cls in (("ERM Ens.", "ERM", Ensemble), ("EoQ", "QTDoG", EoQ)):
-        tr, pe, size = ensemble(alg, cls)
-        rows.append((name, a.members, tr, pe, size, secs[alg] * a.members, float("nan")))
-
-    erm_acc, erm_size, erm_time = rows[0][2].mean(), rows[0][4], rows[0][5]
-    print(
-        f"\nqat-dg bench: {a.dataset} digits {a.size}x{a.size}, "
-        f"{len(ds)} domains, targets {[ds.env_names[e] for e in envs]}, arch={a.arch}, "
-        f"steps={a.steps}, QAT from step {q_start}, {a.bits}-bit, {a.seeds} trials, M={a.members}"
-    )
-    envh = "".join(f"{ds.env_names[e]:>8}" for e in envs)
-    print(
-        f"{'algorithm':<15}{'M':>2}{'target acc':>16}{'dAcc':>7}{'ratio':>7}{envh}"
-        f"{'bytes':>9}{'size':>7}{'train s':>9}{'time':>7}{'ckpt std':>9}"
-    )
-    for name, m, tr, pe, size, sec, stab in rows:
-        envs_s = "".join(f"{v:>8.3f}" for v in pe)
-        stab_s = f"{stab:>9.3f}" if np.isfinite(stab) else f"{'-':>9}"
+        vs = "—" if name == "ERM" else fmt(*ci95(d_seed))
+        vr = "—" if name == "ERM" else fmt(*ci95(d_run))
         print(
-            f"{name:<15}{m:>2}{tr.mean():>9.3f}±{tr.std(ddof=1) if len(tr) > 1 else 0:.3f}"
-            f"{tr.mean() - erm_acc:>+7.3f}{tr.mean() / erm_acc:>7.3f}{envs_s}"
-            f"{size:>9.0f}{size / erm_size:>6.2f}x{sec:>9.1f}{sec / erm_time:>6.2f}x{stab_s}"
+            f"| {name} | {cells} | {100 * acc[name].mean():.1f} | {vs} | {vr} | "
+            f"{cpu[name] / n_runs:.1f} |"
+        )
+    print(
+        "\nTraining curves (mean source-validation accuracy at each of the 10 checkpoints, "
+        "averaged over runs; a collapsed or undertrained model would show here):\n"
+    )
+    for name in METHODS:
+        c = np.mean(np.asarray(curves[name], dtype=float), axis=0)
+        print(f"- {name}: " + " ".join(f"{v:.2f}" for v in c))
+
+    # ---- 3. ensembles -----------------------------------------------------------------------
+    if a.seeds >= 2:
+        members = min(5, a.seeds)
+        print(f"\n### Ensembles of {members} members (the seeds' models), per target\n")
+        print("| ensemble | " + " | ".join(ds.env_names[t] for t in targets) + " | average |")
+        print("|---" * (len(targets) + 2) + "|")
+        ens_acc = {}
+        for ename, (member, cls) in ENSEMBLES.items():
+            row = []
+            for te in targets:
+                ens = cls([models[member][(s, te)] for s in range(members)])
+                row.append(accuracy(ens, *data[te][1]))
+            ens_acc[ename] = np.asarray(row)
+            cells = " | ".join(f"{100 * v:.1f}" for v in row)
+            print(f"| {ename} | {cells} | {100 * np.mean(row):.1f} |")
+        erm_net = models["ERM"][(0, targets[0])].predict_network()
+        eoq = EoQ([models["QT-DoG (learned steps)"][(s, targets[0])] for s in range(members)])
+        ratio = eoq.size_bits() / model_size_bits(erm_net)
+        print(
+            f"\nEoQ size / one full-precision model: {ratio:.3f}x ({members} x {a.bits}-bit convs; "
+            f"the classifier, BatchNorm and step sizes stay 32-bit). EoQ - ERM ensemble: "
+            f"{100 * (ens_acc['EoQ (QT-DoG members)'] - ens_acc['ERM ensemble']).mean():+.1f} "
+            f"points; EoQ - EoA: "
+            f"{100 * (ens_acc['EoQ (QT-DoG members)'] - ens_acc['EoA (SMA members)']).mean():+.1f}"
         )
 
-    # local flatness of the selected single models, averaged over targets and trials
-    rel = [0.0, *a.radii]
-    curves = {}
-    print(f"\nlocal flatness: mean loss increase, {a.flat_dirs} random directions, radius r*||w||")
-    hdr = "".join(f"{'S r=' + str(r):>10}" for r in a.radii) + "".join(
-        f"{'T r=' + str(r):>10}" for r in a.radii
+    # ---- 4. flatness ------------------------------------------------------------------------
+    norms = [
+        float(torch.sqrt(sum((p.detach() ** 2).sum() for p in m.network.features.parameters())))
+        for m in models["ERM"].values()
+    ]
+    ref = float(np.mean(norms))
+    radii = [round(ref * f, 2) for f in (0, 0.02, 0.05, 0.1, 0.2, 0.3)]
+    print(
+        f"\n### Local flatness (SWAD protocol): L(w + d) - L(w) for ||d|| = gamma, "
+        f"{a.flat_dirs} random directions per model, absolute radii {radii} "
+        f"(mean ERM weight norm {ref:.2f}), every trained model, mean [95% CI over models]\n"
     )
-    print(f"{'algorithm':<15}{hdr}{'S ratio':>9}{'T ratio':>9}")
-    base_flat = None
-    for alg in algs:
-        fs, ft = [], []
-        for e in envs:
-            for r in runs[alg][e]:
-                model = r["model"]
-                kw = {"radii": ("rel", rel), "n_directions": a.flat_dirs, "seed": 0}
-                fs.append(local_flatness(model, F.cross_entropy, r["source"], **kw)["mean"][1:])
-                ft.append(local_flatness(model, F.cross_entropy, r["target"], **kw)["mean"][1:])
-        fs_m, ft_m = np.mean(fs, axis=0), np.mean(ft, axis=0)
-        curves[alg] = {"radius": rel, "mean": [0.0, *ft_m]}
-        if base_flat is None:
-            base_flat = (fs_m[-1], ft_m[-1])
-        vals = "".join(f"{v:>10.3f}" for v in [*fs_m, *ft_m])
-        print(f"{alg:<15}{vals}{fs_m[-1] / base_flat[0]:>9.2f}{ft_m[-1] / base_flat[1]:>9.2f}")
-    print(f"\ntotal wall time {time.time() - t_all:.0f} s")
+    variants = [(n, "weights") for n in FLAT] + [("QT-DoG (learned steps)", "all")]
+    flat: dict[tuple[str, str, str], np.ndarray] = {}
+    for name, include in variants:
+        for split in ("source", "target"):
+            rows = []
+            for (_s, te), algo in models[name].items():
+                xy = data[te][0] if split == "source" else data[te][1]
+                f = local_flatness(
+                    algo,
+                    F.cross_entropy,
+                    xy,
+                    radii=("abs", radii),
+                    n_directions=a.flat_dirs,
+                    include=include,
+                    seed=1,
+                )
+                rows.append(f["mean"])
+            flat[(name, include, split)] = np.asarray(rows)
+    print("| model | perturbed | data | " + " | ".join(f"γ={r}" for r in radii[1:]) + " |")
+    print("|---" * (len(radii) + 2) + "|")
+    for (name, include, split), rows in flat.items():
+        cells = []
+        for k in range(1, len(radii)):
+            m, h = ci95(rows[:, k])
+            cells.append(f"{m:.3f} [{m - h:.3f}, {m + h:.3f}]")
+        what = "weights + steps" if include == "all" else "weights"
+        print(f"| {name} | {what} | {split} | " + " | ".join(cells) + " |")
+    k = len(radii) - 1
+    q = flat[("QT-DoG (learned steps)", "weights", "source")][:, k]
+    for other in ("ERM", "SWA", "SWAD"):
+        o = flat[(other, "weights", "source")][:, k]
+        m, h = ci95(q - o)
+        verdict = "flatter" if m + h < 0 else ("sharper" if m - h > 0 else "no difference")
+        print(
+            f"\nFig. 2 ordering at γ={radii[k]} (source): QT-DoG - {other} = {m:+.3f} "
+            f"[{m - h:+.3f}, {m + h:+.3f}] -> QT-DoG {verdict}"
+        )
     if a.png:
-        import matplotlib
+        try:
+            import matplotlib
 
-        matplotlib.use("Agg")
-        from qat_dg.plotting import plot_flatness
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
 
-        ax = plot_flatness(curves, title=f"target-domain flatness ({a.dataset})")
-        ax.set_xlabel("relative radius r")
-        ax.figure.savefig(a.png, dpi=120, bbox_inches="tight")
-
-
-def _dataset(a: argparse.Namespace):
-    if a.dataset == "rotated":
-        return RotatedDigits(size=a.size, seed=0)
-    return CorruptedDigits(size=a.size, seed=0)
+            fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+            for ax, split in zip(axes, ("source", "target"), strict=True):
+                for (name, include, sp), rows in flat.items():
+                    if sp != split:
+                        continue
+                    m = rows.mean(axis=0)
+                    h = np.array([ci95(rows[:, i])[1] if i else 0.0 for i in range(len(radii))])
+                    label = name + (" (+steps)" if include == "all" else "")
+                    ax.plot(radii, m, marker="o", label=label)
+                    ax.fill_between(radii, m - h, m + h, alpha=0.2)
+                ax.set_xlabel("perturbation radius γ (absolute)")
+                ax.set_ylabel("loss increase")
+                ax.set_title(f"local flatness, {split} domains")
+            axes[0].legend(fontsize=7)
+            fig.tight_layout()
+            fig.savefig(a.png, dpi=110)
+            print(f"\nflatness plot: {a.png}")
+        except ImportError:
+            print("\n(matplotlib not installed: no plot)")
+    print(f"\ntotal wall time {time.time() - t_start:.0f}s")
 
 
 if __name__ == "__main__":

@@ -9,17 +9,30 @@ from qat_dg.algorithms import (
     ERM_SMA,
     PTQ,
     SAM,
+    SWA,
+    SWAD,
     Algorithm,
+    FrozenFP,
     NoiseInjection,
     QTDoG,
+    TorchQAT,
     default_hparams,
     get_algorithm_class,
 )
-from qat_dg.data import CorruptedDigits, DomainDataset, RotatedDigits, split_domains
+from qat_dg.data import (
+    STYLES,
+    CorruptedDigits,
+    DomainDataset,
+    PretrainDigits,
+    RotatedDigits,
+    StyledDigits,
+    split_domains,
+)
 from qat_dg.demo import demo
 from qat_dg.ensemble import Ensemble, EoQ
 from qat_dg.flatness import local_flatness
 from qat_dg.models import MLP, SmallCNN, build_model
+from qat_dg.pretrain import pretrain_backbone
 from qat_dg.quant import (
     FakeQuantConv2d,
     FakeQuantLinear,
@@ -46,6 +59,9 @@ __all__ = [
     "MLP",
     "PTQ",
     "SAM",
+    "STYLES",
+    "SWA",
+    "SWAD",
     "Algorithm",
     "CorruptedDigits",
     "DomainDataset",
@@ -53,12 +69,16 @@ __all__ = [
     "EoQ",
     "FakeQuantConv2d",
     "FakeQuantLinear",
+    "FrozenFP",
     "LSQQuantizer",
     "NoiseInjection",
+    "PretrainDigits",
     "QTDoG",
     "QuantConfig",
     "RotatedDigits",
     "SmallCNN",
+    "StyledDigits",
+    "TorchQAT",
     "TrainConfig",
     "__version__",
     "accuracy",
@@ -74,6 +94,7 @@ __all__ = [
     "lsq_fake_quant",
     "model_size_bits",
     "model_size_bytes",
+    "pretrain_backbone",
     "quant_parameters",
     "quant_range",
     "quantize_model",

@@ -1,18 +1,28 @@
-"""DomainBed-style algorithms: ERM, QT-DoG (ERM + LSQ QAT), SAM, ERM_SMA, NoiseInjection, PTQ.
+"""DomainBed-style algorithms: ERM, QT-DoG (ERM + LSQ QAT) and the controls and baselines.
 
 Interface (DomainBed): ``Algorithm(input_shape, num_classes, num_domains, hparams)``,
-``update(minibatches, step=None) -> dict``, ``predict(x) -> logits``, ``forward = predict``.
+``update(minibatches, step=None) -> dict``, ``predict(x) -> logits``, ``forward = predict``;
+plus two hooks the training loop calls: ``on_checkpoint(x_val, y_val)`` at every checkpoint
+(SWAD's validation-loss valley) and ``finalize(x_source, y_source)`` after the last step.
+
+``hparams["pretrained"]`` (a ``features`` state_dict) starts from a pre-trained backbone with a
+fresh classifier, and ``hparams["freeze_bn"]`` keeps BatchNorm in eval mode, as DomainBed does
+with its ImageNet ResNet-50.
 """
 
 from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.ao.quantization import FakeQuantize, MovingAveragePerChannelMinMaxObserver
+from torch.nn.utils import parametrize
+from torch.optim import swa_utils
 
 from qat_dg.models import build_model
 from qat_dg.quant import (
@@ -30,9 +40,13 @@ __all__ = [
     "ERM_SMA",
     "PTQ",
     "SAM",
+    "SWA",
+    "SWAD",
     "Algorithm",
+    "FrozenFP",
     "NoiseInjection",
     "QTDoG",
+    "TorchQAT",
     "default_hparams",
     "get_algorithm_class",
 ]
@@ -43,6 +57,8 @@ _BASE_HP: dict[str, Any] = {
     "batch_size": 32,
     "arch": "small_cnn",
     "width": None,
+    "pretrained": None,  # state_dict of the network's ``features`` (fresh classifier)
+    "freeze_bn": False,  # BatchNorm in eval mode throughout (DomainBed with pre-trained nets)
 }
 _EXTRA_HP: dict[str, dict[str, Any]] = {
     "QTDoG": {
@@ -59,6 +75,10 @@ _EXTRA_HP: dict[str, dict[str, Any]] = {
     "ERM_SMA": {"sma_start_step": 100},
     "NoiseInjection": {"bits": 7, "quant_start_step": 600, "quant_targets": None},
     "PTQ": {"bits": 7, "quant_targets": None},
+    "FrozenFP": {"quant_start_step": 600, "quant_targets": None},
+    "TorchQAT": {"bits": 7, "quant_start_step": 600, "quant_targets": None},
+    "SWA": {"swa_start_step": 750, "swa_freq": 10},
+    "SWAD": {"swad_n_converge": 3, "swad_n_tolerance": 6, "swad_ratio": 1.2},
 }
 
 
@@ -112,7 +132,7 @@ class Algorithm(nn.Module):
             v = self.hparams[key]
             if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
                 raise ValueError(f"hparams['{key}'] must be a positive finite number, got {v!r}")
-        for key in ("weight_decay", "rho", "sma_start_step", "quant_start_step"):
+        for key in ("weight_decay", "rho", "sma_start_step", "quant_start_step", "swa_start_step"):
             v = self.hparams.get(key, 0)
             if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
                 raise ValueError(f"hparams['{key}'] must be a finite number >= 0, got {v!r}")
@@ -121,6 +141,16 @@ class Algorithm(nn.Module):
             raise ValueError(f"hparams['batch_size'] must be an int >= 1, got {b!r}")
         if "bits" in self.hparams:
             quant_range(self.hparams["bits"])  # raises ValueError naming bits
+        for key in ("swa_freq", "swad_n_converge", "swad_n_tolerance"):
+            v = self.hparams.get(key, 1)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"hparams['{key}'] must be an int >= 1, got {v!r}")
+        r = self.hparams.get("swad_ratio", 1.0)
+        if not (isinstance(r, int | float) and math.isfinite(r) and r >= 1):
+            raise ValueError(f"hparams['swad_ratio'] must be a finite number >= 1, got {r!r}")
+        pre = self.hparams["pretrained"]
+        if pre is not None and not isinstance(pre, Mapping):
+            raise TypeError(f"hparams['pretrained'] must be a state_dict or None, got {type(pre)}")
         if int(num_domains) < 1:
             raise ValueError(f"num_domains must be >= 1, got {num_domains}")
         self.input_shape = tuple(int(d) for d in input_shape)
@@ -132,6 +162,26 @@ class Algorithm(nn.Module):
     def selectable(self) -> bool:
         """Whether the current state may be chosen by model selection (the deployed form)."""
         return True
+
+    def train(self, mode: bool = True) -> Algorithm:
+        """``nn.Module.train``; with ``freeze_bn`` every BatchNorm stays in eval mode."""
+        super().train(mode)
+        if self.hparams.get("freeze_bn"):
+            for m in self.modules():
+                if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                    m.eval()
+        return self
+
+    def on_checkpoint(self, x_val: Tensor, y_val: Tensor) -> None:
+        """Called by the training loop at every checkpoint with the source validation data."""
+
+    def finalize(self, x_source: Tensor, y_source: Tensor) -> None:
+        """Called once after the last step with the source training data."""
+
+    @property
+    def final_only(self) -> bool:
+        """True when only the state after :meth:`finalize` is the method's output (SWA/SWAD)."""
+        return False
 
     def _check_minibatches(self, minibatches: list[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor]:
         if not isinstance(minibatches, list | tuple) or len(minibatches) == 0:
@@ -179,6 +229,15 @@ class ERM(Algorithm):
         super().__init__(input_shape, num_classes, num_domains, hparams)
         hp = self.hparams
         self.network = build_model(hp["arch"], self.input_shape, self.num_classes, hp["width"])
+        if hp["pretrained"] is not None:
+            try:
+                self.network.features.load_state_dict(hp["pretrained"], strict=True)
+            except RuntimeError as err:
+                raise ValueError(
+                    f"hparams['pretrained'] does not fit the {hp['arch']}: {err}"
+                ) from err
+            self.hparams["pretrained"] = None  # loaded; do not carry a copy in every checkpoint
+        self.train(True)
         self.optimizer = torch.optim.Adam(
             self.network.parameters(), lr=hp["lr"], weight_decay=hp["weight_decay"]
         )
@@ -353,15 +412,6 @@ class NoiseInjection(ERM):
     ``quant_start_step`` on). Predictions use the clean weights.
     """
 
-    def _noisy_layers(self) -> list[nn.Module]:
-        kinds = {"conv": nn.Conv2d, "linear": nn.Linear}
-        wanted = tuple(kinds[t] for t in _targets(self.hparams))
-        return [
-            m
-            for name, m in self.network.named_modules()
-            if isinstance(m, wanted) and "classifier" not in name.split(".")
-        ]
-
     def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
         """Gradient at the noisy weights, applied to the clean ones."""
         step = self.num_updates if step is None else int(step)
@@ -371,7 +421,7 @@ class NoiseInjection(ERM):
         bits = int(self.hparams["bits"])
         noises = []
         with torch.no_grad():
-            for m in self._noisy_layers():
+            for m in _target_layers(self.network, self.hparams):
                 s = init_step_size(m.weight, bits).reshape(-1, *([1] * (m.weight.ndim - 1)))
                 noises.append((m.weight, (torch.rand_like(m.weight) - 0.5) * s))
         loss = self._step_at(x, y, noises)
@@ -419,11 +469,269 @@ class PTQ(ERM):
         return net(x)
 
 
-_REGISTRY = {c.__name__: c for c in (ERM, QTDoG, SAM, ERM_SMA, NoiseInjection, PTQ)}
+def _target_layers(network: nn.Module, hp: dict[str, Any]) -> list[nn.Module]:
+    """The layers QT-DoG would quantize (same selection rule: targets, classifier excluded)."""
+    kinds = {"conv": nn.Conv2d, "linear": nn.Linear}
+    wanted = tuple(kinds[t] for t in _targets(hp))
+    return [
+        m
+        for name, m in network.named_modules()
+        if isinstance(m, wanted) and "classifier" not in name.split(".")
+    ]
+
+
+class FrozenFP(ERM):
+    """Control: at ``quant_start_step`` stop training QT-DoG's target layers, in full precision.
+
+    The same parameters stop moving as in ``QTDoG(freeze_quantized_after_switch=True)`` (the
+    released code's effective behaviour), without any quantization: if this control matches the
+    frozen QT-DoG, freezing, not quantization, explains the gain.
+    """
+
+    def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
+        """ERM step; freezes the target layers first when ``step`` reaches the start."""
+        step = self.num_updates if step is None else int(step)
+        if step >= int(self.hparams["quant_start_step"]):
+            for m in _target_layers(self.network, self.hparams):
+                for p in m.parameters():
+                    p.requires_grad_(False)
+                    p.grad = None
+        return super().update(minibatches, step)
+
+
+class TorchQAT(ERM):
+    """Control: PyTorch's own QAT recipe (``torch.ao`` observer-based fake quantization).
+
+    At ``quant_start_step`` the target layers' weights get a ``torch.ao.quantization.FakeQuantize``
+    parametrization: per-channel symmetric ``bits``-bit grid whose scale follows a moving-average
+    min/max observer (no learned step size, straight-through gradient). Observers run only in
+    training mode.
+    """
+
+    @property
+    def is_quantized(self) -> bool:
+        """True once the switch happened."""
+        return any(parametrize.is_parametrized(m) for m in self.network.modules())
+
+    @property
+    def selectable(self) -> bool:
+        """Only fake-quantized checkpoints are the deployed model."""
+        return self.is_quantized
+
+    def switch_to_quantized(self) -> None:
+        """Register the fake-quant parametrization on every target weight (idempotent)."""
+        if self.is_quantized:
+            return
+        q_n, q_p = quant_range(int(self.hparams["bits"]), symmetric=True)
+        for m in _target_layers(self.network, self.hparams):
+            fq = FakeQuantize(
+                observer=MovingAveragePerChannelMinMaxObserver,
+                quant_min=-q_n,
+                quant_max=q_p,
+                dtype=torch.qint8,
+                qscheme=torch.per_channel_symmetric,
+                ch_axis=0,
+            )
+            # unsafe: FakeQuantize has no right_inverse; the original Parameter object is kept,
+            # so Adam's state carries over
+            parametrize.register_parametrization(m, "weight", fq, unsafe=True)
+        self.train(self.training)
+
+    def train(self, mode: bool = True) -> TorchQAT:
+        """Observers update in training mode only."""
+        super().train(mode)
+        for m in self.modules():
+            if isinstance(m, FakeQuantize):
+                (m.enable_observer if mode else m.disable_observer)()
+        return self
+
+    def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
+        """ERM step; switches to fake quantization first when ``step`` reaches the start."""
+        step = self.num_updates if step is None else int(step)
+        if step >= int(self.hparams["quant_start_step"]):
+            self.switch_to_quantized()
+        return super().update(minibatches, step)
+
+
+class SWA(ERM):
+    """Stochastic Weight Averaging (Izmailov et al., 2018) via ``torch.optim.swa_utils``.
+
+    From ``swa_start_step`` on, every ``swa_freq`` steps the current weights are folded into a
+    uniform average (``AveragedModel``); predictions use the average once it exists. Without
+    ``freeze_bn``, :meth:`finalize` recomputes BatchNorm statistics on the source data
+    (``update_bn``), as SWA prescribes.
+    """
+
+    def __init__(
+        self,
+        input_shape: tuple[int, ...],
+        num_classes: int,
+        num_domains: int,
+        hparams: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(input_shape, num_classes, num_domains, hparams)
+        self.network_swa = swa_utils.AveragedModel(self.network, use_buffers=True)
+        for p in self.network_swa.parameters():
+            p.requires_grad_(False)
+
+    @property
+    def final_only(self) -> bool:
+        """SWA's output is the final average (with recomputed BatchNorm statistics)."""
+        return True
+
+    @property
+    def averaging(self) -> bool:
+        """True once at least one model has been averaged."""
+        return int(self.network_swa.n_averaged) > 0
+
+    @property
+    def selectable(self) -> bool:
+        """Only averaged states are SWA's output."""
+        return self.averaging
+
+    def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
+        """ERM step, then fold the weights into the average on the SWA schedule."""
+        out = super().update(minibatches, step)
+        k = self.num_updates - int(self.hparams["swa_start_step"])
+        if k >= 0 and k % int(self.hparams["swa_freq"]) == 0:
+            self.network_swa.update_parameters(self.network)
+        return out
+
+    def finalize(self, x_source: Tensor, y_source: Tensor) -> None:
+        """BatchNorm statistics of the averaged weights (skipped with ``freeze_bn``)."""
+        if not self.averaging:
+            self.network_swa.update_parameters(self.network)
+        if not self.hparams["freeze_bn"]:
+            bs = int(self.hparams["batch_size"]) * self.num_domains
+            loader = [x_source[i : i + bs] for i in range(0, len(x_source), bs)]
+            swa_utils.update_bn(loader, self.network_swa)
+
+    def predict_network(self) -> nn.Module:
+        """The averaged network (the current one before averaging starts)."""
+        net = self.network_swa.module if self.averaging else self.network
+        return net
+
+    def predict(self, x: Tensor) -> Tensor:
+        """Logits of :meth:`predict_network`."""
+        return self.predict_network()(x)
+
+
+class SWAD(ERM):
+    """SWAD (Cha et al., NeurIPS 2021): dense weight averaging over the validation-loss valley.
+
+    The weights of every step are averaged within each checkpoint interval (a *segment*). At
+    each checkpoint the segment average's source-validation loss ``E_i`` is recorded
+    (:meth:`on_checkpoint`). :meth:`finalize` then applies the paper's rule (Sec. 3.3): the
+    start ``t_s`` is the first segment that is the minimum of itself and the next
+    ``swad_n_converge - 1`` segments (the loss stopped decreasing), the end ``t_e`` is the
+    last segment before the first window of ``swad_n_tolerance`` segments whose losses all
+    exceed ``swad_ratio * E_{t_s}`` (the loss left the valley). The output is the dense average
+    of the weights of every step in segments ``t_s..t_e``. Paper: N_s = 3, N_e = 6, r = 1.2;
+    the released code uses a tolerance on the mean of the first window, ratio 1.3.
+    """
+
+    def __init__(
+        self,
+        input_shape: tuple[int, ...],
+        num_classes: int,
+        num_domains: int,
+        hparams: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(input_shape, num_classes, num_domains, hparams)
+        self._sum: list[Tensor] | None = None
+        self._count = 0
+        self.segments: list[tuple[list[Tensor], int, float]] = []  # (mean weights, steps, loss)
+        self.network_swad: nn.Module | None = None
+        self.valley_: tuple[int, int] | None = None
+
+    @property
+    def final_only(self) -> bool:
+        """SWAD's output is the averaged model built by :meth:`finalize`."""
+        return True
+
+    @property
+    def selectable(self) -> bool:
+        """Only the finalized average is selectable."""
+        return self.network_swad is not None
+
+    def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
+        """ERM step, then add the new weights to the running segment sum."""
+        out = super().update(minibatches, step)
+        with torch.no_grad():
+            params = [p.detach() for p in self.network.parameters()]
+            if self._sum is None:
+                self._sum = [p.clone() for p in params]
+            else:
+                for a, p in zip(self._sum, params, strict=True):
+                    a.add_(p)
+            self._count += 1
+        return out
+
+    def on_checkpoint(self, x_val: Tensor, y_val: Tensor) -> None:
+        """Close the segment: record its average weights and their source-validation loss."""
+        if self._sum is None:
+            return
+        mean = [a / self._count for a in self._sum]
+        net = self._with_weights(mean)
+        net.eval()
+        with torch.no_grad():
+            loss = float(F.cross_entropy(net(x_val), y_val))
+        self.segments.append((mean, self._count, loss))
+        self._sum, self._count = None, 0
+
+    def _with_weights(self, weights: list[Tensor]) -> nn.Module:
+        net = copy.deepcopy(self.network)
+        with torch.no_grad():
+            for p, w in zip(net.parameters(), weights, strict=True):
+                p.copy_(w)
+        return net
+
+    def valley(self) -> tuple[int, int]:
+        """Segment indices ``(t_s, t_e)`` (inclusive) of the loss valley."""
+        losses = [seg[2] for seg in self.segments]
+        n = len(losses)
+        if n == 0:
+            raise RuntimeError("SWAD has no segments; call on_checkpoint during training")
+        n_s, n_e = int(self.hparams["swad_n_converge"]), int(self.hparams["swad_n_tolerance"])
+        t_s = next((i for i in range(n - n_s + 1) if losses[i] <= min(losses[i : i + n_s])), n - 1)
+        thr = float(self.hparams["swad_ratio"]) * losses[t_s]
+        t_e = n - 1
+        for j in range(t_s + 1, n - n_e + 1):
+            if min(losses[j : j + n_e]) > thr:
+                t_e = j - 1
+                break
+        return t_s, t_e
+
+    def finalize(self, x_source: Tensor, y_source: Tensor) -> None:
+        """Average the segments of the valley (weighted by their step counts)."""
+        if self._sum is not None:  # steps after the last checkpoint: not validated, dropped
+            self._sum, self._count = None, 0
+        t_s, t_e = self.valley()
+        segs = self.segments[t_s : t_e + 1]
+        total = sum(c for _, c, _ in segs)
+        avg = [sum(w[i] * c for w, c, _ in segs) / total for i in range(len(segs[0][0]))]
+        self.network_swad = self._with_weights(avg)
+        self.valley_ = (t_s, t_e)
+        self.train(self.training)
+
+    def predict_network(self) -> nn.Module:
+        """The SWAD average after :meth:`finalize`, the current network before."""
+        return self.network_swad if self.network_swad is not None else self.network
+
+    def predict(self, x: Tensor) -> Tensor:
+        """Logits of :meth:`predict_network`."""
+        return self.predict_network()(x)
+
+
+_REGISTRY = {
+    c.__name__: c
+    for c in (ERM, QTDoG, SAM, ERM_SMA, NoiseInjection, PTQ, FrozenFP, TorchQAT, SWA, SWAD)
+}
 
 
 def get_algorithm_class(name: str) -> type[Algorithm]:
-    """Algorithm class by name: ``ERM``, ``QTDoG``, ``SAM``, ``ERM_SMA``, ``NoiseInjection``, ``PTQ``."""
+    """Algorithm class by name: ``ERM``, ``QTDoG``, ``SAM``, ``ERM_SMA``, ``NoiseInjection``,
+    ``PTQ``, ``FrozenFP``, ``TorchQAT``, ``SWA``, ``SWAD``."""
     if name not in _REGISTRY:
         raise ValueError(f"algorithm must be one of {sorted(_REGISTRY)}, got {name!r}")
     return _REGISTRY[name]

@@ -128,6 +128,10 @@ def train_domain(
     for e, (i_in, i_out) in enumerate(splits):
         x, y = dataset.envs[e]
         views[e] = {"in": (x[i_in], y[i_in]), "out": (x[i_out], y[i_out])}
+    val_x = torch.cat([views[e]["out"][0] for e in sources])
+    val_y = torch.cat([views[e]["out"][1] for e in sources])
+    src_x = torch.cat([views[e]["in"][0] for e in sources])
+    src_y = torch.cat([views[e]["in"][1] for e in sources])
     records: list[dict] = []
     best_key, best_model = None, None
     bar = tqdm(range(cfg.n_steps), disable=not cfg.verbose, desc=f"{algorithm} test_env={test_env}")
@@ -139,6 +143,7 @@ def train_domain(
             mbs.append((xi[idx], yi[idx]))
         stats = algo.update(mbs, step=step)
         if (step + 1) % cfg.checkpoint_freq == 0 or step + 1 == cfg.n_steps:
+            algo.on_checkpoint(val_x, val_y)
             rec: dict[str, Any] = {"step": step + 1, "loss": stats["loss"]}
             for e in range(len(dataset)):
                 for split in ("in", "out"):
@@ -152,9 +157,22 @@ def train_domain(
             if cfg.keep_model and (best_key is None or key >= best_key):
                 best_key, best_model = key, copy.deepcopy(algo)
             bar.set_postfix(loss=f"{stats['loss']:.3f}", src_val=f"{rec['src_val']:.3f}")
+    algo.finalize(src_x, src_y)
+    if algo.final_only:  # SWA-style outputs: only the finalized model is the method's answer
+        for rec in records:
+            rec["selectable"] = False
+        rec = {"step": cfg.n_steps, "loss": records[-1]["loss"], "final": True}
+        for e in range(len(dataset)):
+            for split in ("in", "out"):
+                rec[f"env{e}_{split}"] = accuracy(algo, *views[e][split])
+        rec["src_val"] = sum(rec[f"env{e}_out"] for e in sources) / len(sources)
+        rec["tgt_val"] = rec[f"env{test_env}_out"]
+        rec["target"] = rec[f"env{test_env}_in"]
+        rec["selectable"] = True
+        records.append(rec)
+        if cfg.keep_model:
+            best_model = copy.deepcopy(algo)
     iid, oracle = _select(records, "src_val"), _select(records, "tgt_val")
-    src_x = torch.cat([views[e]["in"][0] for e in sources])
-    src_y = torch.cat([views[e]["in"][1] for e in sources])
     return {
         "test_env": int(test_env),
         "iid": iid["target"],
