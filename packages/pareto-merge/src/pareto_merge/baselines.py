@@ -7,7 +7,13 @@ import torch
 
 from pareto_merge.state import StateDict, _combine, task_vectors
 
-__all__ = ["task_arithmetic", "ties_merge", "tune_task_arithmetic", "weight_average"]
+__all__ = [
+    "task_arithmetic",
+    "ties_merge",
+    "tune_task_arithmetic",
+    "weight_average",
+    "weighted_task_arithmetic",
+]
 
 
 def weight_average(
@@ -53,6 +59,43 @@ def task_arithmetic(
     return _combine(pretrained, {k: scale * sum(tv[k] for tv in tvs) for k in tvs[0]})
 
 
+def weighted_task_arithmetic(
+    pretrained: StateDict,
+    finetuned: Sequence[StateDict],
+    preference: Sequence[float] | np.ndarray,
+    scale: float = 0.3,
+) -> dict[str, torch.Tensor]:
+    """Preference-weighted Task Arithmetic: ``theta_0 + scale * K * sum_k p_k tau_k``.
+
+    The training-free front: the uniform preference gives :func:`task_arithmetic` at ``scale``,
+    a vertex ``e_k`` gives ``theta_0 + scale * K * tau_k``.
+
+    Parameters
+    ----------
+    pretrained : state_dict
+    finetuned : sequence of K state_dicts
+    preference : array-like of shape (K,)
+        On the simplex.
+    scale : float, default=0.3
+
+    Returns
+    -------
+    dict
+    """
+    if not np.isfinite(scale):
+        raise ValueError(f"scale: must be finite, got {scale!r}")
+    p = np.asarray(preference, dtype=np.float64)
+    if p.shape != (len(finetuned),) or not np.all(np.isfinite(p)):
+        raise ValueError(f"preference: expected {len(finetuned)} finite values, got {p.tolist()}")
+    if (p < -1e-9).any() or abs(p.sum() - 1) > 1e-6:
+        raise ValueError(f"preference: must lie on the simplex, got {p.tolist()}")
+    tvs = task_vectors(pretrained, finetuned)
+    w = [float(scale * len(tvs) * max(pk, 0.0)) for pk in p]
+    return _combine(
+        pretrained, {k: sum(wk * tv[k] for wk, tv in zip(w, tvs, strict=True)) for k in tvs[0]}
+    )
+
+
 def tune_task_arithmetic(
     pretrained: StateDict,
     finetuned: Sequence[StateDict],
@@ -75,7 +118,11 @@ def tune_task_arithmetic(
 
 
 def ties_merge(
-    pretrained: StateDict, finetuned: Sequence[StateDict], density: float = 0.2, scale: float = 1.0
+    pretrained: StateDict,
+    finetuned: Sequence[StateDict],
+    density: float = 0.2,
+    scale: float = 1.0,
+    scope: str = "model",
 ) -> dict[str, torch.Tensor]:
     """TIES-Merging (Yadav et al., 2023): trim, elect sign, disjoint merge.
 
@@ -91,6 +138,9 @@ def ties_merge(
         Fraction in (0, 1] of entries kept per task vector (over the whole model).
     scale : float, default=1.0
         ``lambda`` applied to the merged task vector.
+    scope : {"model", "tensor"}, default="model"
+        Where the top-``density`` magnitudes are chosen: over the whole flattened task vector
+        (the TIES paper's Algorithm 1) or within each tensor separately (mergekit's ``ties``).
 
     Returns
     -------
@@ -100,18 +150,36 @@ def ties_merge(
         raise ValueError(f"density: must be in (0, 1], got {density!r}")
     if not np.isfinite(scale):
         raise ValueError(f"scale: must be finite, got {scale!r}")
+    if scope not in ("model", "tensor"):
+        raise ValueError(f"scope: must be 'model' or 'tensor', got {scope!r}")
     tvs = task_vectors(pretrained, finetuned)
     keys = list(tvs[0])
+    if scope == "tensor":
+        return _combine(
+            pretrained,
+            {
+                k: scale
+                * _ties_flat(torch.stack([tv[k].flatten().float() for tv in tvs]), density).view_as(
+                    tvs[0][k]
+                )
+                for k in keys
+            },
+        )
     flat = torch.stack([torch.cat([tv[k].flatten().float() for k in keys]) for tv in tvs])  # (K, P)
-    n_keep = max(1, round(density * flat.shape[1]))
-    thresh = flat.abs().kthvalue(flat.shape[1] - n_keep + 1, dim=1, keepdim=True).values
-    trimmed = torch.where(flat.abs() >= thresh, flat, torch.zeros_like(flat))
-    sign = torch.sign(trimmed.sum(dim=0))
-    agree = (torch.sign(trimmed) == sign) & (trimmed != 0)
-    merged = (trimmed * agree).sum(0) / agree.sum(0).clamp(min=1)
+    merged = _ties_flat(flat, density)
     delta, offset = {}, 0
     for k in keys:
         n = tvs[0][k].numel()
         delta[k] = scale * merged[offset : offset + n].view_as(tvs[0][k])
         offset += n
     return _combine(pretrained, delta)
+
+
+def _ties_flat(flat: torch.Tensor, density: float) -> torch.Tensor:
+    """Trim / elect / disjoint-mean of K flattened task vectors (K, P) -> (P,)."""
+    n_keep = max(1, round(density * flat.shape[1]))
+    thresh = flat.abs().kthvalue(flat.shape[1] - n_keep + 1, dim=1, keepdim=True).values
+    trimmed = torch.where(flat.abs() >= thresh, flat, torch.zeros_like(flat))
+    sign = torch.sign(trimmed.sum(dim=0))
+    agree = (torch.sign(trimmed) == sign) & (trimmed != 0)
+    return (trimmed * agree).sum(0) / agree.sum(0).clamp(min=1)

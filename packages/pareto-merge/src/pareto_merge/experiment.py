@@ -1,4 +1,8 @@
-"""The protocol shared by the demo and the benchmark: pre-train, fine-tune, merge, evaluate."""
+"""The protocol shared by the demo and the benchmark: pre-train, fine-tune, merge, evaluate.
+
+Every method gets the same fine-tuned models, the same per-task objective and the same number of
+optimisation steps; fronts are evaluated on one preference lattice.
+"""
 
 import time
 from collections.abc import Sequence
@@ -7,10 +11,16 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
-from pareto_merge.baselines import task_arithmetic, ties_merge, tune_task_arithmetic, weight_average
+from pareto_merge.baselines import (
+    task_arithmetic,
+    ties_merge,
+    tune_task_arithmetic,
+    weight_average,
+    weighted_task_arithmetic,
+)
 from pareto_merge.moo import hypervolume
 from pareto_merge.objectives import cross_entropy_objective, entropy_objective
-from pareto_merge.pareto import ParetoMerger, adamerging
+from pareto_merge.pareto import ParetoMerger, adamerging, simplex_grid
 from pareto_merge.tasks import finetune, make_digit_tasks, pretrain
 
 __all__ = ["merging_experiment"]
@@ -19,11 +29,15 @@ __all__ = ["merging_experiment"]
 def merging_experiment(
     domains: Sequence[str] = ("rot90", "invert"),
     *,
-    objectives: Sequence[str] = ("ce",),
+    objective: str = "entropy",
+    arch: str = "mlp",
     n_val: int = 100,
     n_points: int = 11,
     n_steps: int = 300,
     rank: int = 4,
+    lr: float = 1e-3,
+    diversity: float = 1.0,
+    adamerging_front: bool = True,
     seed: int = 0,
     verbose: bool = False,
 ) -> dict[str, object]:
@@ -32,36 +46,50 @@ def merging_experiment(
     Parameters
     ----------
     domains : tasks to merge (see :data:`pareto_merge.tasks.DOMAINS`)
-    objectives : subset of {"ce", "entropy"}
-        Which per-task losses AdaMerging and Pareto Merging learn from: cross-entropy on
-        ``n_val`` labelled training images per task, and/or prediction entropy on the unlabeled
-        test images (AdaMerging's setting).
+    objective : {"entropy", "ce"}, default="entropy"
+        What AdaMerging and Pareto Merging learn from: ``"entropy"`` is the paper's unlabeled
+        setting (prediction entropy on the unlabeled test inputs, plus ``diversity`` times the
+        marginal-entropy bonus; see :func:`~pareto_merge.entropy_objective`); ``"ce"`` is
+        cross-entropy on ``n_val`` labelled training images per task.
+    arch : {"mlp", "cnn"}, default="mlp"
+        Backbone that is pre-trained, fine-tuned per task and merged.
     n_val : int, default=100
-    n_points, n_steps, rank, seed, verbose : sweep size and training settings
+        Labelled images per task for ``"ce"`` and for tuning the baselines' scales.
+    n_points : int, default=11
+        Preferences on the front (a Das-Dennis lattice for K > 2, see :func:`simplex_grid`).
+    n_steps, rank, lr : Pareto Merging / AdaMerging settings (same for every trained method)
+    diversity : float, default=1.0
+        Marginal-entropy weight of the unlabeled objective.
+    adamerging_front : bool, default=True
+        Also run AdaMerging once per preference (weighted objectives): the expensive front.
+    seed, verbose : seed and progress bars
 
     Returns
     -------
     dict with keys
-        ``tasks``, ``points`` (method -> test accuracy per task), ``times`` (method -> seconds),
-        ``fronts`` (objective -> (prefs (n, K), accuracies (n, K))), ``hv`` (method -> hypervolume
-        of the test-error points w.r.t. error 1 in every task), ``merge_ms``, ``extra_params``,
+        ``tasks``; ``points`` (single models: method -> test accuracy per task); ``fronts``
+        (method -> (prefs (n, K), accuracies (n, K))); ``hv`` (method -> hypervolume of the
+        test errors, reference error 1 per task); ``times`` (method -> seconds);
+        ``history`` (method -> training loss per step); ``merge_ms``, ``extra_params``,
         ``model_params``.
     """
+    if objective not in ("entropy", "ce"):
+        raise ValueError(f"objective: must be 'entropy' or 'ce', got {objective!r}")
     torch.manual_seed(seed)
     source, tasks = make_digit_tasks(tuple(domains), random_state=seed)
-    backbone = pretrain(source, seed=seed)
+    backbone = pretrain(source, seed=seed, arch=arch)
     theta0 = {k: v.detach().clone() for k, v in backbone.state_dict().items()}
     finetuned, heads = zip(
         *(finetune(backbone, t, seed=seed + i) for i, t in enumerate(tasks)), strict=True
     )
     K = len(tasks)
+    prefs = simplex_grid(n_points, K)
 
     def accuracy(sd: dict[str, torch.Tensor], k: int, split: str = "test") -> float:
-        X, y = (
-            (tasks[k].X_test, tasks[k].y_test)
-            if split == "test"
-            else (tasks[k].X_train, tasks[k].y_train)
-        )
+        if split == "test":
+            X, y = tasks[k].X_test, tasks[k].y_test
+        else:  # the labelled validation images (first n_val training images)
+            X, y = tasks[k].X_train[:n_val], tasks[k].y_train[:n_val]
         with torch.no_grad():
             return float(
                 (heads[k](functional_call(backbone, sd, (X,))).argmax(1) == y).float().mean()
@@ -71,71 +99,104 @@ def merging_experiment(
         return [accuracy(sd, k) for k in range(K)]
 
     def val_score(sd: dict[str, torch.Tensor]) -> float:
-        return float(np.mean([accuracy(sd, k, "train") for k in range(K)]))
+        return float(np.mean([accuracy(sd, k, "val") for k in range(K)]))
 
-    losses = {
-        "ce": [
+    if objective == "ce":
+        losses = [
             cross_entropy_objective(backbone, t.X_train[:n_val], t.y_train[:n_val], head=heads[k])
             for k, t in enumerate(tasks)
-        ],
-        "entropy": [
-            entropy_objective(backbone, t.X_test, head=heads[k]) for k, t in enumerate(tasks)
-        ],
-    }
+        ]
+    else:
+        losses = [
+            entropy_objective(backbone, t.X_test, head=heads[k], diversity=diversity)
+            for k, t in enumerate(tasks)
+        ]
     points: dict[str, list[float]] = {}
+    fronts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     times: dict[str, float] = {}
+    history: dict[str, list[float]] = {}
 
     def record(name: str, make) -> dict[str, torch.Tensor]:
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         sd = make()
-        times[name] = time.perf_counter() - t0
+        times[name] = time.process_time() - t0
         points[name] = accs(sd)
         return sd
 
     points["pre-trained"] = accs(theta0)
     points["individual (upper bound)"] = [accuracy(finetuned[k], k) for k in range(K)]
     record("weight averaging", lambda: weight_average(theta0, finetuned))
-    scale = tune_task_arithmetic(theta0, finetuned, val_score)[0]
-    record(f"task arithmetic (l={scale:.1f})", lambda: task_arithmetic(theta0, finetuned, scale))
-    ties_scale = max(
-        (val_score(ties_merge(theta0, finetuned, 0.2, s)), s) for s in (0.5, 0.7, 1.0)
-    )[1]
-    record(
-        f"TIES (d=0.2, l={ties_scale:.1f})", lambda: ties_merge(theta0, finetuned, 0.2, ties_scale)
-    )
-    fronts = {}
-    merge_ms = extra = 0.0
-    for obj in objectives:
+    grid = tuple(np.round(np.linspace(0.1, 1.0, 10), 2))
+    scale = tune_task_arithmetic(theta0, finetuned, val_score, grid=grid)[0]
+    record("task arithmetic", lambda: task_arithmetic(theta0, finetuned, scale))
+    for scope in ("model", "tensor"):
+        s_best = max(
+            (val_score(ties_merge(theta0, finetuned, 0.2, s, scope)), s) for s in (0.5, 0.7, 1.0)
+        )[1]
         record(
-            f"AdaMerging [{obj}]",
-            lambda obj=obj: adamerging(
-                theta0, finetuned, losses[obj], n_steps=n_steps, verbose=verbose
-            )[0],
+            f"TIES per {scope}",
+            lambda s=s_best, sc=scope: ties_merge(theta0, finetuned, 0.2, s, sc),
         )
-        t0 = time.perf_counter()
+    # the training-free front: preference-weighted task vectors at the tuned scale
+    t0 = time.process_time()
+    fronts["weighted task arithmetic"] = (
+        prefs,
+        np.asarray([accs(weighted_task_arithmetic(theta0, finetuned, p, scale)) for p in prefs]),
+    )
+    times["weighted task arithmetic"] = time.process_time() - t0
+    record(
+        "AdaMerging",
+        lambda: adamerging(theta0, finetuned, losses, n_steps=n_steps, lr=lr, verbose=verbose)[0],
+    )
+    if adamerging_front:
+        t0 = time.process_time()
+        acc = [
+            accs(adamerging(theta0, finetuned, losses, n_steps=n_steps, lr=lr, preference=p)[0])
+            for p in prefs
+        ]
+        times["AdaMerging per preference"] = time.process_time() - t0
+        fronts["AdaMerging per preference"] = (prefs, np.asarray(acc))
+    merge_ms, extra = 0.0, 0
+    for name, conditioned in (
+        ("Pareto Merging", True),
+        ("capacity control (no preference)", False),
+    ):
+        t0 = time.process_time()
         merger = ParetoMerger(
-            theta0, finetuned, rank=rank, n_steps=n_steps, random_state=seed, verbose=verbose
-        )
-        merger.fit(losses[obj])
-        times[f"Pareto Merging [{obj}] fit"] = time.perf_counter() - t0
+            theta0,
+            finetuned,
+            rank=rank,
+            n_steps=n_steps,
+            lr=lr,
+            conditioned=conditioned,
+            random_state=seed,
+            verbose=verbose,
+        ).fit(losses)
+        times[name] = time.process_time() - t0
+        history[name] = merger.history_
         t0 = time.perf_counter()
         equal = merger.merge(np.full(K, 1.0 / K))
-        merge_ms = 1e3 * (time.perf_counter() - t0)
-        points[f"Pareto Merging [{obj}] equal pref."] = accs(equal)
-        fronts[obj] = merger.front(
-            n_points, objectives=[lambda sd, k=k: accuracy(sd, k) for k in range(K)]
-        )
-        extra = merger.n_extra_parameters()
+        if conditioned:
+            merge_ms = 1e3 * (time.perf_counter() - t0)
+            extra = merger.n_extra_parameters()
+            fronts[name] = merger.front(
+                n_points, objectives=[lambda sd, k=k: accuracy(sd, k) for k in range(K)]
+            )
+            points["Pareto Merging, equal preference"] = accs(equal)
+        else:
+            points[name] = accs(equal)
     ref = np.ones(K)
     hv = {name: hypervolume(1 - np.asarray([p]), ref) for name, p in points.items()}
-    for obj, (_, acc) in fronts.items():
-        hv[f"Pareto Merging [{obj}] front"] = hypervolume(1 - acc, ref)
+    for name, (_, acc) in fronts.items():
+        hv[f"{name} (front)"] = hypervolume(1 - acc, ref)
     return {
         "tasks": [t.name for t in tasks],
         "points": points,
-        "times": times,
         "fronts": fronts,
         "hv": hv,
+        "times": times,
+        "history": history,
+        "scale": scale,
         "merge_ms": merge_ms,
         "extra_params": extra,
         "model_params": sum(v.numel() for v in theta0.values()),

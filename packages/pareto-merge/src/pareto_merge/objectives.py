@@ -1,5 +1,6 @@
 """Per-task objectives on merged parameters: unlabeled entropy (AdaMerging) and cross-entropy."""
 
+import math
 from collections.abc import Callable, Mapping
 
 import torch
@@ -32,8 +33,16 @@ def entropy_objective(
     module: nn.Module,
     inputs: torch.Tensor,
     head: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    diversity: float = 0.0,
 ) -> Objective:
     """Mean Shannon entropy of the predictions on unlabeled ``inputs`` (AdaMerging's surrogate).
+
+    ``L = mean_i H(p(y | x_i)) - diversity * H(mean_i p(y | x_i))``. With ``diversity = 0`` this
+    is AdaMerging's objective. Entropy alone has trivial minimizers (every input assigned to one
+    class with certainty); a model with few free parameters (AdaMerging's coefficients) rarely
+    reaches them, but Pareto Merging's low-rank term does within a few hundred steps.
+    ``diversity = 1`` adds the marginal-entropy term of information maximization (SHOT, Liang et
+    al., 2020), which rules those solutions out: a collapsed model has zero marginal entropy.
 
     Parameters
     ----------
@@ -44,6 +53,8 @@ def entropy_objective(
         Unlabeled inputs of the task.
     head : callable, optional
         Task-specific head applied to the module's output (e.g. a frozen classifier).
+    diversity : float, default=0.0
+        Weight (>= 0) of the marginal-entropy bonus.
 
     Returns
     -------
@@ -51,11 +62,18 @@ def entropy_objective(
         ``objective(params) -> scalar Tensor``.
     """
     _check_inputs(inputs)
+    if not (isinstance(diversity, int | float) and math.isfinite(diversity) and diversity >= 0):
+        raise ValueError(f"diversity: must be a finite number >= 0, got {diversity!r}")
     logits = _forward(module, head)
 
     def objective(params: Mapping[str, torch.Tensor]) -> torch.Tensor:
         logp = torch.log_softmax(logits(params, inputs), dim=-1)
-        return -(logp.exp() * logp).sum(-1).mean()
+        p = logp.exp()
+        loss = -(p * logp).sum(-1).mean()
+        if diversity:
+            marginal = p.mean(0)
+            loss = loss + diversity * (marginal * torch.log(marginal.clamp_min(1e-12))).sum()
+        return loss
 
     return objective
 

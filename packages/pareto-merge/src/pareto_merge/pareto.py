@@ -7,10 +7,12 @@ For a preference ``gamma`` on the simplex the merged weights are
 
 per weight matrix ``W`` of shape (m, n) (conv kernels are flattened to (out, in*k*k)):
 ``A`` is (m, r), ``B`` is (n, r) and the core tensor ``G`` is (r, r, K), so the personal term is
-``A (sum_k gamma_k G_k) B^T``. ``lambda`` is AdaMerging's layer-wise coefficients (learned, or the
-fixed Task-Arithmetic scale). Training samples ``gamma ~ Dirichlet(alpha)`` each step and minimizes
-the Tchebycheff scalarization ``max_k gamma_k * L_k(theta(gamma))`` (or the linear one) of the
-per-task objectives, plus an L2 penalty on the tensor factors.
+``A (sum_k gamma_k G_k) B^T``. ``lambda`` is AdaMerging's layer-wise coefficients (learned and clipped to
+[0, 1] as in AdaMerging's code, or the fixed Task-Arithmetic scale). Training samples
+``gamma ~ Dirichlet(alpha)`` each step and minimizes the linear scalarization
+``sum_k gamma_k * L_k(theta(gamma))`` (or the Tchebycheff one, ``max_k gamma_k * L_k``) of the
+per-task objectives, plus an L2 penalty on the tensor factors. ``conditioned=False`` is the
+capacity control: the same parameters with the preference fixed to the uniform vector.
 """
 
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -130,10 +132,15 @@ class _MergedWeights(nn.Module):
             self.factors[name + "__B"] = nn.Parameter(torch.randn(n, r, generator=gen) / np.sqrt(n))
             self.factors[name + "__G"] = nn.Parameter(torch.zeros(r, r, self.K))
 
+    def coefficients(self) -> torch.Tensor:
+        """The base merge's coefficients, clipped to [0, 1] when learned (AdaMerging's code)."""
+        return self.coef.clamp(0.0, 1.0) if self.coef.requires_grad else self.coef
+
     def forward(self, gamma: torch.Tensor, base_only: bool = False) -> dict[str, torch.Tensor]:
         out: dict[str, torch.Tensor] = {}
+        coefs = self.coefficients()
         for i, k in enumerate(self.keys):
-            coef = self.coef[:, i].detach() if k in self.fixed else self.coef[:, i]
+            coef = coefs[:, i].detach() if k in self.fixed else coefs[:, i]
             w = self.theta0[k] + torch.tensordot(coef, self.tau[k], dims=1)
             if k in self.fixed:
                 out[k] = w.detach()
@@ -194,7 +201,11 @@ class ParetoMerger:
         (Task Arithmetic + PM).
     init_scale : float, default=0.3
         Initial (or fixed) merging coefficient.
-    scalarization : {"tchebycheff", "linear"}, default="tchebycheff"
+    scalarization : {"linear", "tchebycheff"}, default="linear"
+        ``sum_k gamma_k L_k`` or ``max_k gamma_k L_k`` at the sampled preference.
+    conditioned : bool, default=True
+        False gives the capacity control: the low-rank term is trained and evaluated with the
+        uniform preference, so it has the same parameters but ignores the preference.
     alpha : float, default=1.0
         Dirichlet concentration of the sampled preferences (1 = uniform on the simplex).
     n_steps : int, default=300
@@ -224,7 +235,8 @@ class ParetoMerger:
         rank: int = 4,
         base: str = "adamerging",
         init_scale: float = 0.3,
-        scalarization: str = "tchebycheff",
+        scalarization: str = "linear",
+        conditioned: bool = True,
         alpha: float = 1.0,
         n_steps: int = 300,
         lr: float = 1e-3,
@@ -247,7 +259,10 @@ class ParetoMerger:
         _check_positive(reg, "reg", allow_zero=True)
         if not np.isfinite(init_scale):
             raise ValueError(f"init_scale: must be finite, got {init_scale!r}")
+        if not isinstance(conditioned, bool):
+            raise TypeError(f"conditioned: must be a bool, got {type(conditioned).__name__}")
         self.rank, self.base, self.init_scale = rank, base, init_scale
+        self.conditioned = conditioned
         self.scalarization, self.alpha, self.n_steps = scalarization, alpha, n_steps
         self.lr, self.reg, self.random_state, self.verbose = lr, reg, random_state, verbose
         self.n_tasks_ = len(finetuned)
@@ -286,7 +301,7 @@ class ParetoMerger:
             gamma = torch.as_tensor(
                 rng.dirichlet(np.full(self.n_tasks_, self.alpha)), dtype=torch.float32
             )
-            weights = self._weights(gamma)
+            weights = self._weights(gamma if self.conditioned else self._uniform())
             losses = torch.stack([f(weights) for f in objectives])
             if self.scalarization == "tchebycheff":
                 loss = (gamma * losses).max()
@@ -313,8 +328,13 @@ class ParetoMerger:
         dict
         """
         gamma = check_preference(preference, self.n_tasks_)
+        if not self.conditioned:
+            gamma = self._uniform()
         with torch.no_grad():
             return self._weights.to_state_dict(self._weights(gamma), self._order)
+
+    def _uniform(self) -> torch.Tensor:
+        return torch.full((self.n_tasks_,), 1.0 / self.n_tasks_)
 
     def front(
         self,
@@ -350,7 +370,7 @@ class ParetoMerger:
     @property
     def coefficients_(self) -> np.ndarray:
         """Layer-wise merging coefficients ``lambda``, shape (K, n_merged_entries)."""
-        return self._weights.coef.detach().numpy().copy()
+        return self._weights.coefficients().detach().numpy().copy()
 
     def n_extra_parameters(self) -> int:
         """Parameters added on top of one model: tensor factors plus coefficients."""
@@ -367,15 +387,21 @@ def adamerging(
     init_scale: float = 0.3,
     n_steps: int = 300,
     lr: float = 1e-3,
+    preference: Sequence[float] | np.ndarray | None = None,
     verbose: bool = False,
 ) -> tuple[dict[str, torch.Tensor], np.ndarray]:
     """Layer-wise AdaMerging (Yang et al., 2024): learn ``lambda`` by minimizing summed entropy.
+
+    The coefficients are clipped to [0, 1] in the forward pass, as in AdaMerging's code.
 
     Parameters
     ----------
     pretrained, finetuned : as in :class:`ParetoMerger`
     objectives : sequence of K callables (unlabeled entropy per task)
     init_scale, n_steps, lr, verbose : optimization settings
+    preference : array-like of shape (K,), optional
+        Weights of the summed objectives (``sum_k p_k L_k``): one AdaMerging run per preference
+        is the expensive way to a front. Default: all ones (AdaMerging).
 
     Returns
     -------
@@ -392,11 +418,16 @@ def adamerging(
     )
     opt = torch.optim.Adam([weights.coef], lr=lr)
     gamma = torch.full((len(finetuned),), 1.0 / len(finetuned))
+    w = (
+        torch.ones(len(finetuned))
+        if preference is None
+        else check_preference(preference, len(finetuned)) * len(finetuned)
+    )
     for _ in tqdm(range(n_steps), disable=not verbose, desc="AdaMerging"):
-        loss = torch.stack([f(weights(gamma)) for f in objectives]).sum()
+        loss = (w * torch.stack([f(weights(gamma)) for f in objectives])).sum()
         opt.zero_grad()
         loss.backward()
         opt.step()
     with torch.no_grad():
         merged = weights.to_state_dict(weights(gamma), list(pretrained))
-    return merged, weights.coef.detach().numpy().copy()
+    return merged, weights.coefficients().detach().numpy().copy()

@@ -15,6 +15,7 @@ def plot_front(
     labels: tuple[str, str] = ("task 1", "task 2"),
     path: str | None = None,
     title: str = "Pareto Merging",
+    other_fronts: Mapping[str, ArrayLike] | None = None,
 ):
     """Scatter a two-task front (e.g. accuracies per preference) with baseline points.
 
@@ -27,6 +28,8 @@ def plot_front(
     path : str, optional
         Save the figure as PNG there.
     title : str
+    other_fronts : mapping of name -> array-like of shape (m, 2), optional
+        Further sweeps drawn as dashed lines (e.g. weighted task arithmetic).
 
     Returns
     -------
@@ -44,6 +47,11 @@ def plot_front(
         raise ValueError(f"front: expected shape (n, 2), got {F.shape}")
     fig, ax = plt.subplots(figsize=(5, 4))
     ax.plot(F[:, 0], F[:, 1], "o-", color="tab:blue", label="Pareto Merging (preference sweep)")
+    for name, other in (other_fronts or {}).items():
+        pts = np.asarray(other, dtype=float)
+        if pts.ndim != 2 or pts.shape[1] != 2:
+            raise ValueError(f"other_fronts[{name!r}]: expected shape (m, 2), got {pts.shape}")
+        ax.plot(pts[:, 0], pts[:, 1], ".--", label=name)
     markers = iter("s^vD<>pX*h")
     for name, (a, b) in (baselines or {}).items():
         ax.scatter([a], [b], marker=next(markers, "o"), s=60, label=name, zorder=3)

@@ -104,13 +104,30 @@ def make_digit_tasks(
     return out[0], out[1:]
 
 
-def make_backbone(hidden: int = 64, features: int = 32) -> nn.Sequential:
-    """The merged part: a 2-layer MLP feature extractor 64 -> hidden -> features, layer-normed."""
+def make_backbone(hidden: int = 64, features: int = 32, arch: str = "mlp") -> nn.Sequential:
+    """The merged part: a feature extractor of the flattened 8x8 image, layer-normed.
+
+    ``"mlp"``: 64 -> hidden -> features. ``"cnn"``: two 3x3 convolutions (16 and 32 channels, the
+    second with stride 2) on the 1x8x8 image, then a linear layer to ``features``.
+    """
     # the final LayerNorm bounds the feature scale, as in ViTs: entropy objectives cannot then be
     # minimized by merely inflating the weights
-    return nn.Sequential(
-        nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, features), nn.LayerNorm(features)
-    )
+    if arch == "mlp":
+        return nn.Sequential(
+            nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, features), nn.LayerNorm(features)
+        )
+    if arch == "cnn":
+        return nn.Sequential(
+            nn.Unflatten(1, (1, 8, 8)),
+            nn.Conv2d(1, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(16, 32, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(32 * 16, features),
+            nn.LayerNorm(features),
+        )
+    raise ValueError(f"arch: must be 'mlp' or 'cnn', got {arch!r}")
 
 
 def _train(
@@ -133,11 +150,11 @@ def _train(
 
 
 def pretrain(
-    source: DigitTask, *, epochs: int = 30, lr: float = 3e-3, seed: int = 0
+    source: DigitTask, *, epochs: int = 30, lr: float = 3e-3, seed: int = 0, arch: str = "mlp"
 ) -> nn.Sequential:
     """Pre-train a backbone (with a throwaway head) on the original digits."""
     torch.manual_seed(seed)
-    backbone = make_backbone()
+    backbone = make_backbone(arch=arch)
     _train(backbone, nn.Linear(32, 10), source.X_train, source.y_train, epochs, lr, seed)
     return backbone
 
