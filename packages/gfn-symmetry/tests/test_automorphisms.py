@@ -6,6 +6,9 @@ import pytest
 from networkx.algorithms.isomorphism import GraphMatcher
 
 from gfn_symmetry import IsoClassCache, count_automorphisms, log_count_automorphisms
+from gfn_symmetry.automorphisms import canonical_form
+
+BACKENDS = ["igraph", "nauty", "networkx"]
 
 
 def _labelled(g, labels=None):
@@ -32,9 +35,21 @@ def _brute(g):
         (nx.empty_graph(4), 24),
     ],
 )
-def test_known_orders(graph, expected):
-    assert count_automorphisms(_labelled(graph)) == expected
-    assert log_count_automorphisms(_labelled(graph)) == pytest.approx(math.log(expected))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_known_orders(graph, expected, backend):
+    if backend == "nauty":
+        pytest.importorskip("pynauty")
+    assert count_automorphisms(_labelled(graph), backend=backend) == expected
+    assert log_count_automorphisms(_labelled(graph), backend=backend) == pytest.approx(
+        math.log(expected)
+    )
+
+
+def test_huge_groups_are_exact():
+    star = _labelled(nx.star_graph(29))
+    assert count_automorphisms(star) == math.factorial(29)
+    if pytest.importorskip("pynauty"):
+        assert count_automorphisms(star, backend="nauty") == math.factorial(29)
 
 
 def test_labels_break_symmetry():
@@ -49,13 +64,63 @@ def test_edge_kinds_break_symmetry():
     assert count_automorphisms(g) == 2
 
 
-def test_matches_brute_force_on_random_graphs():
+def _brute_edges(g):
+    nm = lambda a, b: a.get("label") == b.get("label")  # noqa: E731
+    em = lambda a, b: a.get("kind") == b.get("kind")  # noqa: E731
+    return sum(1 for _ in GraphMatcher(g, g, node_match=nm, edge_match=em).isomorphisms_iter())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_matches_brute_force_on_random_graphs(backend):
+    if backend == "nauty":
+        pytest.importorskip("pynauty")
     rng = random.Random(0)
-    for seed in range(25):
+    for seed in range(40):
         n = rng.randint(1, 7)
         g = nx.gnp_random_graph(n, rng.random(), seed=seed)
         g = _labelled(g, [rng.randint(0, 1) for _ in range(n)])
-        assert count_automorphisms(g) == _brute(g)
+        if seed % 2:  # edge labels too (bond orders)
+            for u, v in g.edges:
+                g.edges[u, v]["kind"] = rng.randint(1, 2)
+        assert count_automorphisms(g, backend=backend) == _brute_edges(g)
+
+
+def test_canonical_form_is_an_isomorphism_invariant():
+    rng = random.Random(1)
+    for seed in range(30):
+        n = rng.randint(1, 7)
+        g = _labelled(nx.gnp_random_graph(n, 0.5, seed=seed), [rng.randint(0, 1) for _ in range(n)])
+        for u, v in g.edges:
+            g.edges[u, v]["kind"] = rng.randint(1, 2)
+        perm = list(range(n))
+        rng.shuffle(perm)
+        h = nx.relabel_nodes(g, dict(enumerate(perm)))
+        assert canonical_form(g) == canonical_form(h)
+        h2 = nx.Graph(h)
+        if h2.number_of_edges():
+            u, v = next(iter(h2.edges))
+            h2.edges[u, v]["kind"] = 3  # a new bond order: no longer isomorphic
+            assert canonical_form(h2) != canonical_form(g)
+    a, b = _labelled(nx.path_graph(3)), _labelled(nx.path_graph(3))
+    nx.set_edge_attributes(a, 1, "kind")
+    nx.set_edge_attributes(b, 2, "kind")
+    assert canonical_form(a) != canonical_form(b)
+
+
+def test_thirty_atom_graphs_are_fast():
+    import time
+
+    g = _labelled(
+        nx.random_labeled_tree(30, seed=3)
+        if hasattr(nx, "random_labeled_tree")
+        else nx.random_tree(30, seed=3)
+    )
+    count_automorphisms(g)
+    t0 = time.perf_counter()
+    for _ in range(200):
+        count_automorphisms(g)
+    per_graph = (time.perf_counter() - t0) / 200
+    assert per_graph < 5e-3  # target 1 ms; slack for loaded CI machines
 
 
 def test_bad_inputs():
