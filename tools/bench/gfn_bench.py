@@ -57,9 +57,14 @@ def _fragments() -> list[nx.Graph]:
     return [single, dimer, hetero, tri]
 
 
+# the same exploration for every method: per-action epsilon-uniform (the official trainer) and a
+# replay buffer of past trajectories (off-policy TB/DB targets)
+TRAIN = {"lr": 5e-3, "batch_size": 16, "epsilon": 0.1, "replay_size": 256}
+
+
 def run_method(env, space, reward, target, corr, loss, steps, seed, n_samples=0):
     policy = GraphPolicy(env, hidden=32, n_layers=2, seed=seed)
-    gfn = GFlowNet(policy, loss=loss, symmetry_correction=corr, lr=5e-3, batch_size=16, seed=seed)
+    gfn = GFlowNet(policy, loss=loss, symmetry_correction=corr, seed=seed, **TRAIN)
     t0 = time.process_time()
     gfn.train(reward, steps)
     secs = time.process_time() - t0
@@ -167,8 +172,8 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--quick", action="store_true", help="1 seed, few steps (smoke test)")
-    ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--max-nodes", type=int, default=4)
     ap.add_argument("--losses", default="tb,db", help="comma-separated subset of tb,db,subtb")
     ap.add_argument("--png", default=None, help="save a p/target vs |Aut| plot of the atom task")

@@ -218,9 +218,11 @@ def canonical_form(
     colours = [rank[k] for k in keys]
     # without subdivision all edges share one label, which must still tell graphs apart
     uniform = repr(labels[0]) if labels and len(edges) == len(labels) else ""
-    perm = igraph.Graph(n=n, edges=edges).canonical_permutation(color=colours)
-    canon_edges = tuple(sorted(tuple(sorted((perm[u], perm[v]))) for u, v in edges))
-    canon_colours = tuple(sorted((perm[i], repr(keys[i])) for i in range(n)))
+    g = igraph.Graph(n=n, edges=edges)
+    g.vs["key"] = [repr(k) for k in keys]
+    canon = g.permute_vertices(g.canonical_permutation(color=colours))
+    canon_edges = tuple(sorted(tuple(sorted(e)) for e in canon.get_edgelist()))
+    canon_colours = tuple(canon.vs["key"])
     return canon_colours, canon_edges, uniform
 
 

@@ -116,7 +116,16 @@ class GFlowNet:
     batch_size : int, default=16
         Trajectories per training step.
     epsilon : float, default=0.05
-        Probability that a trajectory is sampled uniformly at random (exploration).
+        Exploration rate of the training rollouts.
+    exploration : {"action", "trajectory"}, default="action"
+        ``"action"``: at every step, with probability ``epsilon`` the action is drawn uniformly
+        (the official SA-GFN trainer's epsilon-uniform exploration); ``"trajectory"``: a whole
+        trajectory is uniform with probability ``epsilon``.
+    replay_size : int, default=0
+        Capacity of a replay buffer of past training trajectories (0: on-policy only). TB,
+        DB and SubTB are off-policy objectives, so replayed trajectories are valid targets.
+    replay_fraction : float, default=0.5
+        Share of each batch drawn uniformly from the buffer once it holds a batch.
     subtb_lambda : float, default=0.9
         Weight base of sub-trajectory balance.
     reward_floor : float, default=1e-8
@@ -146,6 +155,9 @@ class GFlowNet:
         lr_logz: float = 0.1,
         batch_size: int = 16,
         epsilon: float = 0.05,
+        exploration: str = "action",
+        replay_size: int = 0,
+        replay_fraction: float = 0.5,
         subtb_lambda: float = 0.9,
         reward_floor: float = 1e-8,
         seed: int | None = None,
@@ -167,6 +179,16 @@ class GFlowNet:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         if not isinstance(epsilon, int | float) or not 0 <= epsilon <= 1:
             raise ValueError(f"epsilon must lie in [0, 1], got {epsilon!r}")
+        if exploration not in ("action", "trajectory"):
+            raise ValueError(f"exploration must be 'action' or 'trajectory', got {exploration!r}")
+        if isinstance(replay_size, bool) or not isinstance(replay_size, int) or replay_size < 0:
+            raise ValueError(f"replay_size must be an int >= 0, got {replay_size!r}")
+        if not isinstance(replay_fraction, int | float) or not 0 <= replay_fraction < 1:
+            raise ValueError(f"replay_fraction must lie in [0, 1), got {replay_fraction!r}")
+        self.exploration = exploration
+        self.replay_size = replay_size
+        self.replay_fraction = float(replay_fraction)
+        self.buffer_: list[tuple[Trajectory, float]] = []
         self.policy = policy
         self.loss = loss
         self.symmetry_correction = _normalise_correction(symmetry_correction)
@@ -190,7 +212,9 @@ class GFlowNet:
 
     # -- sampling ------------------------------------------------------------------
     @torch.no_grad()
-    def sample_trajectories(self, n: int, epsilon: float = 0.0) -> list[Trajectory]:
+    def sample_trajectories(
+        self, n: int, epsilon: float = 0.0, exploration: str | None = None
+    ) -> list[Trajectory]:
         """Roll out ``n`` complete trajectories with the current policy.
 
         Parameters
@@ -198,7 +222,9 @@ class GFlowNet:
         n : int
             Number of trajectories (>= 1).
         epsilon : float, default=0.0
-            Probability that a trajectory uses uniformly random actions.
+            Exploration rate (see ``exploration``).
+        exploration : {"action", "trajectory"} or None
+            Per-step or per-trajectory uniform exploration; None uses the trainer's setting.
 
         Returns
         -------
@@ -207,7 +233,8 @@ class GFlowNet:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive int, got {n!r}")
         env, exact = self.env, self.symmetry_correction == "exact"
-        explore = torch.rand(n, generator=self.generator) < epsilon
+        per_action = (exploration or self.exploration) == "action"
+        explore = torch.rand(n, generator=self.generator) < (0.0 if per_action else epsilon)
         trajs = [
             Trajectory([env.initial_state()], [], [], [] if exact else None, [] if exact else None)
             for _ in range(n)
@@ -217,6 +244,9 @@ class GFlowNet:
             graphs = [trajs[i].states[-1] for i in active]
             batch = featurize(env, graphs)
             logits, _ = self.policy(batch)
+            if per_action and epsilon > 0:  # this step's action is uniform for these graphs
+                explore = torch.zeros(n, dtype=torch.bool)
+                explore[active] = torch.rand(len(active), generator=self.generator) < epsilon
             logits = torch.where(explore[active][batch.act_graph], torch.zeros_like(logits), logits)
             rows = segment_sample(logits, batch.act_graph, batch.n_graphs, self.generator)
             local = (rows - batch.act_offset[:-1]).tolist()
@@ -349,8 +379,19 @@ class GFlowNet:
             raise ValueError(f"steps must be a positive int, got {steps!r}")
         self.policy.train()
         for _ in tqdm(range(steps), disable=not self.verbose, desc=f"GFlowNet[{self.loss}]"):
-            trajs = self.sample_trajectories(self.batch_size, self.epsilon)
-            loss = self.compute_loss(trajs, self.log_rewards(trajs, reward_fn))
+            n_replay = 0
+            if self.replay_size and len(self.buffer_) >= self.batch_size:
+                n_replay = min(self.batch_size - 1, round(self.replay_fraction * self.batch_size))
+            trajs = self.sample_trajectories(self.batch_size - n_replay, self.epsilon)
+            log_r = self.log_rewards(trajs, reward_fn)
+            if self.replay_size:
+                self._remember(trajs, log_r)
+            if n_replay:
+                pick = torch.randint(len(self.buffer_), (n_replay,), generator=self.generator)
+                old = [self.buffer_[int(i)] for i in pick]
+                trajs = trajs + [t for t, _ in old]
+                log_r = torch.cat([log_r, torch.tensor([r for _, r in old], dtype=torch.float32)])
+            loss = self.compute_loss(trajs, log_r)
             self.optimizer.zero_grad()
             loss.backward()
             _clip_grad_norm(self.policy.parameters(), 10.0)
@@ -358,3 +399,9 @@ class GFlowNet:
             self.history_.append(float(loss.detach()))
         self.policy.eval()
         return self
+
+    def _remember(self, trajs: list[Trajectory], log_r: torch.Tensor) -> None:
+        """FIFO replay buffer of (trajectory, training log-reward)."""
+        self.buffer_.extend(zip(trajs, log_r.tolist(), strict=True))
+        if len(self.buffer_) > self.replay_size:
+            del self.buffer_[: len(self.buffer_) - self.replay_size]
