@@ -57,8 +57,9 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
     weights = np.ones(wn.shape[-1])
     if not args.search_actions:
         weights[:adim] = 0.0
-    lomap = LoMAP(
-        wn, n_neighbors=args.k, tau=args.tau, proj_range=(0.5, 0.8), search_weights=weights
+    # the official per-layout configuration: projection window, start/goal search weights x100
+    lomap = LoMAP.for_layout(
+        layout, wn, action_dim=adim, n_neighbors=args.k, tau=args.tau, search_weights=weights
     )
     rows, plans = [], {}
     data_infeasible = infeasible_plan_fraction(

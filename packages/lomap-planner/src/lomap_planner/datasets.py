@@ -24,12 +24,15 @@ __all__ = [
     "collect_maze2d_dataset",
     "episode_bounds",
     "load_hdf5",
+    "load_minari",
     "make_windows",
     "save_hdf5",
     "validate_dataset",
 ]
 
 REQUIRED_KEYS = ("observations", "actions", "rewards", "terminals", "timeouts")
+# d4rl's own loader accepts files without ``timeouts`` (older datasets); they are then all False
+OPTIONAL_KEYS = ("timeouts",)
 
 
 def collect_maze2d_dataset(
@@ -134,11 +137,13 @@ def validate_dataset(data: dict[str, Any]) -> dict[str, np.ndarray]:
     """
     if not isinstance(data, dict):
         raise TypeError(f"data must be a dict, got {type(data).__name__}")
-    missing = [k for k in REQUIRED_KEYS if k not in data]
+    missing = [k for k in REQUIRED_KEYS if k not in data and k not in OPTIONAL_KEYS]
     if missing:
         raise ValueError(f"dataset is missing required keys {missing}")
     arrs = {k: np.asarray(v) for k, v in data.items()}
     n = len(arrs["observations"])
+    if "timeouts" not in arrs:
+        arrs["timeouts"] = np.zeros(n, dtype=bool)
     if n == 0:
         raise ValueError("observations is empty")
     if arrs["observations"].ndim != 2 or arrs["actions"].ndim != 2:
@@ -166,7 +171,7 @@ def load_hdf5(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Read any D4RL-layout HDF5 file (e.g. a real ``maze2d-large-v1.hdf5``).
 
     Returns every dataset in the file keyed by its full path (``infos/goal``...),
-    after :func:`validate_dataset`.
+    after :func:`validate_dataset`; files without ``timeouts`` are accepted (as d4rl does).
     """
     import h5py
 
@@ -181,6 +186,57 @@ def load_hdf5(path: str | os.PathLike) -> dict[str, np.ndarray]:
 
         f.visititems(visit)
     return validate_dataset(data)
+
+
+def load_minari(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Read a Minari dataset (``main_data.hdf5`` with one group per episode) as D4RL arrays.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The ``main_data.hdf5`` file, or the dataset directory holding ``data/main_data.hdf5``.
+
+    Returns
+    -------
+    dict
+        ``observations`` (the ``observation`` entry of dict observations, e.g. PointMaze's
+        (x, y, vx, vy)), ``actions``, ``rewards``, ``terminals`` (Minari ``terminations``),
+        ``timeouts`` (``truncations``, and the last step of every episode), and
+        ``infos/goal`` from ``desired_goal`` when present. Minari stores ``T + 1``
+        observations per episode; the last (post-terminal) one is dropped.
+    """
+    import h5py
+
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "data", "main_data.hdf5")
+    if not os.path.isfile(path):
+        raise ValueError(f"path {path!r} is not a Minari main_data.hdf5 file")
+    cols: dict[str, list[np.ndarray]] = {
+        k: [] for k in ("observations", "actions", "rewards", "terminals", "timeouts", "infos/goal")
+    }
+    with h5py.File(path, "r") as f:
+        names = sorted((k for k in f if k.startswith("episode_")), key=lambda k: int(k[8:]))
+        if not names:
+            raise ValueError(f"{path!r} holds no episode_* groups")
+        for name in names:
+            ep = f[name]
+            obs = ep["observations"]
+            t = len(ep["actions"])
+            if isinstance(obs, h5py.Group):
+                cols["observations"].append(obs["observation"][:t])
+                if "desired_goal" in obs:
+                    cols["infos/goal"].append(obs["desired_goal"][:t])
+            else:
+                cols["observations"].append(obs[:t])
+            cols["actions"].append(ep["actions"][()])
+            cols["rewards"].append(ep["rewards"][()])
+            cols["terminals"].append(ep["terminations"][()].astype(bool))
+            trunc = ep["truncations"][()].astype(bool).copy()
+            trunc[-1] = True  # episode boundary
+            cols["timeouts"].append(trunc)
+    out = {k: np.concatenate(v) for k, v in cols.items() if v}
+    return validate_dataset(out)
 
 
 def episode_bounds(data: dict[str, np.ndarray]) -> np.ndarray:

@@ -79,6 +79,17 @@ class PointMazeEnv(gym.Env):
         self._vel = np.zeros(2)
         self._t = 0
 
+    def spawn(self) -> PointMazeEnv:
+        """A fresh environment with the same layout, physics, goal and limits (for rollouts)."""
+        return PointMazeEnv(
+            self.layout,
+            frame_skip=self.frame_skip,
+            max_episode_steps=self.max_episode_steps,
+            physics=self.physics,
+            goal=self.goal,
+            reset_noise=self.reset_noise,
+        )
+
     def _check_point(self, p: Any, name: str) -> np.ndarray:
         p = np.asarray(p, dtype=float)
         if p.shape != (2,) or not np.isfinite(p).all():

@@ -20,7 +20,10 @@ import torch
 
 from lomap_planner.neighbors import NeighborIndex
 
-__all__ = ["LoMAP", "local_pca", "project_affine"]
+__all__ = ["OFFICIAL_PROJ_RANGE", "LoMAP", "local_pca", "project_affine"]
+
+# projection windows of the official Maze2D configs (fractions of the reverse chain)
+OFFICIAL_PROJ_RANGE = {"umaze": (0.3, 0.8), "medium": (0.3, 0.4), "large": (0.5, 0.8)}
 
 
 def local_pca(
@@ -36,7 +39,7 @@ def local_pca(
         Keep the fewest leading components whose cumulative explained variance
         reaches ``tau`` (ignored when ``rank`` is given).
     rank : int, optional
-        Fixed number of components, ``1 <= rank <= min(k, d)``.
+        Fixed number of components, ``1 <= rank <= min(k - 1, d)``.
 
     Returns
     -------
@@ -44,6 +47,9 @@ def local_pca(
     basis : Tensor, shape (b, d, r_max)
         Orthonormal principal directions; columns past an element's own rank are 0.
     n_components : Tensor of int64, shape (b,)
+        At most ``k - 1`` (``k`` centred points span at most ``k - 1`` directions; a ``k``-th
+        singular vector would be an arbitrary direction of zero variance), and 0 when the
+        neighbours coincide, so the projection is then the common point itself.
     """
     if not isinstance(samples, torch.Tensor) or samples.ndim != 3:
         raise ValueError("samples must be a Tensor of shape (b, k, d)")
@@ -52,8 +58,8 @@ def local_pca(
         raise ValueError(f"samples needs k >= 2 points of dim >= 1, got k={k}, d={d}")
     if not torch.isfinite(samples).all():
         raise ValueError("samples contains NaN or inf")
-    if rank is not None and not (1 <= rank <= min(k, d)):
-        raise ValueError(f"rank must be in [1, min(k, d)] = [1, {min(k, d)}], got {rank}")
+    if rank is not None and not (1 <= rank <= min(k - 1, d)):
+        raise ValueError(f"rank must be in [1, min(k - 1, d)] = [1, {min(k - 1, d)}], got {rank}")
     if not (0.0 < tau <= 1.0):
         raise ValueError(f"tau must be in (0, 1], got {tau}")
     mean = samples.mean(1)
@@ -62,12 +68,16 @@ def local_pca(
     # s**2 the variances, without forming the d x d covariance.
     _, s, vh = torch.linalg.svd(centred, full_matrices=False)
     var = s**2
+    total = var.sum(1)
+    # numerically zero spread (identical neighbours): no direction is supported by the data
+    flat = total <= 1e-12 * centred.abs().amax(dim=(1, 2)).clamp_min(1.0) ** 2
     if rank is None:
-        frac = var.cumsum(1) / var.sum(1, keepdim=True).clamp_min(1e-30)
+        frac = var.cumsum(1) / total[:, None].clamp_min(1e-30)
         n_comp = (frac < tau - 1e-12).sum(1) + 1
-        n_comp = n_comp.clamp(max=var.shape[1])
     else:
         n_comp = torch.full((b,), rank, dtype=torch.long)
+    n_comp = n_comp.clamp(max=min(k - 1, var.shape[1]))
+    n_comp = torch.where(flat, torch.zeros_like(n_comp), n_comp)
     r_max = int(n_comp.max())
     keep = torch.arange(r_max)[None] < n_comp[:, None]  # (b, r_max)
     basis = vh[:, :r_max].transpose(1, 2) * keep[:, None].to(vh.dtype)
@@ -105,7 +115,7 @@ class LoMAP:
         Explained-variance threshold of the local PCA (official config: 0.99).
     rank : int, optional
         Fixed subspace rank instead of ``tau``; must not exceed the trajectory
-        dimension ``horizon * transition_dim`` nor ``n_neighbors``.
+        dimension ``horizon * transition_dim`` nor ``n_neighbors - 1``.
     proj_range : tuple of float, default=(0.5, 0.8)
         Project when the step index ``i`` satisfies ``lo * (N-1) <= i <= hi * (N-1)``
         (``N`` diffusion steps, ``i`` counted from ``N-1`` down to 0), as in the
@@ -116,7 +126,41 @@ class LoMAP:
         Per-feature weights applied to windows and queries for the neighbour
         search only (e.g. 0 on action channels, as the official Maze2D configs'
         ``action_dim_weight: 0``).  The PCA always uses the full windows.
+    time_weights : array-like of shape (horizon,), optional
+        Per-timestep search weights (the official Maze2D configs weight the first
+        and last state, the inpainted start and goal, by 100; see :meth:`for_layout`).
+    search_kwargs : dict, optional
+        Passed to :class:`~lomap_planner.neighbors.NeighborIndex` (e.g. ``nprobe``).
     """
+
+    @classmethod
+    def for_layout(
+        cls, layout: str, windows: np.ndarray | torch.Tensor, action_dim: int = 0, **kwargs
+    ) -> LoMAP:
+        """LoMAP with the official Maze2D configuration of ``layout``.
+
+        Projection windows umaze (0.3, 0.8), medium (0.3, 0.4), large (0.5, 0.8); start and
+        goal states weighted x100 in the search; actions (the first ``action_dim`` channels)
+        weighted 0; k = 10, tau = 0.99, cosine similarity. ``kwargs`` override any of these.
+        """
+        if layout not in OFFICIAL_PROJ_RANGE:
+            raise ValueError(f"layout must be one of {sorted(OFFICIAL_PROJ_RANGE)}, got {layout!r}")
+        w = np.asarray(windows)
+        if w.ndim != 3:
+            raise ValueError("windows must have shape (n, horizon, transition_dim)")
+        sw = np.ones(w.shape[2])
+        sw[:action_dim] = 0.0
+        tw = np.ones(w.shape[1])
+        tw[0] = tw[-1] = 100.0
+        cfg = {
+            "n_neighbors": 10,
+            "tau": 0.99,
+            "proj_range": OFFICIAL_PROJ_RANGE[layout],
+            "metric": "cosine",
+            "search_weights": sw,
+            "time_weights": tw,
+        }
+        return cls(windows, **{**cfg, **kwargs})
 
     def __init__(
         self,
@@ -128,6 +172,8 @@ class LoMAP:
         metric: str = "cosine",
         backend: str = "torch",
         search_weights: np.ndarray | None = None,
+        time_weights: np.ndarray | None = None,
+        search_kwargs: dict | None = None,
     ) -> None:
         w = torch.as_tensor(
             np.asarray(windows) if not isinstance(windows, torch.Tensor) else windows
@@ -151,8 +197,10 @@ class LoMAP:
                 raise ValueError(
                     f"rank={rank} exceeds the trajectory dimension horizon*transition_dim={dim}"
                 )
-            if not (1 <= rank <= n_neighbors):
-                raise ValueError(f"rank must be in [1, n_neighbors={n_neighbors}], got {rank}")
+            if not (1 <= rank <= n_neighbors - 1):
+                raise ValueError(
+                    f"rank must be in [1, n_neighbors - 1 = {n_neighbors - 1}], got {rank}"
+                )
         lo, hi = proj_range
         if not (0.0 <= lo < hi <= 1.0):
             raise ValueError(f"proj_range must satisfy 0 <= lo < hi <= 1, got {proj_range}")
@@ -169,10 +217,23 @@ class LoMAP:
             if not (sw > 0).any():
                 raise ValueError("search_weights must have at least one positive entry")
             self.search_weights = sw
+        if time_weights is None:
+            self.time_weights = torch.ones(horizon)
+        else:
+            tw = torch.as_tensor(np.asarray(time_weights, dtype=np.float32))
+            if tw.shape != (horizon,) or not torch.isfinite(tw).all() or (tw < 0).any():
+                raise ValueError(
+                    f"time_weights must be {horizon} finite non-negative numbers, "
+                    f"got {tuple(tw.shape)}"
+                )
+            if not (tw > 0).any():
+                raise ValueError("time_weights must have at least one positive entry")
+            self.time_weights = tw
         self.n_neighbors, self.tau, self.rank = int(n_neighbors), float(tau), rank
         self.proj_range = (float(lo), float(hi))
-        keys = (self.windows * self.search_weights).reshape(n, dim)
-        self.index = NeighborIndex(keys, metric=metric, backend=backend)
+        self._weights = self.time_weights[:, None] * self.search_weights[None, :]
+        keys = (self.windows * self._weights).reshape(n, dim)
+        self.index = NeighborIndex(keys, metric=metric, backend=backend, **(search_kwargs or {}))
         self.last_ranks: torch.Tensor | None = None
 
     def active(self, i: int, n_timesteps: int) -> bool:
@@ -215,7 +276,7 @@ class LoMAP:
         if not (0.0 < alpha_bar <= 1.0):
             raise ValueError(f"alpha_bar must be in (0, 1], got {alpha_bar}")
         b, k = x.shape[0], self.n_neighbors
-        query = (x0_hat.detach().cpu().float() * self.search_weights).reshape(b, -1)
+        query = (x0_hat.detach().cpu().float() * self._weights).reshape(b, -1)
         _, idx = self.index.search(query, k)
         nb = self.windows[idx.reshape(-1)].to(x)  # (b * k, H, C)
         eps = torch.randn(nb.shape, generator=generator, dtype=nb.dtype)

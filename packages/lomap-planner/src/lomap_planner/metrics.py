@@ -80,8 +80,9 @@ def rollout_planner(
 
     Parameters
     ----------
-    env : PointMazeEnv
-        Episodes start at random free cells; the goal is ``env.goal``.
+    env : PointMazeEnv or RoboticsPointMazeEnv
+        Anything with ``spawn()``, ``walls``, ``goal`` and ``max_episode_steps``; episodes
+        start at random free cells; the goal is ``env.goal`` (D4RL's fixed goal).
     planner : DiffuserPlanner
     n_episodes : int, default=5
     seed : int, default=0
@@ -101,18 +102,10 @@ def rollout_planner(
         raise ValueError(f"n_episodes must be >= 1, got {n_episodes}")
     if replan_every is not None and replan_every < 1:
         raise ValueError(f"replan_every must be >= 1, got {replan_every}")
-    envs = [
-        PointMazeEnv(
-            env.layout,
-            frame_skip=env.frame_skip,
-            max_episode_steps=env.max_episode_steps,
-            physics=env.physics,
-            goal=env.goal,
-        )
-        for _ in range(n_episodes)
-    ]
-    obs = np.stack([e.reset(seed=seed + k)[0] for k, e in enumerate(envs)])
-    goal = env.goal
+    envs = [env.spawn() for _ in range(n_episodes)]
+    resets = [e.reset(seed=seed + k) for k, e in enumerate(envs)]
+    obs = np.stack([o for o, _ in resets])
+    goal = env.goal if env.goal is not None else resets[0][1]["goal"]
     adim = planner.action_dim
     times, first_plans = [], None
     returns = np.zeros(n_episodes)

@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from lomap_planner.layouts import get_layout
+from lomap_planner.layouts import DEFAULT_GOALS, LAYOUTS, get_layout
 
 __all__ = ["RoboticsPointMazeEnv"]
 
@@ -57,7 +57,13 @@ class RoboticsPointMazeEnv(gym.Wrapper):
                 f"max_episode_steps: must be a positive int, got {max_episode_steps!r}"
             )
         gym.register_envs(gymnasium_robotics)
+        self.layout = layout
         self.walls = get_layout(layout)
+        self.max_episode_steps = max_episode_steps
+        self._continuing, self._kwargs = continuing_task, kwargs
+        # D4RL's fixed evaluation goal (a cell (i, j) is the D4RL position (i, j))
+        name = layout if layout in LAYOUTS else None
+        self.goal = np.asarray(DEFAULT_GOALS[name], dtype=float) if name in DEFAULT_GOALS else None
         maze_map = self.walls.astype(int).tolist()
         env = gym.make(
             "PointMaze_UMaze-v3",
@@ -85,8 +91,16 @@ class RoboticsPointMazeEnv(gym.Wrapper):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset; returns the D4RL-frame observation ``(x, y, vx, vy)`` and info."""
+        if options is None and self.goal is not None:
+            options = {"goal_cell": self.goal.astype(int)}
         obs, info = self.env.reset(seed=seed, options=options)
         return self._obs(obs, info), info
+
+    def spawn(self) -> RoboticsPointMazeEnv:
+        """A fresh environment with the same layout, goal and limits (for rollouts)."""
+        return RoboticsPointMazeEnv(
+            self.layout, self.max_episode_steps, self._continuing, **self._kwargs
+        )
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Apply a D4RL-frame action ``(a_x, a_y)`` in ``[-1, 1]^2``."""
