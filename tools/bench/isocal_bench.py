@@ -232,9 +232,7 @@ def print_quality(cells: dict) -> None:
     print("|---|" + "---|" * len(ANCHORS))
     for o in OURS:
         print(
-            f"| {o} | "
-            + " | ".join(f"{wins[(o, a)][0]}/{wins[(o, a)][1]}" for a in ANCHORS)
-            + " |"
+            f"| {o} | " + " | ".join(f"{wins[(o, a)][0]}/{wins[(o, a)][1]}" for a in ANCHORS) + " |"
         )
     print("\n## Cells where the mean test log loss is <= OvR-IR's\n")
     for o in OURS:
@@ -281,7 +279,9 @@ def cpu(f) -> tuple[float, object]:
 
 
 def scale(big: int, big_k100: int) -> None:
-    print(f"\n## Scale (CPU s, one thread): NA-FIR vs per-class IsotonicRegression, n={big}, K=10\n")
+    print(
+        f"\n## Scale (CPU s, one thread): NA-FIR vs per-class IsotonicRegression, n={big}, K=10\n"
+    )
     P, y, _ = make_miscalibrated(big, 10, temperature=2.0, random_state=0)
 
     def per_class() -> None:
@@ -298,7 +298,9 @@ def scale(big: int, big_k100: int) -> None:
     print(f"| NA-FIR ({cal.n_iter_} iterations) | {t_na:.2f} | {t_na / t_sk:.2f} |")
     print("\n(target: NA-FIR <= 3x)")
     del P, y
-    print(f"\n## Scale: n={big_k100}, K=100 (fit CPU s, traced peak MB, test NLL on n={big_k100})\n")
+    print(
+        f"\n## Scale: n={big_k100}, K=100 (fit CPU s, traced peak MB, test NLL on n={big_k100})\n"
+    )
     P, y, _ = make_miscalibrated(2 * big_k100, 100, temperature=2.0, random_state=1)
     P_cal, y_cal, P_te, y_te = P[:big_k100], y[:big_k100], P[big_k100:], y[big_k100:]
     print("| method | fit CPU s | peak MB | test NLL |")

@@ -18,6 +18,7 @@ PACKAGES: dict[str, str] = {
     "pareto-merge": "Pareto Merging: preference-conditioned model merging",
     "nas-puzzle": "Puzzle: blockwise local distillation + MIP architecture search",
     "cost-model": "COGNATE-style transferable cost models for sparse kernels",
+    "vlm-pseudolabel": "CAP balanced pseudolabels for VLM adaptation",
 }
 
 # measured demo time per package on 2 CPU cores (s), used for the tour's time-left estimate
@@ -33,6 +34,7 @@ DEMO_SECONDS: dict[str, float] = {
     "pareto-merge": 2.0,
     "nas-puzzle": 3.0,
     "cost-model": 3.0,
+    "vlm-pseudolabel": 4.0,
 }
 
 

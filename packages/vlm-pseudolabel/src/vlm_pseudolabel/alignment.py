@@ -1,0 +1,145 @@
+"""Concept alignment (CAP, paper Sec. 3.1): find mismatched classes, pick their descriptions.
+
+A class is *mismatched* when its text embedding points to no image cluster. Detection
+(the paper's Algorithm 1) clusters the unlabeled images into as many clusters as classes
+remain, assigns the most confident (class, cluster) pair, removes both and repeats; the classes
+left at the end that are also among the least-predicted ones are the mismatched ones.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from scipy.special import softmax
+from sklearn.cluster import KMeans
+
+__all__ = ["detect_mismatch", "select_descriptions"]
+
+
+def _norm(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=-1, keepdims=True).clip(1e-12)
+
+
+def detect_mismatch(
+    X: np.ndarray,
+    text_features: np.ndarray,
+    t: int | None = None,
+    logit_scale: float = 100.0,
+    removal: str = "cluster",
+    seed: int = 0,
+    n_init: int = 10,
+) -> tuple[list[int], list[int], np.ndarray]:
+    """Iterative clustering detection of mismatched classes.
+
+    1. ``R`` = all classes, ``I`` = all images, ``t = ceil(C / 10)``.
+    2. While ``|R| >= t``: KMeans with ``|R|`` clusters on ``I``; ``P[c, j]`` = softmax over
+       clusters of ``s * <t_c, mu_j>``; remove the arg-max class from ``R`` and its cluster's
+       images from ``I`` (``removal="cluster"``; ``"reference"`` removes at most ``N/C`` of them,
+       those the class's zero-shot ranking puts first).
+    3. Mismatched = classes left in ``R`` that are also among the ``t`` least-predicted classes.
+
+    Parameters
+    ----------
+    X : ndarray (N, d)
+        Normalised image embeddings of the unlabeled pool.
+    text_features : ndarray (C, d)
+    t : int, optional
+        Stop size (default ``ceil(C / 10)``; 1 when C < 10).
+    logit_scale : float, default=100.0
+    removal : {"cluster", "reference"}
+    seed : int
+        KMeans ``random_state``.
+    n_init : int, default=10
+        KMeans restarts per round.
+
+    Returns
+    -------
+    mismatched : list of int
+        Sorted class ids (at most ``t``).
+    removal_order : list of int
+        Classes in the order they were matched to a cluster.
+    final_centres : ndarray (t, d)
+        Normalised centres of the clusters left unclaimed by the last assignment (the round
+        with ``t + 1`` classes), for description selection.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    T = np.asarray(text_features, dtype=np.float64)
+    if X.ndim != 2 or T.ndim != 2 or X.shape[1] != T.shape[1]:
+        raise ValueError("X must be (N, d) and text_features (C, d) with the same d")
+    if not (np.isfinite(X).all() and np.isfinite(T).all()):
+        raise ValueError("X and text_features must be finite")
+    n, c = len(X), len(T)
+    if c < 2:
+        raise ValueError("text_features must hold at least 2 classes")
+    if n < c:
+        raise ValueError(f"X must hold at least as many images as classes ({c}), got {n}")
+    if isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 1:
+        raise ValueError(f"n_init must be an int >= 1, got {n_init!r}")
+    if removal not in ("cluster", "reference"):
+        raise ValueError(f"removal must be 'cluster' or 'reference', got {removal!r}")
+    if t is None:
+        t = 1 if c < 10 else math.ceil(c / 10)
+    if not 1 <= t <= c:
+        raise ValueError(f"t must be in [1, {c}], got {t}")
+    X, T = _norm(X), _norm(T)
+    zs = (X @ T.T).argmax(1)
+    remaining = list(range(c))
+    alive = np.ones(n, dtype=bool)
+    order: list[int] = []
+    centres = np.zeros((0, X.shape[1]))
+    while len(remaining) > t:
+        pts = X[alive]
+        k = min(len(remaining), len(pts))
+        if k < 1:
+            break
+        km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(pts)
+        round_centres = _norm(km.cluster_centers_)
+        p = softmax(logit_scale * T[remaining] @ round_centres.T, axis=1)
+        ci, cj = np.unravel_index(int(np.argmax(p)), p.shape)
+        # the clusters no class claimed in the last assignment round are where the remaining
+        # (mismatched) classes' images lie
+        centres = np.delete(round_centres, cj, axis=0)
+        cls = remaining.pop(int(ci))
+        order.append(cls)
+        members = np.flatnonzero(alive)[km.labels_ == cj]
+        if removal == "reference":
+            rank = np.argsort(-(X[members] @ T[cls]))
+            members = members[rank[: max(1, n // c)]]
+        alive[members] = False
+    counts = np.bincount(zs, minlength=c)
+    low = set(np.argsort(counts, kind="stable")[:t].tolist())
+    mismatched = sorted(int(r) for r in remaining if r in low)
+    return mismatched, order, centres
+
+
+def select_descriptions(
+    mismatched: list[int],
+    descriptions: dict[int, np.ndarray],
+    centres: np.ndarray,
+) -> dict[int, int]:
+    """For each mismatched class, the description closest to "its" cluster.
+
+    Mismatched classes are matched to the centres of the last clustering round by a Hungarian
+    assignment on their best description-centre cosine; the chosen description of class ``c``
+    is the arg-max over its candidates of ``<d, mu_match(c)>``.
+
+    Returns
+    -------
+    dict of int -> int
+        Class -> index of the chosen description (classes without descriptions are skipped).
+    """
+    cls = [c for c in mismatched if c in descriptions and len(descriptions[c])]
+    if not cls or len(centres) == 0:
+        return {}
+    centres = _norm(np.asarray(centres, dtype=np.float64))
+    best = np.stack(
+        [(_norm(np.asarray(descriptions[c], dtype=np.float64)) @ centres.T).max(0) for c in cls]
+    )  # (|cls|, K)
+    rows, cols = linear_sum_assignment(-best)
+    out = {}
+    for r, j in zip(rows, cols, strict=True):
+        d = _norm(np.asarray(descriptions[cls[r]], dtype=np.float64))
+        out[cls[r]] = int(np.argmax(d @ centres[j]))
+    return out

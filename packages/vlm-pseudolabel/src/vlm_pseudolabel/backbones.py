@@ -1,0 +1,156 @@
+"""Real vision-language backbones (weights from a local path; never downloaded).
+
+``HFCLIPBackbone`` wraps a ``transformers.CLIPModel`` and its processor, ``OpenCLIPBackbone`` an
+``open_clip`` model, tokenizer and preprocess transform. Both expose ``encode_images``,
+``encode_texts`` and ``logit_scale``; :func:`encode_task` turns images, labels, class names and
+description strings into a :class:`~vlm_pseudolabel.data.VLMTask`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from vlm_pseudolabel.data import VLMTask
+
+__all__ = ["HFCLIPBackbone", "OpenCLIPBackbone", "encode_task"]
+
+
+def _pooled(out) -> torch.Tensor:
+    # transformers >= 5 returns an output object from get_*_features; v4 returned a tensor
+    if isinstance(out, torch.Tensor):
+        return out
+    for name in ("pooler_output", "text_embeds", "image_embeds"):
+        val = getattr(out, name, None)
+        if isinstance(val, torch.Tensor):
+            return val
+    raise TypeError(f"cannot read embeddings from {type(out).__name__}")
+
+
+class HFCLIPBackbone:
+    """``transformers.CLIPModel`` + processor (or tokenizer for text-only use).
+
+    Parameters
+    ----------
+    model : transformers.CLIPModel
+    processor : callable
+        ``processor(text=..., images=..., return_tensors="pt", padding=True)``.
+    batch_size : int, default=64
+    """
+
+    def __init__(self, model, processor, batch_size: int = 64) -> None:
+        self.model, self.processor, self.batch_size = model.eval(), processor, int(batch_size)
+
+    @property
+    def logit_scale(self) -> float:
+        """``exp(logit_scale)`` of the model."""
+        return float(self.model.logit_scale.detach().exp())
+
+    @torch.no_grad()
+    def encode_images(self, images) -> np.ndarray:
+        """Normalised image embeddings (N, d) of a pixel tensor (N, 3, H, W) or PIL images."""
+        out = []
+        for i in range(0, len(images), self.batch_size):
+            chunk = images[i : i + self.batch_size]
+            if isinstance(chunk, torch.Tensor):
+                pix = chunk
+            else:
+                pix = self.processor(images=list(chunk), return_tensors="pt")["pixel_values"]
+            out.append(
+                F.normalize(_pooled(self.model.get_image_features(pixel_values=pix)), dim=-1)
+            )
+        return torch.cat(out).numpy()
+
+    @torch.no_grad()
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised text embeddings (len(texts), d)."""
+        tok = self.processor(text=list(texts), return_tensors="pt", padding=True)
+        feats = self.model.get_text_features(
+            input_ids=tok["input_ids"], attention_mask=tok.get("attention_mask")
+        )
+        return F.normalize(_pooled(feats), dim=-1).numpy()
+
+
+class OpenCLIPBackbone:
+    """``open_clip`` model with its tokenizer and preprocess transform."""
+
+    def __init__(self, model, tokenizer, preprocess=None, batch_size: int = 64) -> None:
+        self.model, self.tokenizer, self.preprocess = model.eval(), tokenizer, preprocess
+        self.batch_size = int(batch_size)
+
+    @property
+    def logit_scale(self) -> float:
+        return float(self.model.logit_scale.detach().exp())
+
+    @torch.no_grad()
+    def encode_images(self, images) -> np.ndarray:
+        out = []
+        for i in range(0, len(images), self.batch_size):
+            chunk = images[i : i + self.batch_size]
+            pix = (
+                chunk
+                if isinstance(chunk, torch.Tensor)
+                else torch.stack([self.preprocess(im) for im in chunk])
+            )
+            out.append(F.normalize(self.model.encode_image(pix), dim=-1))
+        return torch.cat(out).numpy()
+
+    @torch.no_grad()
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        return F.normalize(self.model.encode_text(self.tokenizer(list(texts))), dim=-1).numpy()
+
+
+def encode_task(
+    backbone,
+    images_unlabeled,
+    images_test,
+    y_test: np.ndarray,
+    class_names: Sequence[str],
+    templates: Sequence[str] = ("a photo of a {}.",),
+    descriptions_text: dict[int, Sequence[str]] | None = None,
+    y_unlabeled: np.ndarray | None = None,
+) -> VLMTask:
+    """Encode an unsupervised task with a real backbone (prompt-ensembled class embeddings).
+
+    Parameters
+    ----------
+    backbone : HFCLIPBackbone or OpenCLIPBackbone
+    images_unlabeled, images_test : pixel tensors (N, 3, H, W) or lists of PIL images
+    y_test : ndarray (M,)
+    class_names : sequence of str
+    templates : sequence of str
+        Each with one ``{}`` for the class name; embeddings are averaged over templates.
+    descriptions_text : dict of int -> sequence of str, optional
+        Candidate descriptions per class (e.g. written by an LLM beforehand).
+    y_unlabeled : ndarray, optional
+
+    Returns
+    -------
+    VLMTask
+    """
+    if any(t.count("{}") != 1 for t in templates):
+        raise ValueError("every template must contain exactly one '{}'")
+    names = list(class_names)
+    if len(names) < 2:
+        raise ValueError("class_names must hold at least 2 classes")
+    text = np.stack(
+        [backbone.encode_texts([t.format(n) for t in templates]).mean(0) for n in names]
+    )
+    text = text / np.linalg.norm(text, axis=1, keepdims=True)
+    desc = {}
+    for c, strs in (descriptions_text or {}).items():
+        if len(strs):
+            desc[int(c)] = backbone.encode_texts(list(strs))
+    return VLMTask(
+        X_unlabeled=backbone.encode_images(images_unlabeled),
+        X_test=backbone.encode_images(images_test),
+        y_test=np.asarray(y_test),
+        text_features=text.astype(np.float32),
+        descriptions=desc,
+        class_names=names,
+        logit_scale=backbone.logit_scale,
+        y_unlabeled=None if y_unlabeled is None else np.asarray(y_unlabeled),
+    )

@@ -1,0 +1,129 @@
+"""Estimator plumbing shared by CAP and the baselines: parameters, validation, prediction."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import torch
+
+from vlm_pseudolabel.data import PARADIGMS, VLMTask
+from vlm_pseudolabel.model import PromptModel
+
+__all__ = ["PseudolabelEstimator", "check_task"]
+
+
+def _finite_2d(x: np.ndarray, name: str, dim: int | None = None) -> np.ndarray:
+    a = np.asarray(x)
+    if a.ndim != 2 or a.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array, got shape {a.shape}")
+    if not np.issubdtype(a.dtype, np.number):
+        raise TypeError(f"{name} must be numeric, got dtype {a.dtype}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    if dim is not None and a.shape[1] != dim:
+        raise ValueError(f"{name} has {a.shape[1]} features, the text embeddings have {dim}")
+    return a.astype(np.float32)
+
+
+def check_task(task: VLMTask) -> VLMTask:
+    """Validate a :class:`VLMTask` (shapes, finiteness, labels, paradigm fields)."""
+    if not isinstance(task, VLMTask):
+        raise TypeError(f"task must be a VLMTask, got {type(task).__name__}")
+    t = _finite_2d(task.text_features, "text_features")
+    c, d = t.shape
+    if c < 2:
+        raise ValueError("text_features must hold at least 2 classes")
+    _finite_2d(task.X_unlabeled, "X_unlabeled", d)
+    _finite_2d(task.X_test, "X_test", d)
+    y = np.asarray(task.y_test)
+    if y.shape != (len(task.X_test),) or y.min() < 0 or y.max() >= c:
+        raise ValueError(f"y_test must hold {len(task.X_test)} labels in [0, {c})")
+    if task.paradigm not in PARADIGMS:
+        raise ValueError(f"paradigm must be one of {PARADIGMS}, got {task.paradigm!r}")
+    if task.paradigm in ("ssl", "trzsl"):
+        if task.X_labeled is None or task.y_labeled is None:
+            raise ValueError(f"paradigm {task.paradigm!r} needs X_labeled and y_labeled")
+        _finite_2d(task.X_labeled, "X_labeled", d)
+        yl = np.asarray(task.y_labeled)
+        if yl.shape != (len(task.X_labeled),) or yl.min() < 0 or yl.max() >= c:
+            raise ValueError(f"y_labeled must hold {len(task.X_labeled)} labels in [0, {c})")
+    if task.paradigm == "trzsl" and (task.seen is None or task.unseen is None):
+        raise ValueError("paradigm 'trzsl' needs seen and unseen class lists")
+    if not (np.isfinite(task.logit_scale) and task.logit_scale > 0):
+        raise ValueError(f"logit_scale must be a positive finite number, got {task.logit_scale}")
+    for cls, desc in task.descriptions.items():
+        if not 0 <= int(cls) < c:
+            raise ValueError(f"descriptions has a class {cls} outside [0, {c})")
+        _finite_2d(desc, f"descriptions[{cls}]", d)
+    return task
+
+
+class PseudolabelEstimator:
+    """scikit-learn-style base: ``get_params``/``set_params``, ``predict``, ``predict_proba``.
+
+    Subclasses implement ``_fit(task)`` and set ``self.model_`` (a :class:`PromptModel`).
+    """
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Constructor parameters."""
+        names: list[str] = []
+        for cls in type(self).__mro__:  # walk up through ``**kwargs`` constructors
+            if "__init__" not in vars(cls):
+                continue
+            params = inspect.signature(cls.__init__).parameters.values()
+            names += [
+                p.name
+                for p in params
+                if p.name != "self" and p.kind == p.POSITIONAL_OR_KEYWORD and p.name not in names
+            ]
+            if not any(p.kind == p.VAR_KEYWORD for p in params):
+                break
+        return {n: getattr(self, n) for n in names}
+
+    def set_params(self, **params) -> PseudolabelEstimator:
+        """Set constructor parameters (validated at ``fit``)."""
+        valid = self.get_params()
+        for k, v in params.items():
+            if k not in valid:
+                raise ValueError(f"unknown parameter {k!r} for {type(self).__name__}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def fit(self, task: VLMTask) -> PseudolabelEstimator:
+        """Adapt to ``task`` (its unlabeled pool, and labeled data in SSL / TRZSL)."""
+        check_task(task)
+        self._check_params()
+        torch.manual_seed(int(self.random_state))
+        self.n_classes_ = task.n_classes
+        self._fit(task)
+        return self
+
+    def _check_params(self) -> None:
+        rs = getattr(self, "random_state", 0)
+        if isinstance(rs, bool) or not isinstance(rs, int | np.integer):
+            raise ValueError(f"random_state must be an int, got {rs!r}")
+
+    def _fit(self, task: VLMTask) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _model(self) -> PromptModel:
+        if not hasattr(self, "model_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
+        return self.model_
+
+    @torch.no_grad()
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """Class probabilities (n, C) of image embeddings ``X`` (adapters off)."""
+        model = self._model()
+        x = _finite_2d(X, "X", model.text.shape[1])
+        model.eval()
+        return model(torch.as_tensor(x)).softmax(-1).numpy()
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Predicted classes (n,)."""
+        return self.predict_proba(X).argmax(1)

@@ -1,0 +1,273 @@
+"""CAP: Concept Alignment and confusion-aware calibrated margin for VLM pseudolabels.
+
+Wang et al., "Handling Imbalanced Pseudolabels for Vision-Language Models with Concept
+Alignment and Confusion-Aware Calibrated Margin", ICML 2025.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+
+from vlm_pseudolabel.alignment import detect_mismatch, select_descriptions
+from vlm_pseudolabel.base import PseudolabelEstimator
+from vlm_pseudolabel.data import VLMTask
+from vlm_pseudolabel.engine import EngineConfig, train_prompts
+from vlm_pseudolabel.model import PROMPTS, PromptModel
+from vlm_pseudolabel.pseudolabels import topk_pseudolabels
+
+__all__ = ["CAP", "allowed_classes", "zero_shot_proba"]
+
+
+def allowed_classes(task: VLMTask) -> np.ndarray:
+    """Classes the unlabeled pool may be pseudolabelled with (TRZSL: the unseen ones)."""
+    allowed = np.ones(task.n_classes, dtype=bool)
+    if task.paradigm == "trzsl":
+        allowed[:] = False
+        allowed[np.asarray(task.unseen)] = True
+    return allowed
+
+
+def zero_shot_proba(X: np.ndarray, text: np.ndarray, scale: float, allowed=None) -> np.ndarray:
+    """Softmax of ``scale * cos`` over the allowed classes (others get probability 0)."""
+    x = X / np.linalg.norm(X, axis=1, keepdims=True).clip(1e-12)
+    t = text / np.linalg.norm(text, axis=1, keepdims=True).clip(1e-12)
+    z = scale * x @ t.T
+    if allowed is not None:
+        z = np.where(allowed[None], z, -np.inf)
+    z = z - z.max(1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(1, keepdims=True)
+
+
+class CAP(PseudolabelEstimator):
+    """CAP for unsupervised, semi-supervised and transductive zero-shot adaptation.
+
+    Parameters
+    ----------
+    n_main : int, default=16
+        Initial main samples (top-k zero-shot pseudolabels) per class.
+    tau : float, default=0.85
+        Confidence threshold of the unlabeled branch.
+    margin_scale : float, default=12.0
+        ``m`` of the calibrated margin.
+    delta : {"ref", "linear"}, default="ref"
+        Class coefficient ``(1 - r) / (1 + r)`` (released code) or ``1 - r``.
+    max_main_ratio : float, default=0.8
+        Main samples grow to ``min(1000, max_main_ratio * N / C)`` per class.
+    update_every : int, default=5
+        Epochs between main-sample updates.
+    epochs, iters_per_epoch, batch_size, lr, momentum, weight_decay, warmup_epochs, warmup_lr
+        SGD schedule (released defaults: 50 x 50, batch 32, lr 0.01, momentum 0.9, wd 0.1,
+        1 warm-up epoch at 1e-3, cosine).
+    prompt : {"shared_lowrank", "class_offset", "linear_probe"}, default="shared_lowrank"
+    rank : int, default=8
+    adapter_hidden : int, default=128
+    adapter_residual : float, default=0.01
+    mismatch_t : int or None
+        Stop size of mismatch detection (default ``ceil(C / 10)``).
+    removal : {"cluster", "reference"}, default="cluster"
+    kmeans_n_init : int, default=10
+        KMeans restarts per detection round.
+    fill : {"fpl", "reference"}, default="fpl"
+    use_alignment, use_margin, independent_adapters : bool, default=True
+        Ablation switches.
+    random_state : int, default=0
+    verbose : int, default=0
+        1 shows a progress bar.
+
+    Attributes
+    ----------
+    mismatch_classes_ : list of int
+    descriptions_chosen_ : dict of int -> int
+    text_features_ : ndarray (C, d)
+        Class embeddings after concept alignment.
+    main_samples_ : dict of int -> ndarray
+    margin_ : ndarray (C, C)
+    history_ : list of dict
+    model_ : PromptModel
+    """
+
+    def __init__(
+        self,
+        n_main: int = 16,
+        tau: float = 0.85,
+        margin_scale: float = 12.0,
+        delta: str = "ref",
+        max_main_ratio: float = 0.8,
+        update_every: int = 5,
+        epochs: int = 50,
+        iters_per_epoch: int = 50,
+        batch_size: int = 32,
+        lr: float = 0.01,
+        momentum: float = 0.9,
+        weight_decay: float = 0.1,
+        warmup_epochs: int = 1,
+        warmup_lr: float = 1e-3,
+        prompt: str = "shared_lowrank",
+        rank: int = 8,
+        adapter_hidden: int = 128,
+        adapter_residual: float = 0.01,
+        mismatch_t: int | None = None,
+        removal: str = "cluster",
+        kmeans_n_init: int = 10,
+        fill: str = "fpl",
+        use_alignment: bool = True,
+        use_margin: bool = True,
+        independent_adapters: bool = True,
+        random_state: int = 0,
+        verbose: int = 0,
+    ) -> None:
+        self.n_main = n_main
+        self.tau = tau
+        self.margin_scale = margin_scale
+        self.delta = delta
+        self.max_main_ratio = max_main_ratio
+        self.update_every = update_every
+        self.epochs = epochs
+        self.iters_per_epoch = iters_per_epoch
+        self.batch_size = batch_size
+        self.lr = lr
+        self.momentum = momentum
+        self.weight_decay = weight_decay
+        self.warmup_epochs = warmup_epochs
+        self.warmup_lr = warmup_lr
+        self.prompt = prompt
+        self.rank = rank
+        self.adapter_hidden = adapter_hidden
+        self.adapter_residual = adapter_residual
+        self.mismatch_t = mismatch_t
+        self.removal = removal
+        self.kmeans_n_init = kmeans_n_init
+        self.fill = fill
+        self.use_alignment = use_alignment
+        self.use_margin = use_margin
+        self.independent_adapters = independent_adapters
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        for name in (
+            "n_main",
+            "update_every",
+            "epochs",
+            "iters_per_epoch",
+            "batch_size",
+            "rank",
+            "adapter_hidden",
+            "kmeans_n_init",
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+        if not (isinstance(self.warmup_epochs, int | np.integer) and 0 <= self.warmup_epochs):
+            raise ValueError(f"warmup_epochs must be an int >= 0, got {self.warmup_epochs!r}")
+        if not 0 < self.tau < 1:
+            raise ValueError(f"tau must be in (0, 1), got {self.tau}")
+        if not 0 < self.max_main_ratio <= 1:
+            raise ValueError(f"max_main_ratio must be in (0, 1], got {self.max_main_ratio}")
+        for name in ("lr", "warmup_lr"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+        for name in ("margin_scale", "weight_decay", "adapter_residual"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if not 0 <= self.momentum < 1:
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum}")
+        if self.delta not in ("ref", "linear"):
+            raise ValueError(f"delta must be 'ref' or 'linear', got {self.delta!r}")
+        if self.prompt not in PROMPTS:
+            raise ValueError(f"prompt must be one of {PROMPTS}, got {self.prompt!r}")
+        if self.removal not in ("cluster", "reference"):
+            raise ValueError(f"removal must be 'cluster' or 'reference', got {self.removal!r}")
+        if self.fill not in ("fpl", "reference"):
+            raise ValueError(f"fill must be 'fpl' or 'reference', got {self.fill!r}")
+
+    def _engine_config(self, **overrides) -> EngineConfig:
+        cfg = EngineConfig(
+            epochs=self.epochs,
+            iters_per_epoch=self.iters_per_epoch,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            momentum=self.momentum,
+            weight_decay=self.weight_decay,
+            warmup_epochs=self.warmup_epochs,
+            warmup_lr=self.warmup_lr,
+            tau=self.tau,
+            margin_scale=self.margin_scale,
+            delta=self.delta,
+            use_margin=self.use_margin,
+            independent_adapters=self.independent_adapters,
+            adapter_hidden=self.adapter_hidden,
+            adapter_residual=self.adapter_residual,
+            update_every=self.update_every,
+            max_main_ratio=self.max_main_ratio,
+            n_main=self.n_main,
+            verbose=self.verbose,
+        )
+        for k, v in overrides.items():
+            setattr(cfg, k, v)
+        return cfg
+
+    def _align(self, task: VLMTask, text: np.ndarray, allowed: np.ndarray, main: dict) -> None:
+        """Concept alignment: detect mismatched classes, swap in descriptions, re-pick samples."""
+        cls = np.flatnonzero(allowed)
+        mism, _, centres = detect_mismatch(
+            task.X_unlabeled,
+            text[cls],
+            t=self.mismatch_t,
+            logit_scale=task.logit_scale,
+            removal=self.removal,
+            seed=int(self.random_state),
+            n_init=int(self.kmeans_n_init),
+        )
+        mism = [int(cls[m]) for m in mism]
+        missing = [c for c in mism if c not in task.descriptions]
+        if missing:
+            warnings.warn(
+                f"no descriptions for mismatched classes {missing}; not aligned", stacklevel=3
+            )
+        chosen = select_descriptions(mism, task.descriptions, centres)
+        x = task.X_unlabeled / np.linalg.norm(task.X_unlabeled, axis=1, keepdims=True).clip(1e-12)
+        for c, j in chosen.items():
+            d = np.asarray(task.descriptions[c][j], dtype=np.float64)
+            text[c] = d / max(np.linalg.norm(d), 1e-12)
+            main[c] = np.argsort(-(x @ text[c]), kind="stable")[: self.n_main]
+        self.mismatch_classes_ = mism
+        self.descriptions_chosen_ = chosen
+
+    def _fit(self, task: VLMTask) -> None:
+        text = np.asarray(task.text_features, dtype=np.float64).copy()
+        allowed = allowed_classes(task)
+        proba = zero_shot_proba(task.X_unlabeled, text, task.logit_scale, allowed)
+        main = topk_pseudolabels(proba, int(self.n_main), self.fill)
+        main = {c: v for c, v in main.items() if allowed[c]}
+        self.mismatch_classes_, self.descriptions_chosen_ = [], {}
+        if self.use_alignment:
+            self._align(task, text, allowed, main)
+        self.text_features_ = text.astype(np.float32)
+        gen = torch.Generator().manual_seed(int(self.random_state))
+        self.model_ = PromptModel(text, self.prompt, int(self.rank), task.logit_scale, gen)
+        seen_mask = None
+        if task.paradigm == "trzsl":
+            seen_mask = np.zeros(task.n_classes, dtype=bool)
+            seen_mask[np.asarray(task.seen)] = True
+        self.history_, self.main_samples_ = train_prompts(
+            self.model_,
+            task.X_unlabeled,
+            main,
+            self._engine_config(),
+            augment=task.augment,
+            X_labeled=task.X_labeled,
+            y_labeled=task.y_labeled,
+            allowed=allowed,
+            seen_mask=seen_mask,
+            y_pool=task.y_unlabeled,
+            seed=int(self.random_state),
+        )
+        self.margin_ = self.history_[-1]["margin"]

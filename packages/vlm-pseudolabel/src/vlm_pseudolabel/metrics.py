@@ -1,0 +1,91 @@
+"""Evaluation: accuracy, balance of predictions and pseudolabels, TRZSL harmonic mean."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["evaluate", "harmonic_mean", "pseudolabel_report"]
+
+
+def harmonic_mean(acc_seen: float, acc_unseen: float) -> float:
+    """``H = 2 a_s a_u / (a_s + a_u)`` (0 when both are 0)."""
+    s = acc_seen + acc_unseen
+    return 0.0 if s == 0 else 2 * acc_seen * acc_unseen / s
+
+
+def evaluate(
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    proba: np.ndarray | None = None,
+    seen: np.ndarray | None = None,
+    n_classes: int | None = None,
+) -> dict:
+    """Accuracy, balanced accuracy, per-class recall, prediction balance (and H in TRZSL).
+
+    Parameters
+    ----------
+    y_true, y_pred : ndarray (n,)
+    proba : ndarray (n, C), optional
+        Adds the mean negative log-likelihood.
+    seen : ndarray of int, optional
+        Seen classes (TRZSL): adds ``acc_seen``, ``acc_unseen`` (accuracy over the test images of
+        each split, predictions over all classes) and their harmonic mean ``H``.
+    n_classes : int, optional
+
+    Returns
+    -------
+    dict
+    """
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    if y_true.shape != y_pred.shape or y_true.ndim != 1 or len(y_true) == 0:
+        raise ValueError("y_true and y_pred must be non-empty 1-D arrays of the same length")
+    c = int(n_classes or max(y_true.max(), y_pred.max()) + 1)
+    recall = np.array(
+        [(y_pred[y_true == k] == k).mean() if (y_true == k).any() else np.nan for k in range(c)]
+    )
+    counts = np.bincount(y_pred, minlength=c)
+    out = {
+        "accuracy": float((y_true == y_pred).mean()),
+        "balanced_accuracy": float(np.nanmean(recall)),
+        "per_class_recall": recall,
+        "min_recall": float(np.nanmin(recall)),
+        "pred_counts": counts,
+        "max_min_ratio": float(counts.max() / max(counts.min(), 1)),
+    }
+    if proba is not None:
+        p = np.asarray(proba)
+        if p.shape != (len(y_true), c):
+            raise ValueError(f"proba must have shape ({len(y_true)}, {c})")
+        out["nll"] = float(-np.log(np.clip(p[np.arange(len(y_true)), y_true], 1e-12, None)).mean())
+    if seen is not None:
+        s = np.isin(y_true, np.asarray(seen))
+        a_s = float((y_pred[s] == y_true[s]).mean()) if s.any() else 0.0
+        a_u = float((y_pred[~s] == y_true[~s]).mean()) if (~s).any() else 0.0
+        out.update(acc_seen=a_s, acc_unseen=a_u, H=harmonic_mean(a_s, a_u))
+    return out
+
+
+def pseudolabel_report(pseudo: np.ndarray, truth: np.ndarray, n_classes: int | None = None) -> dict:
+    """Balance and quality of a set of pseudolabels.
+
+    Returns
+    -------
+    dict
+        ``counts``, ``max_min_ratio``, ``kl_to_uniform`` of the label histogram, ``accuracy``,
+        ``min_recall`` (worst class's share of its true images that got the right pseudolabel).
+    """
+    pseudo, truth = np.asarray(pseudo), np.asarray(truth)
+    if pseudo.shape != truth.shape or pseudo.ndim != 1:
+        raise ValueError("pseudo and truth must be 1-D arrays of the same length")
+    c = int(n_classes or (max(pseudo.max(initial=0), truth.max(initial=0)) + 1))
+    counts = np.bincount(pseudo, minlength=c)
+    freq = counts / max(counts.sum(), 1)
+    kl = float(np.sum(np.where(freq > 0, freq * np.log(np.clip(freq * c, 1e-12, None)), 0.0)))
+    rec = [(pseudo[truth == k] == k).mean() if (truth == k).any() else np.nan for k in range(c)]
+    return {
+        "counts": counts,
+        "max_min_ratio": float(counts.max() / max(counts.min(), 1)),
+        "kl_to_uniform": kl,
+        "accuracy": float((pseudo == truth).mean()) if len(pseudo) else float("nan"),
+        "min_recall": float(np.nanmin(rec)) if len(pseudo) else float("nan"),
+    }

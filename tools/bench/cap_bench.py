@@ -1,0 +1,223 @@
+"""CAP benchmark (vlm-pseudolabel): detection, the three paradigms, ablations, margin sweep.
+
+Every method runs in one process on the same tasks and seeds, one thread, the released
+schedule (50 epochs x 50 iterations, batch 32) unless ``--epochs`` says otherwise.
+
+A1  synthetic task with planted mismatched classes: detection precision / recall, and whether
+    the chosen description is the good one (the candidate closest to the class's true image mean).
+A2  synthetic task with nothing planted: number of classes detected.
+B1  glyph digits, unsupervised (UL); B2 semi-supervised (2 shots); B3 transductive zero-shot
+    (6 seen / 4 unseen): ZeroShot, FPL, IFPL, GRIP, CPL, FixMatchST, CAP, Oracle.
+C1  ablations (alignment, margin, independent adapters, delta) on B1 and on the synthetic task.
+C2  synthetic: accuracy of the confused groups' classes vs margin_scale.
+
+Run: ``uv run python tools/bench/cap_bench.py`` (about 25 min on 2 cores; ``--quick`` ~1 min).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import torch
+
+from vlm_pseudolabel import (
+    CAP,
+    CPL,
+    FPL,
+    GRIP,
+    IFPL,
+    FixMatchST,
+    Oracle,
+    ZeroShot,
+    evaluate,
+    make_glyph_digits_task,
+    make_synthetic_vlm_task,
+)
+
+
+def ms(x) -> str:
+    x = np.asarray(x, dtype=float)
+    return f"{x.mean():.3f} ± {x.std(ddof=1) if len(x) > 1 else 0.0:.3f}"
+
+
+def methods(sched: dict, seed: int) -> dict:
+    kw = dict(sched, random_state=seed)
+    return {
+        "ZeroShot": ZeroShot(),
+        "FPL": FPL(**kw),
+        "IFPL": IFPL(**kw),
+        "GRIP": GRIP(**kw),
+        "CPL": CPL(**kw),
+        "FixMatchST": FixMatchST(**kw),
+        "CAP": CAP(**kw),
+        "Oracle (true pool labels)": Oracle(**kw),
+    }
+
+
+ABLATIONS = {
+    "CAP (full)": {},
+    "- alignment": {"use_alignment": False},
+    "- margin": {"use_margin": False},
+    "- independent adapters": {"independent_adapters": False},
+    "delta linear": {"delta": "linear"},
+    "- alignment - margin": {"use_alignment": False, "use_margin": False},
+}
+
+
+def good_description(task, c: int) -> int:
+    mean = task.X_unlabeled[task.y_unlabeled == c].mean(0)
+    d = task.descriptions[c]
+    return int(np.argmax(d @ mean / np.linalg.norm(d, axis=1)))
+
+
+def part_a(seeds: list[int], n_init: int) -> None:
+    print("\n## A1/A2 mismatch detection on the synthetic task (40 classes, 8 groups)\n")
+    print(
+        "| seed | planted | detected | precision | recall | good description chosen | none planted: detected |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    rec, prec, hit, none = [], [], [], []
+    for s in seeds:
+        task = make_synthetic_vlm_task(seed=s)
+        cap = CAP(epochs=1, iters_per_epoch=1, kmeans_n_init=n_init, random_state=s).fit(task)
+        det, pl = set(cap.mismatch_classes_), set(task.planted_mismatch)
+        tp = len(det & pl)
+        p = tp / len(det) if det else 1.0
+        r = tp / len(pl)
+        h = [cap.descriptions_chosen_[c] == good_description(task, c) for c in det & pl]
+        clean = make_synthetic_vlm_task(n_mismatch=0, n_confused_groups=0, seed=s)
+        n0 = len(
+            CAP(epochs=1, iters_per_epoch=1, kmeans_n_init=n_init, random_state=s)
+            .fit(clean)
+            .mismatch_classes_
+        )
+        rec.append(r), prec.append(p), none.append(n0)
+        hit += h
+        print(
+            f"| {s} | {sorted(pl)} | {sorted(det)} | {p:.2f} | {r:.2f} | {sum(h)}/{len(h)} | {n0} |"
+        )
+    print(
+        f"\nrecall {ms(rec)}, precision {ms(prec)}, good-description hit rate "
+        f"{np.mean(hit) if hit else float('nan'):.2f}, classes detected with none planted: max {max(none)}"
+    )
+
+
+def run_table(title: str, paradigm: str, seeds: list[int], sched: dict) -> None:
+    print(f"\n## {title}\n")
+    rows: dict[str, dict[str, list]] = {}
+    for s in seeds:
+        task = make_glyph_digits_task(paradigm, seed=s)
+        for name, est in methods(sched, s).items():
+            t0 = time.process_time()
+            est.fit(task)
+            r = evaluate(
+                task.y_test,
+                est.predict(task.X_test),
+                est.predict_proba(task.X_test),
+                n_classes=task.n_classes,
+                seen=task.seen,
+            )
+            d = rows.setdefault(
+                name, {k: [] for k in ("acc", "bacc", "ratio", "minrec", "H", "s", "u", "cpu")}
+            )
+            d["acc"].append(r["accuracy"]), d["bacc"].append(r["balanced_accuracy"])
+            d["ratio"].append(r["max_min_ratio"]), d["minrec"].append(r["min_recall"])
+            d["cpu"].append(time.process_time() - t0)
+            if paradigm == "trzsl":
+                d["H"].append(r["H"]), d["s"].append(r["acc_seen"]), d["u"].append(r["acc_unseen"])
+            print(f"  seed {s} {name}: acc {r['accuracy']:.3f}", file=sys.stderr)
+    if paradigm == "trzsl":
+        print("| method | H | seen acc | unseen acc | accuracy | CPU s |")
+        print("|---|---|---|---|---|---|")
+        for n, d in rows.items():
+            print(
+                f"| {n} | {ms(d['H'])} | {ms(d['s'])} | {ms(d['u'])} | {ms(d['acc'])} | {np.mean(d['cpu']):.1f} |"
+            )
+    else:
+        print(
+            "| method | accuracy | balanced acc | max/min predicted count | min class recall | CPU s |"
+        )
+        print("|---|---|---|---|---|---|")
+        for n, d in rows.items():
+            print(
+                f"| {n} | {ms(d['acc'])} | {ms(d['bacc'])} | {ms(d['ratio'])} | {ms(d['minrec'])} | {np.mean(d['cpu']):.1f} |"
+            )
+    if "CAP" in rows:
+        key = "H" if paradigm == "trzsl" else "acc"
+        for base in ("FPL", "GRIP", "CPL"):
+            diff = np.array(rows["CAP"][key]) - np.array(rows[base][key])
+            print(
+                f"CAP - {base} ({key}, paired): {ms(diff)}; CAP ahead in {int((diff > 0).sum())}/{len(diff)} seeds"
+            )
+
+
+def part_c1(seeds: list[int], sched: dict) -> None:
+    print("\n## C1 ablations (accuracy; glyph digits UL and the synthetic task)\n")
+    print("| variant | glyph UL | synthetic |")
+    print("|---|---|---|")
+    res = {n: ([], []) for n in ABLATIONS}
+    for s in seeds:
+        tasks = (make_glyph_digits_task("ul", seed=s), make_synthetic_vlm_task(seed=s))
+        for n, kw in ABLATIONS.items():
+            for j, task in enumerate(tasks):
+                est = CAP(**sched, random_state=s, **kw).fit(task)
+                res[n][j].append(evaluate(task.y_test, est.predict(task.X_test))["accuracy"])
+    for n, (g, y) in res.items():
+        print(f"| {n} | {ms(g)} | {ms(y)} |")
+
+
+def part_c2(seeds: list[int], sched: dict) -> None:
+    print("\n## C2 confused groups vs margin_scale (synthetic; accuracy of the confused classes)\n")
+    scales = [0.0, 4.0, 8.0, 12.0, 16.0]
+    print("| margin_scale | " + " | ".join(f"{m:g}" for m in scales) + " |")
+    print("|---|" + "---|" * len(scales))
+    group, overall = {m: [] for m in scales}, {m: [] for m in scales}
+    for s in seeds:
+        task = make_synthetic_vlm_task(seed=s)
+        cls = np.concatenate([np.asarray(g) for g in task.confusion_groups])
+        sel = np.isin(task.y_test, cls)
+        for m in scales:
+            est = CAP(**sched, margin_scale=m, use_margin=m > 0, random_state=s).fit(task)
+            yhat = est.predict(task.X_test)
+            group[m].append(float((yhat[sel] == task.y_test[sel]).mean()))
+            overall[m].append(float((yhat == task.y_test).mean()))
+    print("| confused-group acc | " + " | ".join(ms(group[m]) for m in scales) + " |")
+    print("| overall acc | " + " | ".join(ms(overall[m]) for m in scales) + " |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=50)
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--quick", action="store_true", help="1 seed, 4 epochs x 10 iterations")
+    ap.add_argument("--parts", default="a,b,c", help="subset of a,b,c")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    seeds = list(range(1 if args.quick else args.seeds))
+    sched = {
+        "epochs": 4 if args.quick else args.epochs,
+        "iters_per_epoch": 10 if args.quick else args.iters,
+    }
+    parts = args.parts.split(",")
+    print(
+        f"# CAP benchmark: seeds {seeds}, {sched['epochs']} epochs x {sched['iters_per_epoch']} iterations, 1 thread"
+    )
+    if "a" in parts:
+        part_a(seeds, 10)
+    if "b" in parts:
+        run_table("B1 glyph digits, unsupervised", "ul", seeds, sched)
+        run_table("B2 glyph digits, semi-supervised (2 shots per class)", "ssl", seeds, sched)
+        run_table(
+            "B3 glyph digits, transductive zero-shot (6 seen / 4 unseen)", "trzsl", seeds, sched
+        )
+    if "c" in parts:
+        part_c1(seeds, sched)
+        part_c2(seeds, sched)
+
+
+if __name__ == "__main__":
+    main()
