@@ -19,6 +19,7 @@ PACKAGES: dict[str, str] = {
     "nas-puzzle": "Puzzle: blockwise local distillation + MIP architecture search",
     "cost-model": "COGNATE-style transferable cost models for sparse kernels",
     "vlm-pseudolabel": "CAP balanced pseudolabels for VLM adaptation",
+    "spectral-reservoir": "SARC spectral-aware reservoir computing for time-series classification",
 }
 
 # measured demo time per package on 2 CPU cores (s), used for the tour's time-left estimate
@@ -35,6 +36,7 @@ DEMO_SECONDS: dict[str, float] = {
     "nas-puzzle": 3.0,
     "cost-model": 3.0,
     "vlm-pseudolabel": 4.0,
+    "spectral-reservoir": 3.0,
 }
 
 

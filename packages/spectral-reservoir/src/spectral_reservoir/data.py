@@ -1,0 +1,110 @@
+"""Synthetic tasks with known periodic structure, and the UCR/UEA sets bundled in aeon."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["BUNDLED", "load_bundled", "make_lag_sign", "make_periodic_motifs"]
+
+# UCR / UEA sets shipped inside the aeon wheel (aeon/datasets/data); no downloads
+BUNDLED = (
+    "ArrowHead",
+    "GunPoint",
+    "ItalyPowerDemand",
+    "OSULeaf",
+    "ACSF1",
+    "PickupGestureWiimoteZ",
+    "BasicMotions",
+    "JapaneseVowels",
+)
+
+
+def make_lag_sign(
+    n: int,
+    L: int = 400,
+    period: int = 40,
+    rho: float = 0.5,
+    s: float = 0.8,
+    noise: float = 0.1,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two classes that differ only in the sign of the correlation one period apart.
+
+    ``u_t`` is AR(1) with coefficient ``rho`` and unit innovations; ``x_t = u_t + y s u_{t-P} +
+    noise e_t`` with ``y = +1`` or ``-1``. Marginals and short-lag statistics are the same for
+    both classes, so a classifier needs a memory of ``P`` steps.
+
+    Returns
+    -------
+    X : ndarray (n, 1, L)
+    y : ndarray (n,) of int in {0, 1} (0 = negative sign)
+    """
+    if n < 2 or L < 3 or not (1 <= period < L):
+        raise ValueError("need n >= 2, L >= 3 and 1 <= period < L")
+    if not -1 < rho < 1:
+        raise ValueError(f"rho must be in (-1, 1), got {rho}")
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    rng.shuffle(y)
+    burn = period + 50
+    e = rng.standard_normal((n, L + burn))
+    # AR(1) by a scan over time, vectorised over series
+    u = np.empty_like(e)
+    u[:, 0] = e[:, 0] / np.sqrt(1 - rho**2)
+    for t in range(1, L + burn):
+        u[:, t] = rho * u[:, t - 1] + e[:, t]
+    sign = np.where(y == 1, 1.0, -1.0)[:, None]
+    x = u[:, burn:] + sign * s * u[:, burn - period : L + burn - period]
+    x = x + noise * rng.standard_normal(x.shape)
+    return x[:, None, :], y
+
+
+def make_periodic_motifs(
+    n: int, L: int = 300, periods: tuple[int, int] = (24, 36), noise: float = 0.3, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Class ``k`` repeats a random two-harmonic motif of period ``periods[k]`` at a random phase.
+
+    Returns
+    -------
+    X : ndarray (n, 1, L)
+    y : ndarray (n,) of int
+    """
+    if n < 2 or L < 3 or len(periods) < 2 or min(periods) < 2:
+        raise ValueError("need n >= 2, L >= 3 and at least two periods >= 2")
+    rng = np.random.default_rng(seed)
+    k = len(periods)
+    y = np.arange(n) % k
+    rng.shuffle(y)
+    P = np.asarray(periods, dtype=float)[y][:, None]
+    t = np.arange(L)[None, :]
+    phase = rng.uniform(0, 2 * np.pi, (n, 1))
+    a = rng.uniform(0.5, 1.5, (n, 2))
+    x = a[:, :1] * np.sin(2 * np.pi * t / P + phase) + a[:, 1:] * np.sin(
+        4 * np.pi * t / P + 2 * phase
+    )
+    x = x + noise * rng.standard_normal(x.shape)
+    return x[:, None, :], y
+
+
+def load_bundled(name: str, split: str = "train"):
+    """A UCR/UEA set from the aeon wheel (needs ``pip install aeon``; nothing is downloaded).
+
+    Returns
+    -------
+    X : ndarray (n, C, L) or list of (C, L_i) arrays (unequal lengths)
+    y : ndarray (n,)
+    """
+    if name not in BUNDLED:
+        raise ValueError(f"name must be one of {BUNDLED}, got {name!r}")
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    try:
+        from aeon.datasets import load_classification
+    except ImportError as err:  # pragma: no cover - optional extra
+        raise ImportError("load_bundled needs aeon: pip install aeon") from err
+    import os
+
+    import aeon.datasets
+
+    path = os.path.join(os.path.dirname(aeon.datasets.__file__), "data")
+    return load_classification(name, split=split, extract_path=path)

@@ -1,0 +1,371 @@
+"""SARC estimators (scikit-learn / aeon style): transformer, classifier, CV classifier, BiESN."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.linear_model import RidgeClassifierCV
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+from tqdm.auto import tqdm
+
+from spectral_reservoir.features import model_space_features
+from spectral_reservoir.periods import extract_periods, parse_mode
+from spectral_reservoir.reservoir import make_weights, states_batch
+from spectral_reservoir.validation import check_series
+
+__all__ = ["PAPER_GRID", "BiESNModelSpace", "SARCClassifier", "SARCClassifierCV", "SARCTransformer"]
+
+# SARC §5 hyper-parameter grid (spectral radii tied: 4 * 3 * 2 * 5 = 120 points)
+PAPER_GRID = {
+    "input_scaling": [0.5, 1.0, 2.0, 4.0],
+    "spectral_radius": [(0.4, 0.4), (0.6, 0.6), (0.8, 0.8)],
+    "ridge": [0.5, 1.0],
+    "leaky": [0.0, 0.2, 0.4, 0.6, 0.8],
+}
+
+
+def _check_int(v, name: str, low: int) -> None:
+    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
+
+
+class SARCTransformer(TransformerMixin, BaseEstimator):
+    """Frequency-informed reservoir features of each series (SARC §3).
+
+    Parameters
+    ----------
+    n_reservoir : int, default=10
+        Units H per reservoir (paper default 10).
+    input_scaling : float, default=1.0
+    spectral_radius : (float, float), default=(0.8, 0.8)
+        Radii of the sequential ``W_s`` and cyclic ``W_c`` matrices.
+    ridge : float, default=1.0
+        Ridge strength of the per-series readout.
+    leaky : float in [0, 1), default=0.0
+    bidirectional : bool, default=True
+    period_mode : str, default="extended-100"
+        ``"base"``, ``"extended-K"`` or ``"all-K"`` (see ``extract_periods``).
+    period_source : {"mean", "first"}, default="mean"
+        Periodograms averaged over all training series and channels, or channel 0 of the first.
+    periods : sequence of int, optional
+        Use these periods and skip the spectral analysis.
+    top_k : int, default=1
+    batch_size : int, default=256
+        Series per chunk (memory ~ batch_size * |P| * L * 2H floats).
+    dtype : numpy dtype, default=np.float64
+    random_state : int, default=0
+    verbose : int, default=0
+        1 shows a progress bar over chunks.
+
+    Attributes
+    ----------
+    periods_ : list of int
+    weights_ : ReservoirWeights
+    n_channels_ : int
+    n_features_out_ : int
+        ``|P| * (4 H C + 2 H)`` (bidirectional).
+    """
+
+    _cyclic = True
+
+    def __init__(
+        self,
+        n_reservoir: int = 10,
+        input_scaling: float = 1.0,
+        spectral_radius: tuple[float, float] = (0.8, 0.8),
+        ridge: float = 1.0,
+        leaky: float = 0.0,
+        bidirectional: bool = True,
+        period_mode: str = "extended-100",
+        period_source: str = "mean",
+        periods=None,
+        top_k: int = 1,
+        batch_size: int = 256,
+        dtype=np.float64,
+        random_state: int = 0,
+        verbose: int = 0,
+    ) -> None:
+        self.n_reservoir = n_reservoir
+        self.input_scaling = input_scaling
+        self.spectral_radius = spectral_radius
+        self.ridge = ridge
+        self.leaky = leaky
+        self.bidirectional = bidirectional
+        self.period_mode = period_mode
+        self.period_source = period_source
+        self.periods = periods
+        self.top_k = top_k
+        self.batch_size = batch_size
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _validate_params(self) -> None:
+        _check_int(self.n_reservoir, "n_reservoir", 1)
+        _check_int(self.batch_size, "batch_size", 1)
+        _check_int(self.top_k, "top_k", 1)
+        if not (isinstance(self.input_scaling, int | float) and self.input_scaling > 0):
+            raise ValueError(f"input_scaling must be > 0, got {self.input_scaling!r}")
+        sr = self.spectral_radius
+        if not (
+            isinstance(sr, tuple | list)
+            and len(sr) == 2
+            and all(isinstance(r, int | float) and r > 0 for r in sr)
+        ):
+            raise ValueError(f"spectral_radius must be two positive numbers, got {sr!r}")
+        if not (isinstance(self.ridge, int | float) and self.ridge > 0):
+            raise ValueError(f"ridge must be > 0, got {self.ridge!r}")
+        if not (isinstance(self.leaky, int | float) and 0 <= self.leaky < 1):
+            raise ValueError(f"leaky must be in [0, 1), got {self.leaky!r}")
+        parse_mode(self.period_mode)
+        if self.period_source not in ("mean", "first"):
+            raise ValueError(f"period_source must be 'mean' or 'first', got {self.period_source!r}")
+        if self.periods is not None:
+            p = list(self.periods)
+            if not p or any(
+                isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1 for v in p
+            ):
+                raise ValueError(
+                    f"periods must be a non-empty sequence of positive ints, got {self.periods!r}"
+                )
+        if np.dtype(self.dtype) not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64, got {self.dtype!r}")
+
+    def _find_periods(self, X: np.ndarray, offsets: np.ndarray) -> list[int]:
+        if not self._cyclic:
+            return [1]
+        if self.periods is not None:
+            return sorted({int(p) for p in self.periods})
+        # unequal lengths: the last min-length steps hold real data in every (left-padded) series
+        common = X[:, :, int(offsets.max()) :]
+        src = common[:1, :1] if self.period_source == "first" else common
+        return extract_periods(src, self.period_mode, int(self.top_k))
+
+    def fit(self, X, y=None) -> SARCTransformer:
+        """Find the periods and draw the reservoir weights.
+
+        Parameters
+        ----------
+        X : ndarray (n, L) or (n, C, L), or list of (C, L_i) arrays
+        y : ignored
+        """
+        self._validate_params()
+        Xp, off = check_series(X)
+        periods = self._find_periods(Xp, off)
+        weights = make_weights(
+            Xp.shape[1],
+            periods,
+            int(self.n_reservoir),
+            float(self.input_scaling),
+            tuple(float(r) for r in self.spectral_radius),
+            bidirectional=bool(self.bidirectional),
+            cyclic=self._cyclic,
+            rng=self.random_state,
+        )
+        self.periods_, self.weights_, self.n_channels_ = periods, weights, Xp.shape[1]
+        E = (2 if self.bidirectional else 1) * int(self.n_reservoir)
+        k = 2 if self._cyclic else 1
+        self.n_features_out_ = len(periods) * (k * E * self.n_channels_ + E)
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """Features (n, n_features_out_); each row depends on its own series only."""
+        check_is_fitted(self, "weights_")
+        Xp, off = check_series(X)
+        if Xp.shape[1] != self.n_channels_:
+            raise ValueError(
+                f"X has {Xp.shape[1]} channels, the transformer was fitted on {self.n_channels_}"
+            )
+        dt = np.dtype(self.dtype)
+        w = self.weights_
+        if dt != np.float64:
+            w = type(w)(
+                *(
+                    a.astype(dt) if a.dtype.kind == "f" else a
+                    for a in (w.W_in, w.W_s, w.W_c, w.periods)
+                )
+            )
+        out = []
+        bs = int(self.batch_size)
+        for i in tqdm(range(0, len(Xp), bs), disable=not self.verbose, desc="SARC features"):
+            xb, ob = Xp[i : i + bs].astype(dt), off[i : i + bs]
+            S = states_batch(xb, w, float(self.leaky), ob)
+            out.append(model_space_features(xb, S, w.periods, float(self.ridge), ob, self._cyclic))
+        return np.concatenate(out).astype(np.float64)
+
+
+class SARCClassifier(ClassifierMixin, SARCTransformer):
+    """SARC: FreqRes features, standardised, then a linear classifier.
+
+    Parameters
+    ----------
+    classifier : sklearn classifier, optional
+        Default ``RidgeClassifierCV(alphas=np.logspace(-3, 3, 10))`` (the ROCKET convention);
+        pass e.g. ``LogisticRegression(max_iter=1000)`` for ``predict_proba``.
+    **others
+        As ``SARCTransformer``.
+
+    Attributes
+    ----------
+    transformer_ : SARCTransformer
+    pipeline_ : sklearn Pipeline (StandardScaler, classifier)
+    classes_ : ndarray
+    periods_ : list of int
+    """
+
+    def __init__(
+        self,
+        n_reservoir: int = 10,
+        input_scaling: float = 1.0,
+        spectral_radius: tuple[float, float] = (0.8, 0.8),
+        ridge: float = 1.0,
+        leaky: float = 0.0,
+        bidirectional: bool = True,
+        period_mode: str = "extended-100",
+        period_source: str = "mean",
+        periods=None,
+        top_k: int = 1,
+        classifier=None,
+        batch_size: int = 256,
+        dtype=np.float64,
+        random_state: int = 0,
+        verbose: int = 0,
+    ) -> None:
+        super().__init__(
+            n_reservoir, input_scaling, spectral_radius, ridge, leaky, bidirectional, period_mode,
+            period_source, periods, top_k, batch_size, dtype, random_state, verbose,
+        )  # fmt: skip
+        self.classifier = classifier
+
+    def _transformer(self) -> SARCTransformer:
+        params = {k: v for k, v in self.get_params(deep=False).items() if k != "classifier"}
+        t = SARCTransformer(**params)
+        t._cyclic = self._cyclic
+        return t
+
+    def fit(self, X, y) -> SARCClassifier:
+        """Fit on series ``X`` and labels ``y`` (n,)."""
+        y = np.asarray(y)
+        n = len(X) if isinstance(X, list | tuple) else np.asarray(X).shape[0]
+        if y.ndim != 1 or len(y) != n:
+            raise ValueError(f"y must be 1-D with one label per series ({n}), got shape {y.shape}")
+        if len(np.unique(y)) < 2:
+            raise ValueError("y must contain at least two classes")
+        t = self._transformer().fit(X)
+        F = t.transform(X)
+        clf = (
+            RidgeClassifierCV(alphas=np.logspace(-3, 3, 10))
+            if self.classifier is None
+            else clone(self.classifier)
+        )
+        self.pipeline_ = make_pipeline(StandardScaler(), clf).fit(F, y)
+        self.transformer_ = t
+        self.periods_, self.n_features_out_ = t.periods_, t.n_features_out_
+        self.classes_ = self.pipeline_.classes_
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """The fitted transformer's features of ``X``."""
+        check_is_fitted(self, "transformer_")
+        return self.transformer_.transform(X)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Classifier scores (n,) or (n, K)."""
+        return self.pipeline_.decision_function(self.transform(X))
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels (n,)."""
+        check_is_fitted(self, "transformer_")
+        return self.pipeline_.predict(self.transform(X))
+
+    def _has_proba(self) -> bool:
+        clf = self.classifier if not hasattr(self, "pipeline_") else self.pipeline_[-1]
+        return clf is not None and hasattr(clf, "predict_proba")
+
+    @available_if(_has_proba)
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities (n, K), when the classifier has ``predict_proba``."""
+        return self.pipeline_.predict_proba(self.transform(X))
+
+
+class BiESNModelSpace(SARCClassifier):
+    """Baseline: bidirectional ESN, no period skip, readout on ``eta_{t-1}`` only (spec §3).
+
+    Same parameters as ``SARCClassifier``; the period options are ignored.
+    """
+
+    _cyclic = False
+
+
+class SARCClassifierCV(ClassifierMixin, BaseEstimator):
+    """SARC with hyper-parameters chosen by stratified k-fold CV (paper: 5-fold over its grid).
+
+    Parameters
+    ----------
+    param_grid : "paper" or dict, default="paper"
+        ``"paper"`` = ``PAPER_GRID`` (120 points).
+    cv : int, default=5
+    n_jobs : int, default=1
+    random_state : int, default=0
+    **base_params
+        Fixed ``SARCClassifier`` parameters.
+    """
+
+    def __init__(
+        self, param_grid="paper", cv: int = 5, n_jobs: int = 1, random_state: int = 0, **base_params
+    ) -> None:
+        self.param_grid = param_grid
+        self.cv = cv
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.base_params = base_params
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {
+            "param_grid": self.param_grid, "cv": self.cv, "n_jobs": self.n_jobs,
+            "random_state": self.random_state, **self.base_params,
+        }  # fmt: skip
+
+    def set_params(self, **params) -> SARCClassifierCV:
+        for k, v in params.items():
+            if k in ("param_grid", "cv", "n_jobs", "random_state"):
+                setattr(self, k, v)
+            else:
+                self.base_params[k] = v
+        return self
+
+    def fit(self, X, y) -> SARCClassifierCV:
+        """Grid search, then refit the best setting on all of ``X``."""
+        grid = (
+            PAPER_GRID
+            if isinstance(self.param_grid, str) and self.param_grid == "paper"
+            else self.param_grid
+        )
+        if not isinstance(grid, dict) or not grid:
+            raise ValueError(
+                f"param_grid must be 'paper' or a non-empty dict, got {self.param_grid!r}"
+            )
+        _check_int(self.cv, "cv", 2)
+        base = SARCClassifier(random_state=self.random_state, **self.base_params)
+        folds = StratifiedKFold(int(self.cv), shuffle=True, random_state=self.random_state)
+        self.search_ = GridSearchCV(
+            base, grid, cv=folds, n_jobs=self.n_jobs, error_score="raise"
+        ).fit(X, y)
+        self.best_estimator_ = self.search_.best_estimator_
+        self.best_params_ = self.search_.best_params_
+        self.classes_ = self.best_estimator_.classes_
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """Labels from the refitted best model."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Scores from the refitted best model."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.decision_function(X)

@@ -1,0 +1,151 @@
+"""FreqRes: echo-state reservoirs with a period-p skip connection, all periods in one pass.
+
+``h_t = (1 - a) tanh(W_in x_t + W_s h_{t-1} + W_c^(p) h_{t-p}) + a h_{t-1}`` (SARC §3; spec §2.2),
+``h_t = 0`` for ``t < 0``. The backward reservoir runs the same recursion on the reversed series
+with its own ``W_s, W_c`` (``W_in`` shared) and is reversed back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ReservoirWeights", "freqres_states", "make_weights", "scaled_random", "states_batch"]
+
+
+def scaled_random(
+    n: int, radius: float, connectivity: float, rng: np.random.Generator
+) -> np.ndarray:
+    """An ``n x n`` N(0, 1) matrix, entries kept with probability ``connectivity``, rescaled to
+    spectral radius ``radius`` (max |eigenvalue|)."""
+    w = rng.standard_normal((n, n))
+    if connectivity < 1:
+        w *= rng.random((n, n)) < connectivity
+    r = np.abs(np.linalg.eigvals(w)).max()
+    return w * (radius / r) if r > 0 else w
+
+
+@dataclass(frozen=True)
+class ReservoirWeights:
+    """Fixed random weights of one SARC model.
+
+    Attributes
+    ----------
+    W_in : ndarray (H, C)
+    W_s : ndarray (D, H, H)
+        Sequential weights per direction (D = 2 if bidirectional).
+    W_c : ndarray (D, P, H, H)
+        Cyclic (period-skip) weights per direction and period (zeros for a plain ESN).
+    periods : ndarray (P,) of int
+    """
+
+    W_in: np.ndarray
+    W_s: np.ndarray
+    W_c: np.ndarray
+    periods: np.ndarray
+
+
+def make_weights(
+    n_inputs: int,
+    periods,
+    n_reservoir: int = 10,
+    input_scaling: float = 1.0,
+    spectral_radius: tuple[float, float] = (0.8, 0.8),
+    connectivity: float | None = None,
+    bidirectional: bool = True,
+    cyclic: bool = True,
+    rng: np.random.Generator | int | None = 0,
+) -> ReservoirWeights:
+    """Draw ``W_in ~ input_scaling * N(0, 1)`` and the sparse, radius-scaled recurrent matrices.
+
+    ``connectivity`` defaults to ``min(1, 10 / n_reservoir)``; ``cyclic=False`` sets ``W_c = 0``.
+    """
+    rng = np.random.default_rng(rng)
+    H = int(n_reservoir)
+    q = min(1.0, 10.0 / H) if connectivity is None else float(connectivity)
+    periods = np.asarray(periods, dtype=np.int64)
+    D = 2 if bidirectional else 1
+    W_in = input_scaling * rng.standard_normal((H, int(n_inputs)))
+    W_s = np.stack([scaled_random(H, spectral_radius[0], q, rng) for _ in range(D)])
+    if cyclic:
+        W_c = np.stack(
+            [
+                np.stack([scaled_random(H, spectral_radius[1], q, rng) for _ in periods])
+                for _ in range(D)
+            ]
+        )
+    else:
+        W_c = np.zeros((D, len(periods), H, H))
+    return ReservoirWeights(W_in, W_s, W_c, periods)
+
+
+def freqres_states(
+    x: np.ndarray,
+    period: int,
+    W_in: np.ndarray,
+    W_s: np.ndarray,
+    W_c: np.ndarray,
+    leaky: float = 0.0,
+) -> np.ndarray:
+    """Reference loop: forward states (L, H) of one series ``x`` (C, L) for one period."""
+    x = np.asarray(x, dtype=np.float64)
+    L, H = x.shape[1], W_s.shape[0]
+    h = np.zeros((L, H))
+    for t in range(L):
+        prev = h[t - 1] if t >= 1 else np.zeros(H)
+        skip = h[t - period] if t >= period else np.zeros(H)
+        h[t] = (1 - leaky) * np.tanh(W_in @ x[:, t] + W_s @ prev + W_c @ skip) + leaky * prev
+    return h
+
+
+def _run(
+    U: np.ndarray, W_s: np.ndarray, W_c: np.ndarray, periods: np.ndarray, leaky: float
+) -> np.ndarray:
+    """States (L, B, P, H) of inputs ``U = W_in x_t`` given as (L, B, H), all periods at once."""
+    L, B, H = U.shape
+    P = len(periods)
+    pmax = int(periods.max()) if P else 1
+    # trajectory with pmax zero rows in front: h_{t-p} is row t + pmax - p, gathered per period
+    traj = np.zeros((L + pmax, B, P, H), dtype=U.dtype)
+    cols = np.arange(P)
+    Wc_T = np.ascontiguousarray(np.transpose(W_c, (0, 2, 1)))  # (P, H, H): h @ W_c^T per period
+    prev = np.zeros((B, P, H), dtype=U.dtype)
+    for t in range(L):
+        skip = traj[t + pmax - periods, :, cols, :]  # (P, B, H)
+        pre = U[t][:, None, :] + prev @ W_s.T + np.matmul(skip, Wc_T).transpose(1, 0, 2)
+        h = (1 - leaky) * np.tanh(pre) + leaky * prev
+        traj[t + pmax] = h
+        prev = h
+    return traj[pmax:]
+
+
+def states_batch(
+    X: np.ndarray, weights: ReservoirWeights, leaky: float = 0.0, offsets: np.ndarray | None = None
+) -> np.ndarray:
+    """Concatenated [forward; backward] states of a batch, every period in one pass.
+
+    Parameters
+    ----------
+    X : ndarray (B, C, L)
+        Left-padded with zeros where ``offsets`` (B,) > 0 (series ``i`` starts at ``offsets[i]``).
+    weights : ReservoirWeights
+    leaky : float
+
+    Returns
+    -------
+    ndarray (B, P, L, D * H)
+        States, zero at pad positions.
+    """
+    L = X.shape[2]
+    U = np.einsum("hc,bcl->lbh", weights.W_in, X)
+    outs = [_run(U, weights.W_s[0], weights.W_c[0], weights.periods, leaky)]
+    if weights.W_s.shape[0] == 2:
+        # left padding reversed is trailing padding: the backward run starts at each series'
+        # last step; the states it leaves on the pad are zeroed below
+        back = _run(U[::-1], weights.W_s[1], weights.W_c[1], weights.periods, leaky)[::-1]
+        outs.append(back)
+    S = np.concatenate(outs, axis=-1)  # (L, B, P, DH)
+    if offsets is not None and np.any(offsets):
+        S = S * (np.arange(L)[:, None] >= offsets[None, :])[:, :, None, None]
+    return np.ascontiguousarray(S.transpose(1, 2, 0, 3))

@@ -1,0 +1,48 @@
+import numpy as np
+import pytest
+
+from spectral_reservoir import demo, load_bundled, make_lag_sign, make_periodic_motifs
+
+
+def test_lag_sign_has_the_planted_lag_correlation():
+    X, y = make_lag_sign(200, L=300, period=25, seed=0)
+    assert X.shape == (200, 1, 300) and set(np.unique(y)) == {0, 1}
+    x = X[:, 0]
+    c = np.array([np.corrcoef(s[25:], s[:-25])[0, 1] for s in x])
+    assert c[y == 1].mean() > 0.2 and c[y == 0].mean() < -0.2
+    c1 = np.array([np.corrcoef(s[1:], s[:-1])[0, 1] for s in x])
+    assert abs(c1[y == 1].mean() - c1[y == 0].mean()) < 0.05  # same short-lag statistics
+    assert np.array_equal(
+        make_lag_sign(10, L=50, period=5, seed=3)[0], make_lag_sign(10, L=50, period=5, seed=3)[0]
+    )
+    with pytest.raises(ValueError, match="period"):
+        make_lag_sign(10, L=50, period=50)
+    with pytest.raises(ValueError, match="rho"):
+        make_lag_sign(10, rho=1.0)
+
+
+def test_periodic_motifs_and_bundled_validation():
+    X, y = make_periodic_motifs(30, L=120, periods=(12, 30), seed=1)
+    assert X.shape == (30, 1, 120) and np.bincount(y).tolist() == [15, 15]
+    with pytest.raises(ValueError, match="periods"):
+        make_periodic_motifs(10, periods=(12,))
+    with pytest.raises(ValueError, match="name"):
+        load_bundled("NotADataset")
+    with pytest.raises(ValueError, match="split"):
+        load_bundled("GunPoint", split="valid")
+
+
+def test_demo_runs():
+    out = demo(0)
+    assert "SARC" in out and "BiESN" in out
+
+
+def test_plot_periods(tmp_path):
+    pytest.importorskip("matplotlib")
+    from spectral_reservoir.plotting import plot_periods
+
+    u = np.sin(2 * np.pi * np.arange(200) / 20)
+    plot_periods(u, [20, 40], path=str(tmp_path / "p.png"))
+    assert (tmp_path / "p.png").stat().st_size > 0
+    with pytest.raises(ValueError, match="finite"):
+        plot_periods(np.array([1.0, np.nan]), [2])

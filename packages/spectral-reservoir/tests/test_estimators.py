@@ -1,0 +1,112 @@
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+
+from spectral_reservoir import (
+    BiESNModelSpace,
+    SARCClassifier,
+    SARCClassifierCV,
+    SARCTransformer,
+    make_lag_sign,
+    make_periodic_motifs,
+)
+
+
+@pytest.fixture(scope="module")
+def lag():
+    X, y = make_lag_sign(120, L=160, period=40, seed=0)
+    return X[:60], y[:60], X[60:], y[60:]
+
+
+def test_sarc_learns_the_lag_task_and_the_plain_esn_does_not(lag):
+    Xtr, ytr, Xte, yte = lag
+    sarc = SARCClassifier(periods=[40]).fit(Xtr, ytr)
+    assert sarc.score(Xte, yte) > 0.8
+    assert sarc.n_features_out_ == 1 * (4 * 10 * 1 + 20)
+    auto = SARCClassifier().fit(Xtr, ytr)
+    assert auto.score(Xte, yte) > 0.8
+    assert BiESNModelSpace().fit(Xtr, ytr).score(Xte, yte) < 0.75
+
+
+def test_features_independent_of_batch_and_chunking(lag):
+    Xtr = lag[0]
+    t = SARCTransformer(periods=[3, 40], batch_size=7).fit(Xtr)
+    full = t.transform(Xtr)
+    assert full.shape == (60, t.n_features_out_)
+    assert np.allclose(t.transform(Xtr[5:6]), full[5:6])
+    t2 = clone(t).set_params(batch_size=256).fit(Xtr)
+    assert np.allclose(t2.transform(Xtr), full)
+    t32 = clone(t).set_params(dtype=np.float32).fit(Xtr)
+    assert np.allclose(t32.transform(Xtr[:4]), full[:4], rtol=1e-3, atol=1e-3)
+
+
+def test_padded_equals_unpadded_and_multivariate():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 50)), rng.standard_normal((2, 35))
+    t = SARCTransformer(periods=[2, 7, 40]).fit([a, b])
+    ragged = t.transform([a, b])
+    assert np.allclose(ragged[1], t.transform([b])[0])
+    nanpad = np.full((2, 2, 50), np.nan)
+    nanpad[0], nanpad[1, :, :35] = a, b
+    assert np.allclose(t.transform(nanpad), ragged)
+    # period 40 >= 35: a zero readout block for the short series
+    assert t.n_features_out_ == 3 * (4 * 10 * 2 + 20)
+
+
+def test_determinism_proba_and_params(lag):
+    Xtr, ytr, Xte, _ = lag
+    p1 = SARCClassifier(random_state=3).fit(Xtr, ytr).decision_function(Xte)
+    p2 = SARCClassifier(random_state=3).fit(Xtr, ytr).decision_function(Xte)
+    assert np.array_equal(p1, p2)
+    assert not hasattr(SARCClassifier(), "predict_proba")
+    pr = (
+        SARCClassifier(classifier=LogisticRegression(max_iter=500)).fit(Xtr, ytr).predict_proba(Xte)
+    )
+    assert pr.shape == (60, 2) and np.allclose(pr.sum(1), 1)
+    assert SARCClassifier(ridge=0.5).get_params()["ridge"] == 0.5
+
+
+def test_cv_picks_from_the_grid():
+    X, y = make_periodic_motifs(40, L=60, seed=0)
+    cv = SARCClassifierCV(param_grid={"leaky": [0.0, 0.5]}, cv=2, periods=[24, 36]).fit(X, y)
+    assert cv.best_params_["leaky"] in (0.0, 0.5) and cv.predict(X).shape == (40,)
+    assert cv.get_params()["periods"] == [24, 36]
+
+
+def test_bad_inputs_and_no_mutation(lag):
+    Xtr, ytr, _, _ = lag
+    keep = Xtr.copy()
+    SARCClassifier(periods=[4]).fit(Xtr, ytr)
+    assert np.array_equal(Xtr, keep)
+    cases = [
+        (dict(n_reservoir=0), "n_reservoir"),
+        (dict(spectral_radius=(0.8, 0)), "spectral_radius"),
+        (dict(leaky=1.0), "leaky"),
+        (dict(ridge=0), "ridge"),
+        (dict(input_scaling=-1), "input_scaling"),
+        (dict(period_mode="extended-1"), "period_mode"),
+        (dict(periods=[0, 3]), "periods"),
+        (dict(period_source="median"), "period_source"),
+    ]
+    for kw, msg in cases:
+        with pytest.raises(ValueError, match=msg):
+            SARCClassifier(**kw).fit(Xtr, ytr)
+    bad = Xtr.copy()
+    bad[0, 0, 10] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SARCClassifier().fit(bad, ytr)
+    with pytest.raises(ValueError, match="y must"):
+        SARCClassifier().fit(Xtr, ytr[:-1])
+    with pytest.raises(ValueError, match="two classes"):
+        SARCClassifier().fit(Xtr, np.zeros(60))
+    with pytest.raises(ValueError, match="length"):
+        SARCClassifier().fit(Xtr[:, :, :2], ytr)
+    with pytest.raises(TypeError, match="complex"):
+        SARCTransformer().fit(Xtr.astype(complex))
+    with pytest.raises(ValueError, match="empty"):
+        SARCTransformer().fit(np.zeros((0, 1, 10)))
+    with pytest.raises(ValueError, match="channels"):
+        SARCTransformer(periods=[2]).fit(Xtr).transform(np.repeat(Xtr, 2, axis=1))
+    with pytest.raises(ValueError, match="shape"):
+        SARCTransformer().fit(np.zeros((2, 2, 2, 5)))
