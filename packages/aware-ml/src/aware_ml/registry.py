@@ -20,6 +20,7 @@ PACKAGES: dict[str, str] = {
     "cost-model": "COGNATE-style transferable cost models for sparse kernels",
     "vlm-pseudolabel": "CAP balanced pseudolabels for VLM adaptation",
     "spectral-reservoir": "SARC spectral-aware reservoir computing for time-series classification",
+    "interaction-moe": "I2MoE interpretable multimodal interaction mixture of experts",
 }
 
 # measured demo time per package on 2 CPU cores (s), used for the tour's time-left estimate
@@ -37,6 +38,7 @@ DEMO_SECONDS: dict[str, float] = {
     "cost-model": 3.0,
     "vlm-pseudolabel": 4.0,
     "spectral-reservoir": 3.0,
+    "interaction-moe": 4.0,
 }
 
 

@@ -1,0 +1,120 @@
+"""Interaction losses on expert outputs (I2MoE §3.2; spec §2.2), shaped like torch.nn.functional.
+
+``clean`` is an expert's output on the unperturbed input, ``perturbed[j]`` its output with
+modality ``j`` replaced by noise. All losses average over the batch.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "interaction_loss",
+    "redundancy_loss",
+    "regression_losses",
+    "synergy_loss",
+    "uniqueness_loss",
+]
+
+
+def uniqueness_loss(
+    clean: torch.Tensor, perturbed: list[torch.Tensor], m: int, margin: float = 1.0
+) -> torch.Tensor:
+    """Uniqueness expert of modality ``m``: stay near the outputs without another modality,
+    move away from the output without modality ``m``.
+
+    ``(1 / (M-1)) sum_{j != m} TripletMargin(anchor=clean, positive=perturbed[j],
+    negative=perturbed[m], margin)`` (``p = 2``, ``eps = 1e-7`` as ``nn.TripletMarginLoss``).
+    """
+    M = len(perturbed)
+    if M < 2 or not 0 <= m < M:
+        raise ValueError(f"need >= 2 perturbed outputs and 0 <= m < {M}, got m={m}")
+    if margin < 0:
+        raise ValueError(f"margin must be >= 0, got {margin}")
+    terms = [
+        F.triplet_margin_loss(clean, perturbed[j], perturbed[m], margin=margin, p=2, eps=1e-7)
+        for j in range(M)
+        if j != m
+    ]
+    return torch.stack(terms).mean()
+
+
+def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    # F.normalize semantics (norm clamped at 1e-12): finite for zero vectors
+    return (F.normalize(a, dim=-1, eps=1e-12) * F.normalize(b, dim=-1, eps=1e-12)).sum(-1)
+
+
+def synergy_loss(clean: torch.Tensor, perturbed: list[torch.Tensor]) -> torch.Tensor:
+    """Synergy expert: ``(1/M) sum_j mean_b cos(clean, perturbed[j])`` (push every removal away)."""
+    return torch.stack([_cos(clean, p).mean() for p in perturbed]).mean()
+
+
+def redundancy_loss(clean: torch.Tensor, perturbed: list[torch.Tensor]) -> torch.Tensor:
+    """Redundancy expert: ``(1/M) sum_j mean_b (1 - cos(clean, perturbed[j]))`` (stay the same)."""
+    return torch.stack([(1 - _cos(clean, p)).mean() for p in perturbed]).mean()
+
+
+def regression_losses(
+    clean: list[torch.Tensor],
+    perturbed: list[list[torch.Tensor]],
+    mode: str = "paper",
+    margin: float = 1.0,
+) -> list[torch.Tensor]:
+    """Scalar-output (K = 1) versions, one loss per expert ``[U_1..U_M, S, R]``.
+
+    ``mode="paper"``: ``U_m = mean max(0, (a-p)^2 - (a-n)^2 + margin)``, ``S = mean exp(-(a-n)^2)``
+    (pushes apart, bounded), ``R = MSE(a, p)``. ``mode="reference"``: the released code,
+    ``U_m = MSE(a, p) - MSE(a, n)``, ``S = MSE(a, n)`` (same sign as redundancy), ``R = MSE(a, p)``.
+    """
+    if mode not in ("paper", "reference"):
+        raise ValueError(f"mode must be 'paper' or 'reference', got {mode!r}")
+    M = len(perturbed[0])
+    out = []
+    for m in range(M):
+        a, n = clean[m], perturbed[m][m]
+        terms = []
+        for j in range(M):
+            if j == m:
+                continue
+            p = perturbed[m][j]
+            if mode == "paper":
+                terms.append(torch.clamp((a - p).pow(2) - (a - n).pow(2) + margin, min=0).mean())
+            else:
+                terms.append(F.mse_loss(a, p) - F.mse_loss(a, n))
+        out.append(torch.stack(terms).mean())
+    a = clean[M]
+    if mode == "paper":
+        out.append(torch.stack([torch.exp(-(a - n).pow(2)).mean() for n in perturbed[M]]).mean())
+    else:
+        out.append(torch.stack([F.mse_loss(a, n) for n in perturbed[M]]).mean())
+    a = clean[M + 1]
+    out.append(torch.stack([F.mse_loss(a, p) for p in perturbed[M + 1]]).mean())
+    return out
+
+
+def interaction_loss(
+    clean: list[torch.Tensor], perturbed: list[list[torch.Tensor]], margin: float = 1.0
+) -> dict[str, torch.Tensor]:
+    """All interaction losses of a classification I2MoE.
+
+    Parameters
+    ----------
+    clean : list of n_E tensors (B, K)
+        Clean output of each expert, order ``[U_1..U_M, S, R]``.
+    perturbed : list of n_E lists of M tensors (B, K)
+        ``perturbed[k][j]``: expert ``k`` with modality ``j`` replaced.
+
+    Returns
+    -------
+    dict
+        ``uni_1..uni_M``, ``syn``, ``red`` and ``total`` = their mean.
+    """
+    M = len(perturbed[0])
+    if len(clean) != M + 2 or len(perturbed) != M + 2:
+        raise ValueError(f"need M + 2 = {M + 2} experts, got {len(clean)}")
+    out = {f"uni_{m + 1}": uniqueness_loss(clean[m], perturbed[m], m, margin) for m in range(M)}
+    out["syn"] = synergy_loss(clean[M], perturbed[M])
+    out["red"] = redundancy_loss(clean[M + 1], perturbed[M + 1])
+    out["total"] = torch.stack(list(out.values())).mean()
+    return out
