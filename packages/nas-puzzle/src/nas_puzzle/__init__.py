@@ -15,6 +15,7 @@ from nas_puzzle.data import ByteTokenizer, batch_iter, eval_windows, split_token
 from nas_puzzle.demo import demo
 from nas_puzzle.evaluation import evaluate, measure_throughput
 from nas_puzzle.gkd import uptrain
+from nas_puzzle.hf import from_hf, to_hf
 from nas_puzzle.initializers import channel_contribution, init_attention, init_ffn
 from nas_puzzle.losses import cosine_hidden_loss, gkd_loss, kl_to_parent, normalized_mse_loss
 from nas_puzzle.mip import (
@@ -64,6 +65,7 @@ __all__ = [
     "estimate",
     "eval_windows",
     "evaluate",
+    "from_hf",
     "gkd_loss",
     "infer_block_configs",
     "init_attention",
@@ -80,6 +82,7 @@ __all__ = [
     "solve_many",
     "split_tokens",
     "sweep_batch_sizes",
+    "to_hf",
     "toy_corpus",
     "train_parent",
     "uptrain",

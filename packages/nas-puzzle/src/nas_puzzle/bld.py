@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,6 +208,8 @@ def build_library(
     calib_windows: int = 16,
     seed: int = 0,
     verbose: bool = False,
+    select: str = "trained",
+    distributed: bool = False,
 ) -> BlockLibrary:
     """Initialize every variant from the parent and train it with BLD.
 
@@ -233,6 +236,17 @@ def build_library(
         Windows used for Channel Contribution.
     seed : int
     verbose : bool
+    select : {"trained", "best_of_init"}, default="trained"
+        ``"trained"`` (paper): every unit keeps its trained weights; a unit whose held-out loss
+        did not fall below its initial loss is reported with a ``UserWarning``.
+        ``"best_of_init"``: keep whichever of the initial or trained weights scores better on
+        the held-out batch (not in the paper; hides units that never trained).
+    distributed : bool, default=False
+        Split the units over the ranks of an initialised ``torch.distributed`` process group
+        (``torchrun --nproc-per-node N``; gloo on CPU, NCCL on GPU): each rank trains units
+        ``i % world_size == rank`` and the libraries are gathered, so every rank returns the
+        library a single process would build (units share no parameters and every rank draws
+        the same batches).
 
     Returns
     -------
@@ -246,6 +260,17 @@ def build_library(
         raise ValueError("space.cfg does not match parent.cfg")
     if any(b != parent.cfg.parent_block for b in parent.block_configs):
         raise ValueError("parent must be homogeneous (every layer = cfg.parent_block)")
+    if select not in ("trained", "best_of_init"):
+        raise ValueError(f"select must be 'trained' or 'best_of_init', got {select!r}")
+    rank, world = 0, 1
+    if distributed:
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            raise ValueError(
+                "distributed=True needs an initialised torch.distributed process group"
+            )
+        rank, world = dist.get_rank(), dist.get_world_size()
     if mode not in ("decoupled", "coupled", "init_only"):
         raise ValueError(f"mode must be 'decoupled', 'coupled' or 'init_only', got {mode!r}")
     if loss not in ("normalized_mse", "mse"):
@@ -271,7 +296,9 @@ def build_library(
 
     calib = sample_batch(toks, calib_windows, seq_len, gen)[:, :-1]
     _, calib_mids = parent_activations(parent, calib)
-    units = _make_units(parent, space, mode, calib_mids)
+    all_units = _make_units(parent, space, mode, calib_mids)
+    mine = [i for i in range(len(all_units)) if i % world == rank]
+    units = [all_units[i] for i in mine]
     held = sample_batch(toks, batch_size, seq_len, gen)[:, :-1]
     cos, sin = parent.rope_cos[:seq_len], parent.rope_sin[:seq_len]
 
@@ -317,22 +344,47 @@ def build_library(
             lib.entries[_key(i, "attention", a)] = _clone(init_attention(pblk.attn, a))
         for f in space.ffn:
             lib.entries[_key(i, "ffn", f)] = _clone(init_ffn(pblk.ffn, f, calib_mids[i]))
-    for u, l0, l1 in zip(units, init_losses, final_losses, strict=True):
-        # keep the better of init and trained weights on the held-out batch (our choice:
-        # near-exact inits such as 87% FFN width can only get worse with a large BLD lr)
-        if l1 <= l0:
-            lib.entries[_key(u.layer, u.kind, u.variant)] = _clone(u.module)
-        lib.training_log.append(
-            {
-                "layer": u.layer,
-                "kind": u.kind,
-                "variant": u.variant.name,
-                "init_loss": l0,
-                "final_loss": min(l0, l1),
-                "trained_loss": l1,
-                "steps": steps if trained else 0,
-            }
+    records = []
+    for i, u, l0, l1 in zip(mine, units, init_losses, final_losses, strict=True):
+        keep = select == "trained" or l1 <= l0
+        records.append(
+            (
+                i,
+                _key(u.layer, u.kind, u.variant),
+                _clone(u.module) if keep else None,
+                {
+                    "layer": u.layer,
+                    "kind": u.kind,
+                    "variant": u.variant.name,
+                    "init_loss": l0,
+                    "final_loss": l1 if keep else l0,
+                    "trained_loss": l1,
+                    "steps": steps if trained else 0,
+                },
+            )
         )
+    if world > 1:
+        import torch.distributed as dist
+
+        gathered: list = [None] * world
+        dist.all_gather_object(gathered, records)
+        records = sorted((r for part in gathered for r in part), key=lambda r: r[0])
+    for _, key, state, rec in records:
+        if state is not None:
+            lib.entries[key] = state
+        lib.training_log.append(rec)
+        if trained and not rec["trained_loss"] < rec["init_loss"]:
+            warnings.warn(
+                f"BLD unit layer {rec['layer']} {rec['kind']} {rec['variant']} did not improve: "
+                f"held-out loss {rec['init_loss']:.4g} -> {rec['trained_loss']:.4g}"
+                + (
+                    " (kept the trained weights)"
+                    if select == "trained"
+                    else " (kept the initial weights)"
+                ),
+                UserWarning,
+                stacklevel=2,
+            )
     return lib
 
 
