@@ -7,7 +7,8 @@ S   ``make_lag_sign`` (200 train / 200 test, L = 400) with the class one period 
     P in {20, 40, 80}: SARC (periods found from the data), SARC with the oracle period, the
     same-capacity bidirectional ESN without the period skip, MiniRocket, 1-NN Euclidean.
 U   the bundled UCR/UEA sets at default hyper-parameters: SARC, SARC forward-only, BiESN,
-    MiniRocket (aeon), reservoirpy ESN (if installed), 1-NN Euclidean (equal lengths only);
+    MiniRocket (aeon), reservoirpy ESN (if installed), 1-NN Euclidean (MiniRocket and 1-NN get
+    unequal-length series zero-padded at the end);
     accuracy and fit + predict CPU seconds with their ratio to MiniRocket (numba warmed up first).
 
 Run: ``uv run --with aeon --with reservoirpy python tools/bench/sarc_bench.py`` (~15 min on 2
@@ -42,20 +43,37 @@ class MiniRocket:
         self.m = MiniRocketClassifier(random_state=seed, n_jobs=1)
 
     def fit(self, X, y):
-        self.m.fit(X, y)
+        Xp = pad_right(X)
+        self.L = Xp.shape[-1]
+        self.m.fit(Xp, y)
         return self
 
     def score(self, X, y) -> float:
-        return float((self.m.predict(X) == y).mean())
+        return float((self.m.predict(pad_right(X, self.L)) == y).mean())
+
+
+def pad_right(X, L: int | None = None):
+    """Unequal-length lists -> zero-padded / cut (n, C, L) for MiniRocket / 1-NN (they need equal
+    length); ``L`` defaults to the longest series (the training set's at predict time)."""
+    if not isinstance(X, list):
+        return X
+    L = max(x.shape[-1] for x in X) if L is None else L
+    out = np.zeros((len(X), X[0].shape[0], L))
+    for i, x in enumerate(X):
+        n = min(L, x.shape[-1])
+        out[i, :, :n] = x[:, :n]
+    return out
 
 
 class OneNN:
     def fit(self, X, y):
-        self.m = KNeighborsClassifier(1).fit(np.asarray(X).reshape(len(y), -1), y)
+        Xp = pad_right(X)
+        self.L = Xp.shape[-1]
+        self.m = KNeighborsClassifier(1).fit(Xp.reshape(len(y), -1), y)
         return self
 
     def score(self, X, y) -> float:
-        return float(self.m.score(np.asarray(X).reshape(len(y), -1), y))
+        return float(self.m.score(pad_right(X, self.L).reshape(len(y), -1), y))
 
 
 class ReservoirPyESN:
@@ -150,7 +168,6 @@ def part_u(seeds, names) -> None:
     for name in names:
         Xtr, ytr = load_bundled(name, "train")
         Xte, yte = load_bundled(name, "test")
-        equal = not isinstance(Xtr, list)
         acc = {m: [] for m in methods}
         cpu = {m: [] for m in methods}
         for s in seeds:
@@ -160,7 +177,7 @@ def part_u(seeds, names) -> None:
                 "BiESN": BiESNModelSpace(random_state=s),
                 "MiniRocket": MiniRocket(s),
                 "reservoirpy ESN": ReservoirPyESN(s) if have("reservoirpy") else None,
-                "1-NN Euclid": OneNN() if equal and s == seeds[0] else None,
+                "1-NN Euclid": OneNN() if s == seeds[0] else None,
             }
             for m, e in ests.items():
                 if e is None:
@@ -200,6 +217,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="s,u")
+    ap.add_argument("--datasets", nargs="*", default=None, help="subset of the bundled sets")
     args = ap.parse_args()
     seeds = [0] if args.quick else list(range(args.seeds))
     names = ["GunPoint", "ItalyPowerDemand", "ArrowHead"] if args.quick else [
