@@ -224,6 +224,8 @@ def main() -> None:
         "ArrowHead", "GunPoint", "ItalyPowerDemand", "OSULeaf", "ACSF1",
         "PickupGestureWiimoteZ", "BasicMotions", "JapaneseVowels",
     ]  # fmt: skip
+    if args.datasets:
+        names = args.datasets
     t0 = time.time()
     print(
         f"# SARC benchmark: seeds {seeds}, one thread; aeon {'yes' if have('aeon') else 'no'}, "
