@@ -27,6 +27,9 @@ from nas_puzzle import baselines
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--seeds", type=int, default=1, help="repeat the whole run for seeds seed..seed+n-1"
+    )
     ap.add_argument("--quick", action="store_true", help="tiny smoke-test configuration")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
@@ -38,6 +41,39 @@ def main() -> None:
     ap.add_argument("--parent-steps", type=int, default=None, help="default 300 (60 with --quick)")
     ap.add_argument("--png", type=str, default=None, help="write a speedup/accuracy plot")
     args = ap.parse_args()
+    all_rows = []
+    for k in range(args.seeds):
+        all_rows += [(args.seed + k, *r) for r in run(args, args.seed + k)]
+    if args.seeds > 1:
+        summarize(all_rows)
+
+
+def summarize(all_rows) -> None:
+    """Mean and 95 % t-interval over seeds of the post-GKD KL, per budget and method."""
+    from scipy.stats import t as student
+
+    print("\n## Across seeds: held-out KL(parent || child) after GKD, mean [95 % CI]\n")
+    print("| budget | method | KL before GKD | KL after GKD | speedup (measured) | seeds |")
+    print("|---|---|---|---|---|---|")
+    keys = sorted({(r[1], r[2]) for r in all_rows if r[6] is not None}, key=lambda k: (-k[0], k[1]))
+    for frac, name in keys:
+        rs = [r for r in all_rows if r[1] == frac and r[2] == name]
+        pre = np.array([r[5]["kl_to_parent"] for r in rs])
+        post = np.array([r[6]["kl_to_parent"] for r in rs])
+        sp = np.array([r[4] for r in rs])
+
+        def ci(v):
+            if len(v) < 2:
+                return f"{v.mean():.4f}"
+            h = student.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+            return f"{v.mean():.4f} [{v.mean() - h:.4f}, {v.mean() + h:.4f}]"
+
+        print(f"| {frac:.0%} | {name} | {ci(pre)} | {ci(post)} | {sp.mean():.2f}x | {len(rs)} |")
+
+
+def run(args, seed: int) -> list:
+    """One full pipeline run; prints its tables and returns its rows."""
+    args = argparse.Namespace(**{**vars(args), "seed": seed})
     torch.set_num_threads(args.threads)
     q = args.quick
     t_start = time.perf_counter()
@@ -68,6 +104,8 @@ def main() -> None:
     scores0 = npz.replace_one_block(parent, lib0, val, metrics=("kl",), max_windows=16)
     bld_better = float(np.mean(scores["kl"] <= scores0["kl"] + 1e-9))
 
+    # ShortGPT block importance on validation windows (for the depth-pruning baseline)
+    importance = baselines.block_importance(parent, npz.eval_windows(val, 64, 16)[:, :-1])
     b, prefill, decode = 32, 32, 32
     scen = npz.Scenario(batch_sizes=(b,), prefill_len=prefill, decode_len=decode)
     t0 = time.perf_counter()
@@ -98,6 +136,10 @@ def main() -> None:
         sols = {"puzzle": npz.solve(scores, costs, cons)}
         t_mip += time.perf_counter() - t0
         sols["uniform"] = baselines.uniform(scores, costs, cons)
+        sols["noop_only"] = baselines.noop_only(scores, costs, cons, cfg.parent_block)
+        sols["depth_prune"] = baselines.depth_pruning(
+            importance, scores, costs, cons, cfg.parent_block
+        )
         if not q:
             sols["greedy"] = baselines.greedy(scores, costs, cons)
             sols["random"] = baselines.random_from_library(scores, costs, cons, seed=args.seed)
@@ -108,7 +150,7 @@ def main() -> None:
             child = npz.realize(parent, lib0 if name == "no_bld" else lib, sol)
             pre = npz.evaluate(child, parent, test, max_windows=64)
             post = None
-            if name in ("puzzle", "uniform"):
+            if name in ("puzzle", "uniform", "noop_only", "depth_prune"):
                 up = npz.uptrain(child, parent, train, steps=steps_gkd, lr=2e-4, batch_size=8,
                                  seed=args.seed)  # fmt: skip
                 post = npz.evaluate(up, parent, test, max_windows=64)
@@ -173,6 +215,7 @@ def main() -> None:
 
         plot_tradeoff(plot_rows, args.png)
         print(f"wrote {args.png}")
+    return rows
 
 
 if __name__ == "__main__":

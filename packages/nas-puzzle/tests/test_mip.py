@@ -209,3 +209,41 @@ def test_bad_input():
     with pytest.raises(ValueError, match="variants differ"):
         npz.solve(other, costs, npz.Constraints(), batch_size=8)
     assert budget_rows(costs, npz.Constraints(), 8) == []
+
+
+def test_noop_only_and_depth_pruning_baselines():
+    space = npz.SearchSpace.from_names(CFG, ["gqa4", "gqa1", "noop"], ["ffn64", "ffn16", "noop"])
+    costs = npz.estimate(space, CFG, npz.Scenario(batch_sizes=(8,), prefill_len=16, decode_len=16))
+    rng = np.random.default_rng(0)
+    kl = rng.random((CFG.n_layers, len(space.variants())))
+    kl[:, 0] = 0.0
+    scores = npz.ScoreTable(space.variants(), {"kl": kl})
+    parent = CFG.parent_block
+    par = costs.model_totals([0] * CFG.n_layers, 8)
+    cons = npz.Constraints(latency_max_s=0.6 * par["runtime_s"])
+    sol = baselines.noop_only(scores, costs, cons, parent)
+    names = [v.name for v in sol.choices]
+    assert all(n in ("gqa4/ffn64", "gqa4/noop", "noop/ffn64", "noop/noop") for n in names)
+    # equals brute force over the same restricted menu
+    menu = np.array(
+        [v.name in ("gqa4/ffn64", "gqa4/noop", "noop/ffn64", "noop/noop") for v in space.variants()]
+    )
+    ref = npz.solve(
+        scores, costs, cons, solver="brute", allowed=np.repeat(menu[None], CFG.n_layers, 0)
+    )
+    assert sol.objective == pytest.approx(ref.objective)
+    assert sol.totals["runtime_s"] <= cons.latency_max_s * (1 + 1e-9)
+    imp = np.array([0.5, 0.1, 0.4, 0.2, 0.3])
+    dp = baselines.depth_pruning(imp, scores, costs, cons, parent)
+    dropped = [i for i, v in enumerate(dp.choices) if v.name == "noop/noop"]
+    kept = [i for i, v in enumerate(dp.choices) if v.name == "gqa4/ffn64"]
+    assert len(dropped) + len(kept) == CFG.n_layers and dropped
+    assert max(imp[dropped]) <= min(imp[kept])  # least important blocks go first
+    assert dp.totals["runtime_s"] <= cons.latency_max_s * (1 + 1e-9)
+    with pytest.raises(ValueError, match="importance"):
+        baselines.depth_pruning(imp[:2], scores, costs, cons, parent)
+
+
+def test_block_importance_shape(parent, corpus):
+    imp = baselines.block_importance(parent, corpus[1][:64].reshape(4, 16))
+    assert imp.shape == (parent.cfg.n_layers,) and np.isfinite(imp).all() and (imp >= -1e-6).all()

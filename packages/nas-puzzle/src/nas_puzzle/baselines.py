@@ -9,6 +9,10 @@ All return a :class:`~nas_puzzle.mip.Solution` that respects the same budgets as
 * :func:`random_from_library` — paper F.2.4: uniformly random variant per layer,
   rejection-sampled until the budgets hold.
 * :func:`max_params` — paper F.2.3: data-free, maximize parameters within the budgets (MIP).
+* :func:`noop_only` — the same MIP over a menu of {parent, attention removed, FFN removed,
+  block removed} per layer: how far layer/sub-layer removal alone gets, scored as Puzzle is.
+* :func:`depth_pruning` — ShortGPT (Men et al., 2024): drop whole blocks in increasing order of
+  block importance ``BI_i = 1 - mean cos(x_i, x_{i+1})`` until the budgets hold.
 """
 
 from __future__ import annotations
@@ -27,7 +31,15 @@ from nas_puzzle.mip import (
 )
 from nas_puzzle.scoring import ScoreTable
 
-__all__ = ["greedy", "max_params", "random_from_library", "uniform"]
+__all__ = [
+    "block_importance",
+    "depth_pruning",
+    "greedy",
+    "max_params",
+    "noop_only",
+    "random_from_library",
+    "uniform",
+]
 
 
 def _solution(idx, costs: CostTable, raw: np.ndarray, b: int, name: str) -> Solution:
@@ -139,3 +151,69 @@ def max_params(
         sol.objective = float(raw[np.arange(len(sol.indices)), sol.indices].sum())
     sol.solver, sol.status = "max_params", "heuristic"
     return sol
+
+
+def _noop_menu(costs: CostTable, parent_block) -> np.ndarray:
+    """(K,) bool: the parent block and its variants with no-op attention and/or FFN."""
+    pa, pf = parent_block.attention, parent_block.ffn
+    return np.array(
+        [
+            (v.attention == pa or v.attention.kind == "noop")
+            and (v.ffn == pf or v.ffn.kind == "noop")
+            for v in costs.variants
+        ]
+    )
+
+
+def noop_only(
+    scores: ScoreTable, costs: CostTable, cons: Constraints, parent_block, objective: str = "kl",
+    batch_size: int | None = None,
+) -> Solution:  # fmt: skip
+    """The Puzzle MIP restricted to keeping or removing parent sub-blocks (no trained variants)."""
+    menu = _noop_menu(costs, parent_block)
+    if not menu.any():
+        raise ValueError("the library has neither the parent block nor no-op variants")
+    L = scores[objective].shape[0]
+    sol = solve(scores, costs, cons, objective=objective, batch_size=batch_size,
+                allowed=np.repeat(menu[None], L, axis=0))  # fmt: skip
+    sol.solver = "noop_only"
+    return sol
+
+
+def block_importance(parent, tokens) -> np.ndarray:
+    """ShortGPT block importance ``1 - mean_token cos(x_i, x_{i+1})`` per layer (L,)."""
+    import torch
+
+    from nas_puzzle.bld import parent_activations
+
+    with torch.no_grad():
+        ins, _ = parent_activations(parent, tokens)
+        return np.array(
+            [
+                float(1 - torch.nn.functional.cosine_similarity(ins[i], ins[i + 1], dim=-1).mean())
+                for i in range(len(ins) - 1)
+            ]
+        )
+
+
+def depth_pruning(
+    importance: np.ndarray, scores: ScoreTable, costs: CostTable, cons: Constraints, parent_block,
+    objective: str = "kl", batch_size: int | None = None,
+) -> Solution:  # fmt: skip
+    """ShortGPT: remove the least important whole blocks (no-op/no-op) until the budgets hold."""
+    _, raw, b = _resolve(scores, costs, objective, batch_size, None)
+    L = raw.shape[0]
+    imp = np.asarray(importance, dtype=float)
+    if imp.shape != (L,) or not np.isfinite(imp).all():
+        raise ValueError(f"importance must be a finite ({L},) array")
+    names = [v.name for v in costs.variants]
+    keep, drop = names.index(parent_block.name), names.index("noop/noop")
+    rows = budget_rows(costs, cons, b)
+    idx = np.full(L, keep)
+    for i in np.argsort(imp, kind="stable"):
+        if _feasible(idx[None], rows)[0]:
+            break
+        idx[i] = drop
+    if not _feasible(idx[None], rows)[0]:
+        raise InfeasibleError("depth pruning cannot meet the budgets even with every block removed")
+    return _solution(idx, costs, raw, b, "depth_pruning")
