@@ -25,20 +25,20 @@ PACKAGES: dict[str, str] = {
 
 # measured demo time per package on 2 CPU cores (s), used for the tour's time-left estimate
 DEMO_SECONDS: dict[str, float] = {
-    "isocal": 2.5,
-    "qat-dg": 5.0,
-    "kd-losses": 2.0,
-    "sparse-attn": 1.0,
-    "causal-ts": 1.5,
-    "gfn-symmetry": 5.0,
-    "lomap-planner": 5.0,
-    "sys-unlearn": 2.5,
-    "pareto-merge": 2.0,
-    "nas-puzzle": 3.0,
-    "cost-model": 3.0,
-    "vlm-pseudolabel": 4.0,
-    "spectral-reservoir": 3.0,
-    "interaction-moe": 4.0,
+    "isocal": 3.5,
+    "qat-dg": 7.0,
+    "kd-losses": 2.5,
+    "sparse-attn": 2.0,
+    "causal-ts": 2.0,
+    "gfn-symmetry": 9.0,
+    "lomap-planner": 12.0,
+    "sys-unlearn": 3.0,
+    "pareto-merge": 4.0,
+    "nas-puzzle": 7.0,
+    "cost-model": 6.5,
+    "vlm-pseudolabel": 3.0,
+    "spectral-reservoir": 4.5,
+    "interaction-moe": 2.0,
 }
 
 

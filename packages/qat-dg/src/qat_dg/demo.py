@@ -10,7 +10,7 @@ __all__ = ["demo"]
 def demo(seed: int = 0) -> str:
     """ERM vs QT-DoG (7-bit LSQ QAT) on two held-out rotated-digits domains.
 
-    Trains a small MLP for 200 steps per target domain (rotations 0/30/60 degrees, targets
+    Trains a small MLP for 120 steps per target domain (rotations 0/30/60 degrees, targets
     0 and 60 degrees), selects checkpoints by training-domain validation and reports target
     accuracy and model size. Takes a few seconds on one CPU thread.
 
@@ -32,8 +32,8 @@ def demo(seed: int = 0) -> str:
     torch.set_num_threads(1)
     try:
         ds = RotatedDigits(angles=(0, 30, 60), size=8, seed=seed)
-        cfg = TrainConfig(n_steps=200, checkpoint_freq=40, test_envs=[0, 2], seed=seed)
-        hp = {"arch": "mlp", "quant_start_step": 80}
+        cfg = TrainConfig(n_steps=120, checkpoint_freq=30, test_envs=[0, 2], seed=seed)
+        hp = {"arch": "mlp", "quant_start_step": 50}
         rows = []
         for alg in ("ERM", "QTDoG"):
             res = train_loo(ds, alg, hp, cfg)
@@ -44,7 +44,7 @@ def demo(seed: int = 0) -> str:
         torch.set_num_threads(threads)
     base = rows[0][2]
     lines = [
-        "qat-dg demo: RotatedDigits (0/30/60 deg), targets 0 and 60 deg, MLP, 200 steps",
+        "qat-dg demo: RotatedDigits (0/30/60 deg), targets 0 and 60 deg, MLP, 120 steps",
         f"{'algorithm':<10}{'tgt 0deg':>10}{'tgt 60deg':>11}{'mean':>8}{'bytes':>9}{'size':>7}",
     ]
     for alg, acc, size in rows:
