@@ -256,7 +256,9 @@ def main() -> None:
     if "s" in args.parts.split(","):
         part_s(seeds, [40] if args.quick else [20, 40, 80])
     if "cv" in args.parts.split(","):
-        part_cv(seeds, args.datasets or ["GunPoint", "ItalyPowerDemand", "ArrowHead", "BasicMotions"])
+        part_cv(
+            seeds, args.datasets or ["GunPoint", "ItalyPowerDemand", "ArrowHead", "BasicMotions"]
+        )
     if "u" in args.parts.split(","):
         if not have("aeon"):
             print("\n(U skipped: the bundled sets need aeon; run with `uv run --with aeon ...`)")
