@@ -102,9 +102,8 @@ def test_fresh_copy_runs_the_readme_command(
             shutil.copy2(src, dst)
     assert not (copy / ".venv").exists()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "UV_PROJECT"))}
-    # bytecode compilation is the project's default; skipping it here keeps the test fast
     proc = subprocess.run(
-        [uv, "run", "--frozen", "--no-compile-bytecode", "aware-ml", "info"],
+        [uv, "run", "--frozen", "aware-ml", "info"],
         cwd=copy,
         env=env,
         capture_output=True,

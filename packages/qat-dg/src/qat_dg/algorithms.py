@@ -276,7 +276,22 @@ class ERM(Algorithm):
         return self.network(x)
 
 
-class QTDoG(ERM):
+class _SwitchAtStep(ERM):
+    """ERM that changes regime once, when the step reaches ``quant_start_step``."""
+
+    def _switch(self) -> None:
+        """The regime change; must be idempotent (it is called on every later step)."""
+        raise NotImplementedError
+
+    def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
+        """ERM step; makes the switch first when ``step`` (default: update count) reaches the start."""
+        step = self.num_updates if step is None else int(step)
+        if step >= int(self.hparams["quant_start_step"]):
+            self._switch()
+        return super().update(minibatches, step)
+
+
+class QTDoG(_SwitchAtStep):
     """ERM, then LSQ quantization-aware training from ``quant_start_step`` on (QT-DoG Sec. 3).
 
     At the switch the target layers are swapped in place for fake-quant layers (same weight
@@ -335,11 +350,11 @@ class QTDoG(ERM):
             {"params": list(quant_parameters(self.network)), "lr": lr, "weight_decay": 0.0}
         )
 
+    def _switch(self) -> None:
+        self.switch_to_quantized()
+
     def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
         """ERM step; switches to QAT first when ``step`` (default: update count) reaches the start."""
-        step = self.num_updates if step is None else int(step)
-        if step >= int(self.hparams["quant_start_step"]):
-            self.switch_to_quantized()
         out = super().update(minibatches, step)
         out["quantized"] = float(self.is_quantized)
         return out
@@ -480,7 +495,7 @@ def _target_layers(network: nn.Module, hp: dict[str, Any]) -> list[nn.Module]:
     ]
 
 
-class FrozenFP(ERM):
+class FrozenFP(_SwitchAtStep):
     """Control: at ``quant_start_step`` stop training QT-DoG's target layers, in full precision.
 
     The same parameters stop moving as in ``QTDoG(freeze_quantized_after_switch=True)`` (the
@@ -488,18 +503,16 @@ class FrozenFP(ERM):
     frozen QT-DoG, freezing, not quantization, explains the gain.
     """
 
-    def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
-        """ERM step; freezes the target layers first when ``step`` reaches the start."""
-        step = self.num_updates if step is None else int(step)
-        if step >= int(self.hparams["quant_start_step"]):
-            for m in _target_layers(self.network, self.hparams):
-                for p in m.parameters():
-                    p.requires_grad_(False)
-                    p.grad = None
-        return super().update(minibatches, step)
+    def _switch(self) -> None:
+        """Freeze the target layers (once: later calls find them frozen)."""
+        params = [p for m in _target_layers(self.network, self.hparams) for p in m.parameters()]
+        if any(p.requires_grad for p in params):
+            for p in params:
+                p.requires_grad_(False)
+                p.grad = None
 
 
-class TorchQAT(ERM):
+class TorchQAT(_SwitchAtStep):
     """Control: PyTorch's own QAT recipe (``torch.ao`` observer-based fake quantization).
 
     At ``quant_start_step`` the target layers' weights get a ``torch.ao.quantization.FakeQuantize``
@@ -545,12 +558,8 @@ class TorchQAT(ERM):
                 (m.enable_observer if mode else m.disable_observer)()
         return self
 
-    def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
-        """ERM step; switches to fake quantization first when ``step`` reaches the start."""
-        step = self.num_updates if step is None else int(step)
-        if step >= int(self.hparams["quant_start_step"]):
-            self.switch_to_quantized()
-        return super().update(minibatches, step)
+    def _switch(self) -> None:
+        self.switch_to_quantized()
 
 
 class SWA(ERM):

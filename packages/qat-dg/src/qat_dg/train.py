@@ -132,6 +132,16 @@ def train_domain(
     val_y = torch.cat([views[e]["out"][1] for e in sources])
     src_x = torch.cat([views[e]["in"][0] for e in sources])
     src_y = torch.cat([views[e]["in"][1] for e in sources])
+    def evaluated(rec: dict[str, Any]) -> dict[str, Any]:
+        """``rec`` with every environment's in/out accuracy and the selection keys."""
+        for e in range(len(dataset)):
+            for split in ("in", "out"):
+                rec[f"env{e}_{split}"] = accuracy(algo, *views[e][split])
+        rec["src_val"] = sum(rec[f"env{e}_out"] for e in sources) / len(sources)
+        rec["tgt_val"] = rec[f"env{test_env}_out"]
+        rec["target"] = rec[f"env{test_env}_in"]
+        return rec
+
     records: list[dict] = []
     best_key, best_model = None, None
     bar = tqdm(range(cfg.n_steps), disable=not cfg.verbose, desc=f"{algorithm} test_env={test_env}")
@@ -144,13 +154,7 @@ def train_domain(
         stats = algo.update(mbs, step=step)
         if (step + 1) % cfg.checkpoint_freq == 0 or step + 1 == cfg.n_steps:
             algo.on_checkpoint(val_x, val_y)
-            rec: dict[str, Any] = {"step": step + 1, "loss": stats["loss"]}
-            for e in range(len(dataset)):
-                for split in ("in", "out"):
-                    rec[f"env{e}_{split}"] = accuracy(algo, *views[e][split])
-            rec["src_val"] = sum(rec[f"env{e}_out"] for e in sources) / len(sources)
-            rec["tgt_val"] = rec[f"env{test_env}_out"]
-            rec["target"] = rec[f"env{test_env}_in"]
+            rec = evaluated({"step": step + 1, "loss": stats["loss"]})
             rec["selectable"] = bool(algo.selectable)
             records.append(rec)
             key = (rec["selectable"], rec["src_val"])
@@ -161,13 +165,7 @@ def train_domain(
     if algo.final_only:  # SWA-style outputs: only the finalized model is the method's answer
         for rec in records:
             rec["selectable"] = False
-        rec = {"step": cfg.n_steps, "loss": records[-1]["loss"], "final": True}
-        for e in range(len(dataset)):
-            for split in ("in", "out"):
-                rec[f"env{e}_{split}"] = accuracy(algo, *views[e][split])
-        rec["src_val"] = sum(rec[f"env{e}_out"] for e in sources) / len(sources)
-        rec["tgt_val"] = rec[f"env{test_env}_out"]
-        rec["target"] = rec[f"env{test_env}_in"]
+        rec = evaluated({"step": cfg.n_steps, "loss": records[-1]["loss"], "final": True})
         rec["selectable"] = True
         records.append(rec)
         if cfg.keep_model:
