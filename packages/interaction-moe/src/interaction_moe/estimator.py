@@ -12,7 +12,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from interaction_moe.fusion import ConcatMLPFusion, LateFusion, TransformerFusion
-from interaction_moe.model import I2MoE
+from interaction_moe.model import I2MoE, I2MoEOutput
 
 __all__ = ["I2MoEClassifier"]
 
@@ -230,8 +230,6 @@ class _Vanilla(nn.Module):
         self.encoders, self.fusion = nn.ModuleList(encoders), fusion
 
     def forward(self, xs):
-        from interaction_moe.model import I2MoEOutput
-
         o = self.fusion([e(x) for e, x in zip(self.encoders, xs, strict=True)])
         return I2MoEOutput(o, torch.ones(len(o), 1), o[:, None], None)
 

@@ -30,7 +30,35 @@ def _pooled(out) -> torch.Tensor:
     raise TypeError(f"cannot read embeddings from {type(out).__name__}")
 
 
-class HFCLIPBackbone:
+class _Backbone:
+    """Shared by the CLIP wrappers: logit scale and batched, normalised image encoding."""
+
+    model: torch.nn.Module
+    batch_size: int
+
+    def _pixels(self, images) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _image_features(self, pix: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    @property
+    def logit_scale(self) -> float:
+        """``exp(logit_scale)`` of the model."""
+        return float(self.model.logit_scale.detach().exp())
+
+    @torch.no_grad()
+    def encode_images(self, images) -> np.ndarray:
+        """Normalised image embeddings (N, d) of a pixel tensor (N, 3, H, W) or PIL images."""
+        out = []
+        for i in range(0, len(images), self.batch_size):
+            chunk = images[i : i + self.batch_size]
+            pix = chunk if isinstance(chunk, torch.Tensor) else self._pixels(chunk)
+            out.append(F.normalize(self._image_features(pix), dim=-1))
+        return torch.cat(out).numpy()
+
+
+class HFCLIPBackbone(_Backbone):
     """``transformers.CLIPModel`` + processor (or tokenizer for text-only use).
 
     Parameters
@@ -44,25 +72,11 @@ class HFCLIPBackbone:
     def __init__(self, model, processor, batch_size: int = 64) -> None:
         self.model, self.processor, self.batch_size = model.eval(), processor, int(batch_size)
 
-    @property
-    def logit_scale(self) -> float:
-        """``exp(logit_scale)`` of the model."""
-        return float(self.model.logit_scale.detach().exp())
+    def _pixels(self, images) -> torch.Tensor:
+        return self.processor(images=list(images), return_tensors="pt")["pixel_values"]
 
-    @torch.no_grad()
-    def encode_images(self, images) -> np.ndarray:
-        """Normalised image embeddings (N, d) of a pixel tensor (N, 3, H, W) or PIL images."""
-        out = []
-        for i in range(0, len(images), self.batch_size):
-            chunk = images[i : i + self.batch_size]
-            if isinstance(chunk, torch.Tensor):
-                pix = chunk
-            else:
-                pix = self.processor(images=list(chunk), return_tensors="pt")["pixel_values"]
-            out.append(
-                F.normalize(_pooled(self.model.get_image_features(pixel_values=pix)), dim=-1)
-            )
-        return torch.cat(out).numpy()
+    def _image_features(self, pix: torch.Tensor) -> torch.Tensor:
+        return _pooled(self.model.get_image_features(pixel_values=pix))
 
     @torch.no_grad()
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
@@ -74,32 +88,22 @@ class HFCLIPBackbone:
         return F.normalize(_pooled(feats), dim=-1).numpy()
 
 
-class OpenCLIPBackbone:
+class OpenCLIPBackbone(_Backbone):
     """``open_clip`` model with its tokenizer and preprocess transform."""
 
     def __init__(self, model, tokenizer, preprocess=None, batch_size: int = 64) -> None:
         self.model, self.tokenizer, self.preprocess = model.eval(), tokenizer, preprocess
         self.batch_size = int(batch_size)
 
-    @property
-    def logit_scale(self) -> float:
-        return float(self.model.logit_scale.detach().exp())
+    def _pixels(self, images) -> torch.Tensor:
+        return torch.stack([self.preprocess(im) for im in images])
 
-    @torch.no_grad()
-    def encode_images(self, images) -> np.ndarray:
-        out = []
-        for i in range(0, len(images), self.batch_size):
-            chunk = images[i : i + self.batch_size]
-            pix = (
-                chunk
-                if isinstance(chunk, torch.Tensor)
-                else torch.stack([self.preprocess(im) for im in chunk])
-            )
-            out.append(F.normalize(self.model.encode_image(pix), dim=-1))
-        return torch.cat(out).numpy()
+    def _image_features(self, pix: torch.Tensor) -> torch.Tensor:
+        return self.model.encode_image(pix)
 
     @torch.no_grad()
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised text embeddings (len(texts), d)."""
         return F.normalize(self.model.encode_text(self.tokenizer(list(texts))), dim=-1).numpy()
 
 
