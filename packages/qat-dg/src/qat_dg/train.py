@@ -132,6 +132,7 @@ def train_domain(
     val_y = torch.cat([views[e]["out"][1] for e in sources])
     src_x = torch.cat([views[e]["in"][0] for e in sources])
     src_y = torch.cat([views[e]["in"][1] for e in sources])
+
     def evaluated(rec: dict[str, Any]) -> dict[str, Any]:
         """``rec`` with every environment's in/out accuracy and the selection keys."""
         for e in range(len(dataset)):

@@ -154,7 +154,9 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
         y : ignored
         """
         self._validate_params()
-        Xp, off = check_series(X)
+        return self._fit_checked(*check_series(X))
+
+    def _fit_checked(self, Xp: np.ndarray, off: np.ndarray) -> SARCTransformer:
         periods = self._find_periods(Xp, off)
         weights = make_weights(
             Xp.shape[1],
@@ -175,7 +177,9 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
     def transform(self, X) -> np.ndarray:
         """Features (n, n_features_out_); each row depends on its own series only."""
         check_is_fitted(self, "weights_")
-        Xp, off = check_series(X)
+        return self._transform_checked(*check_series(X))
+
+    def _transform_checked(self, Xp: np.ndarray, off: np.ndarray) -> np.ndarray:
         if Xp.shape[1] != self.n_channels_:
             raise ValueError(
                 f"X has {Xp.shape[1]} channels, the transformer was fitted on {self.n_channels_}"
@@ -255,8 +259,10 @@ class SARCClassifier(ClassifierMixin, SARCTransformer):
             raise ValueError(f"y must be 1-D with one label per series ({n}), got shape {y.shape}")
         if len(np.unique(y)) < 2:
             raise ValueError("y must contain at least two classes")
-        t = self._transformer().fit(X)
-        F = t.transform(X)
+        Xp, off = check_series(X)  # validated and padded once for fit and features
+        t = self._transformer()
+        t._validate_params()
+        F = t._fit_checked(Xp, off)._transform_checked(Xp, off)
         clf = (
             RidgeClassifierCV(alphas=np.logspace(-3, 3, 10))
             if self.classifier is None

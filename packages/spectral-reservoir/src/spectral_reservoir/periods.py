@@ -10,7 +10,7 @@ import numpy as np
 import pywt
 from scipy import sparse
 from scipy.signal import periodogram
-from scipy.sparse.linalg import spsolve
+from scipy.sparse.linalg import splu
 
 __all__ = ["extract_periods", "hp_filter", "parse_mode", "wavelet_components"]
 
@@ -20,38 +20,39 @@ def hp_filter(u: np.ndarray, lamb: float = 1600.0) -> tuple[np.ndarray, np.ndarr
 
     Parameters
     ----------
-    u : ndarray (L,)
+    u : ndarray (L,) or (n, L)
+        One series, or several of equal length (one sparse factorisation serves all rows).
     lamb : float, default=1600
 
     Returns
     -------
-    cycle, trend : ndarray (L,)
+    cycle, trend : ndarray, shaped like ``u``
     """
     u = np.asarray(u, dtype=np.float64)
-    if u.ndim != 1 or len(u) < 3 or not np.isfinite(u).all():
-        raise ValueError("u must be a finite 1-D series of length >= 3")
+    if u.ndim not in (1, 2) or u.shape[-1] < 3 or not np.isfinite(u).all():
+        raise ValueError("u must be finite, of shape (L,) or (n, L), with L >= 3")
     if not lamb > 0:
         raise ValueError(f"lamb must be > 0, got {lamb!r}")
-    n = len(u)
+    n = u.shape[-1]
     d2 = sparse.diags(
         [np.ones(n - 2), -2 * np.ones(n - 2), np.ones(n - 2)], [0, 1, 2], shape=(n - 2, n)
     )
-    trend = spsolve((sparse.eye(n) + lamb * (d2.T @ d2)).tocsc(), u)
+    trend = splu((sparse.eye(n) + lamb * (d2.T @ d2)).tocsc()).solve(np.ascontiguousarray(u.T)).T
     return u - trend, trend
 
 
 def wavelet_components(c: np.ndarray, wavelet: str = "db4") -> list[np.ndarray]:
-    """Full-depth DWT of ``c``, each band reconstructed alone (cropped to ``len(c)``).
-
-    The bands sum to ``c`` (perfect reconstruction).
+    """Full-depth DWT of ``c`` along its last axis, each band reconstructed alone (cropped to
+    the length of ``c``). The bands sum to ``c`` (perfect reconstruction).
     """
     c = np.asarray(c, dtype=np.float64)
-    level = pywt.dwt_max_level(len(c), pywt.Wavelet(wavelet).dec_len)
-    coeffs = pywt.wavedec(c, wavelet, level=max(level, 1))
+    L = c.shape[-1]
+    level = pywt.dwt_max_level(L, pywt.Wavelet(wavelet).dec_len)
+    coeffs = pywt.wavedec(c, wavelet, level=max(level, 1), axis=-1)
     out = []
     for j in range(len(coeffs)):
         only = [np.zeros_like(a) if i != j else a for i, a in enumerate(coeffs)]
-        out.append(pywt.waverec(only, wavelet)[: len(c)])
+        out.append(pywt.waverec(only, wavelet, axis=-1)[..., :L])
     return out
 
 
@@ -69,10 +70,11 @@ def parse_mode(mode: str) -> tuple[str, int]:
     return kind, int(k)
 
 
-def _component_spectra(u: np.ndarray, wavelet: str, hp_lambda: float) -> np.ndarray:
-    cycle, trend = hp_filter(u, hp_lambda)
+def _component_spectra(U: np.ndarray, wavelet: str, hp_lambda: float) -> np.ndarray:
+    """Periodogram of each component (trend, wavelet bands), averaged over the rows of U (n, L)."""
+    cycle, trend = hp_filter(U, hp_lambda)
     comps = [trend, *wavelet_components(cycle, wavelet)]
-    return np.stack([periodogram(x, fs=1.0)[1] for x in comps])  # (n_comp, L//2 + 1)
+    return np.stack([periodogram(x, fs=1.0, axis=-1)[1].mean(0) for x in comps])
 
 
 def extract_periods(
@@ -118,7 +120,7 @@ def extract_periods(
     kind, kappa = parse_mode(mode)
     if kind == "all":
         return list(range(1, min(kappa, L - 1) + 1))
-    spec = np.mean([_component_spectra(s, wavelet, hp_lambda) for s in X.reshape(-1, L)], axis=0)
+    spec = _component_spectra(X.reshape(-1, L), wavelet, hp_lambda)  # (n_comp, L//2 + 1)
     freqs = np.arange(spec.shape[1]) / L
     base: set[int] = set()
     floor = 1e-12 * max(float(np.mean(X**2)), np.finfo(float).tiny)
