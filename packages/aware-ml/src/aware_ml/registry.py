@@ -21,6 +21,7 @@ PACKAGES: dict[str, str] = {
     "vlm-pseudolabel": "CAP balanced pseudolabels for VLM adaptation",
     "spectral-reservoir": "SARC spectral-aware reservoir computing for time-series classification",
     "interaction-moe": "I2MoE interpretable multimodal interaction mixture of experts",
+    "epi-ode": "EARTH epidemiology-aware neural ODE forecasting on a transmission graph",
 }
 
 # measured demo time per package on 2 CPU cores (s), used for the tour's time-left estimate
@@ -39,6 +40,7 @@ DEMO_SECONDS: dict[str, float] = {
     "vlm-pseudolabel": 3.0,
     "spectral-reservoir": 4.5,
     "interaction-moe": 2.0,
+    "epi-ode": 5.0,
 }
 
 

@@ -1,0 +1,19 @@
+"""Data: the metapopulation simulator, forecast windows, the DTW graph and file loaders."""
+
+from epi_ode.dtw import dtw_distances, dtw_graph
+from epi_ode.io import load_colagnn, save_colagnn
+from epi_ode.simulator import Simulation, simulate_metapopulation
+from epi_ode.windows import MinMax, Windows, make_windows, window_indices
+
+__all__ = [
+    "MinMax",
+    "Simulation",
+    "Windows",
+    "dtw_distances",
+    "dtw_graph",
+    "load_colagnn",
+    "make_windows",
+    "save_colagnn",
+    "simulate_metapopulation",
+    "window_indices",
+]
