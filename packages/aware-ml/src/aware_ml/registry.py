@@ -22,6 +22,7 @@ PACKAGES: dict[str, str] = {
     "spectral-reservoir": "SARC spectral-aware reservoir computing for time-series classification",
     "interaction-moe": "I2MoE interpretable multimodal interaction mixture of experts",
     "epi-ode": "EARTH epidemiology-aware neural ODE forecasting on a transmission graph",
+    "brain-gcl": "CIA-GCL invariance-aware brain-graph contrastive learning",
 }
 
 # measured demo time per package on 2 CPU cores (s), used for the tour's time-left estimate
@@ -41,6 +42,7 @@ DEMO_SECONDS: dict[str, float] = {
     "spectral-reservoir": 4.5,
     "interaction-moe": 2.0,
     "epi-ode": 5.0,
+    "brain-gcl": 6.0,
 }
 
 

@@ -1,0 +1,57 @@
+"""Invariant-subgraph extractor I(.): edge probabilities from a 2-layer GIN and a top-r mask
+with a straight-through gradient (spec §2.2; the paper's Eqs. (3)-(5), form reconstructed)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from brain_gcl.layers import DenseGIN, mlp
+
+__all__ = ["EdgeScorer", "top_ratio_mask"]
+
+
+def top_ratio_mask(scores: torch.Tensor, edges: torch.Tensor, ratio: float) -> torch.Tensor:
+    """Keep the ``ceil(ratio * |E_k|)`` highest-scoring existing edges of each graph.
+
+    Parameters
+    ----------
+    scores : (B, n, n) symmetric
+    edges : (B, n, n) bool, symmetric, zero diagonal
+    ratio : float in (0, 1]
+
+    Returns
+    -------
+    (B, n, n) bool, symmetric, a subset of ``edges`` (ties broken by pair index)
+    """
+    B, n, _ = scores.shape
+    iu, ju = torch.triu_indices(n, n, offset=1)
+    s = scores[:, iu, ju].masked_fill(~edges[:, iu, ju], -math.inf)
+    k = torch.ceil(ratio * edges[:, iu, ju].sum(dim=1).float()).long()  # (B,)
+    order = torch.argsort(s, dim=1, descending=True, stable=True)
+    rank = torch.empty_like(order)
+    rank.scatter_(1, order, torch.arange(len(iu)).expand(B, -1))
+    keep = (rank < k[:, None]) & edges[:, iu, ju]
+    M = torch.zeros(B, n, n, dtype=torch.bool)
+    M[:, iu, ju] = keep
+    return M | M.transpose(1, 2)
+
+
+class EdgeScorer(nn.Module):
+    """p_ij = sigmoid(MLP([h_i + h_j, h_i * h_j, A_ij])) from a 2-layer GIN (symmetric)."""
+
+    def __init__(self, d_in, hidden=32):
+        super().__init__()
+        self.gin1, self.gin2 = DenseGIN(d_in, hidden), DenseGIN(hidden, hidden)
+        self.head = mlp([2 * hidden + 1, hidden, 1])
+
+    def forward(self, X, A):
+        """Edge probabilities (B, n, n), zero where A has no edge."""
+        h = self.gin2(torch.relu(self.gin1(X, A)), A)
+        hi, hj = h[:, :, None, :], h[:, None, :, :]
+        feats = torch.cat([(hi + hj).expand(-1, -1, h.shape[1], -1),
+                           hi * hj, A[..., None]], dim=-1)  # fmt: skip
+        p = torch.sigmoid(self.head(feats).squeeze(-1))
+        return p * (A > 0)

@@ -1,0 +1,136 @@
+"""``load_connectomes``: ABIDE / ADHD-200-style local folders (no downloads).
+
+Per-subject ROI time series (``*.1D`` / ``.txt`` / ``.csv``, T x n, ``#`` header lines skipped,
+the ABIDE Preprocessed ``rois_*`` layout) or per-subject connectivity matrices (``.npy``, ``.csv``,
+``.mat``), matched to a phenotype CSV by the subject id appearing as a number in the file name.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from brain_gcl.generator import BrainGraphDataset, correlation
+from brain_gcl.graphs import check_fc
+
+__all__ = ["load_connectomes"]
+
+_SUFFIXES = (".1d", ".txt", ".csv", ".npy", ".mat")
+
+
+def _read(path: Path) -> np.ndarray:
+    suf = path.suffix.lower()
+    if suf == ".npy":
+        return np.load(path)
+    if suf == ".mat":
+        from scipy.io import loadmat
+
+        arrays = [v for k, v in loadmat(path).items() if not k.startswith("__") and np.ndim(v) == 2]
+        if not arrays:
+            raise ValueError(f"{path.name}: no 2-D array inside")
+        return np.asarray(arrays[0], dtype=float)
+    delim = "," if suf == ".csv" else None
+    a = np.genfromtxt(path, delimiter=delim, comments="#", dtype=float)
+    a = np.atleast_2d(a)
+    return a[~np.isnan(a).all(axis=1)]  # drop a text header row
+
+
+def _partial(ts: np.ndarray) -> np.ndarray:
+    from sklearn.covariance import LedoitWolf
+
+    P = LedoitWolf().fit(ts).precision_
+    d = np.sqrt(np.diag(P))
+    out = -P / np.outer(d, d)
+    np.fill_diagonal(out, 1.0)
+    return out
+
+
+def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str = "DX_GROUP",
+                     site_col: str | None = "SITE_ID", positive_label=1,
+                     kind: str = "correlation", nan_policy: str = "zero") -> BrainGraphDataset:  # fmt: skip
+    """Read a local connectome folder and its phenotype table.
+
+    Parameters
+    ----------
+    root : path
+        Folder searched recursively for per-subject files.
+    phenotype_csv : path
+        CSV with subject id, diagnosis and (optionally) site columns.
+    positive_label : value or sequence of values
+        Diagnosis codes mapped to 1 (ABIDE: DX_GROUP 1 = ASD; ADHD-200: ``(1, 2, 3)``); every other
+        code maps to 0.
+    kind : {"correlation", "partial correlation"}
+        Connectivity from time series (Ledoit-Wolf shrinkage for the partial one); matrices are used
+        as given.
+
+    Returns
+    -------
+    BrainGraphDataset
+        ``truth["site_names"]`` holds the site names behind the integer codes.
+    """
+    root, pheno = Path(root), Path(phenotype_csv)
+    if not root.is_dir():
+        raise FileNotFoundError(f"root {root} is not a directory")
+    if not pheno.is_file():
+        raise FileNotFoundError(f"phenotype_csv {pheno} does not exist")
+    if kind not in ("correlation", "partial correlation"):
+        raise ValueError(f"kind must be 'correlation' or 'partial correlation', got {kind!r}")
+    with pheno.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows:
+        raise ValueError(f"phenotype_csv {pheno.name} has no rows")
+    for col in (id_col, label_col) + ((site_col,) if site_col else ()):
+        if col not in rows[0]:
+            raise ValueError(f"phenotype_csv has no column {col!r} (columns: {list(rows[0])})")
+    table = {}
+    for r in rows:
+        try:
+            table[int(float(r[id_col]))] = r
+        except ValueError:
+            continue
+    positives = {str(v) for v in np.atleast_1d(positive_label)}
+    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in _SUFFIXES and p != pheno)
+    fcs, ys, sites, ids = [], [], [], []
+    for path in files:
+        match = [int(g) for g in re.findall(r"\d+", path.stem) if int(g) in table]
+        if not match:
+            continue
+        sid = match[0]
+        a = _read(path)
+        if a.ndim != 2:
+            raise ValueError(f"{path.name}: expected a 2-D array, got shape {a.shape}")
+        if a.shape[0] == a.shape[1] and np.allclose(a, a.T, equal_nan=True):
+            fc = a  # a connectivity matrix
+        else:
+            ts = a.T[None]  # (1, n, T)
+            if (ts.std(axis=2) == 0).any():
+                fc = correlation(ts)[0]
+                dead = np.flatnonzero(ts[0].std(axis=1) == 0)
+                fc[dead, :] = fc[:, dead] = np.nan
+            else:
+                fc = correlation(ts)[0] if kind == "correlation" else _partial(a)
+        fcs.append(fc)
+        r = table[sid]
+        code = r[label_col].strip()
+        try:
+            code = str(int(float(code)))
+        except ValueError:
+            pass
+        ys.append(int(code in positives))
+        sites.append(r[site_col] if site_col else "all")
+        ids.append(sid)
+    if not fcs:
+        raise ValueError(f"no subject file under {root} matches an id in {pheno.name}")
+    if len({f.shape for f in fcs}) != 1:
+        raise ValueError(f"subjects have different ROI counts: {sorted({f.shape[0] for f in fcs})}")
+    missing = len(table) - len(set(ids))
+    if missing:
+        warnings.warn(f"{missing} phenotype rows have no connectome file", stacklevel=2)
+    fc = check_fc(np.stack(fcs), "connectomes", nan_policy)
+    names, codes = np.unique(np.asarray(sites), return_inverse=True)
+    return BrainGraphDataset(fc, np.asarray(ys), codes.astype(np.int64),
+                             {"site_names": names.tolist()}, ids)  # fmt: skip

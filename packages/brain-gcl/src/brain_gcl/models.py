@@ -1,0 +1,268 @@
+"""CIA-GCL and the graph baselines (GIN, GCN, GraphCL, CIGA-like, BrainNetCNN)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from brain_gcl.augment import choose_partners, mix_spurious
+from brain_gcl.base import GraphClassifierBase
+from brain_gcl.extractor import EdgeScorer, top_ratio_mask
+from brain_gcl.layers import GraphEncoder, mlp
+from brain_gcl.losses import env_risk_penalty, nt_xent, supcon
+
+__all__ = ["CIAGCL", "GCN", "GIN", "BrainNetCNN", "CIGALike", "GraphCL"]
+
+
+class _Net(nn.Module):
+    def __init__(self, encoder, n_classes=2, proj=False, scorer=None):
+        super().__init__()
+        self.encoder = encoder
+        d = encoder.out_dim
+        self.head = mlp([d, d // 2, n_classes])
+        self.proj = mlp([d, d // 2]) if proj else None
+        self.scorer = scorer
+
+
+_COMMON = dict(hidden=64, layers=3, lr=1e-3, weight_decay=1e-4, epochs=100, batch_size=32,
+               val_fraction=0.15, patience=20, random_state=0, verbose=0)  # fmt: skip
+
+
+class GIN(GraphClassifierBase):
+    """Supervised dense GIN on the full graph (3 layers, mean||max readout, MLP head)."""
+
+    _conv = "gin"
+
+    def __init__(self, hidden: int = 64, layers: int = 3, lr: float = 1e-3, weight_decay: float = 1e-4,
+                 epochs: int = 100, batch_size: int = 32, val_fraction: float = 0.15,
+                 patience: int = 20, random_state: int = 0, verbose: int = 0):  # fmt: skip
+        self.hidden, self.layers, self.lr, self.weight_decay = hidden, layers, lr, weight_decay
+        self.epochs, self.batch_size, self.val_fraction = epochs, batch_size, val_fraction
+        self.patience, self.random_state, self.verbose = patience, random_state, verbose
+
+    def _build(self, n, d):
+        return _Net(GraphEncoder(n, d, self.hidden, self.layers, conv=self._conv))
+
+    def _logits(self, net, X, A):
+        return net.head(net.encoder(X, A))
+
+
+class GCN(GIN):
+    """Supervised dense GCN, same readout and head as :class:`GIN`."""
+
+    _conv = "gcn"
+
+
+class GraphCL(GIN):
+    """GIN + NT-Xent between two random augmentations (edge drop, feature mask) + CE."""
+
+    def __init__(self, hidden: int = 64, layers: int = 3, lr: float = 1e-3, weight_decay: float = 1e-4,
+                 epochs: int = 100, batch_size: int = 32, val_fraction: float = 0.15,
+                 patience: int = 20, random_state: int = 0, verbose: int = 0,
+                 edge_drop: float = 0.2, feature_mask: float = 0.2, lambda_con: float = 0.5,
+                 tau: float = 0.5):  # fmt: skip
+        super().__init__(hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction,
+                         patience, random_state, verbose)  # fmt: skip
+        self.edge_drop, self.feature_mask, self.lambda_con, self.tau = (
+            edge_drop,
+            feature_mask,
+            lambda_con,
+            tau,
+        )
+
+    def _build(self, n, d):
+        return _Net(GraphEncoder(n, d, self.hidden, self.layers), proj=True)
+
+    def _view(self, X, A, gen):
+        u = torch.triu(torch.rand(A.shape, generator=gen), 1)
+        keep = (u + u.transpose(1, 2)) >= self.edge_drop
+        fm = torch.rand(X.shape[0], 1, X.shape[2], generator=gen) >= self.feature_mask
+        return X * fm, A * keep
+
+    def _loss(self, net, X, A, y, sites, gen):
+        ce = F.cross_entropy(self._logits(net, X, A), y)
+        z1 = net.proj(net.encoder(*self._view(X, A, gen)))
+        z2 = net.proj(net.encoder(*self._view(X, A, gen)))
+        con = nt_xent(z1, z2, self.tau)
+        return ce + self.lambda_con * con, {"ce": ce.item(), "con": con.item()}
+
+
+class _SubgraphMixin:
+    """Invariant subgraph by a learned top-r edge mask (straight-through gradient)."""
+
+    def _masks(self, net, X, A):
+        p = net.scorer(X, A)
+        hard = top_ratio_mask(p.detach(), A > 0, self.edge_ratio)
+        st = hard.float() + p - p.detach()  # straight-through: forward hard, backward through p
+        return p, hard, st
+
+    def _logits(self, net, X, A):
+        _, hard, st = self._masks(net, X, A)
+        return net.head(net.encoder(X, A * (st if self.training_path else hard.float())))
+
+    training_path = False
+
+    def _check_ratio(self):
+        if not isinstance(self.edge_ratio, int | float) or not 0 < self.edge_ratio <= 1:
+            raise ValueError(f"edge_ratio must be in (0, 1], got {self.edge_ratio!r}")
+
+    @torch.no_grad()
+    def edge_scores(self, graphs) -> np.ndarray:
+        """Edge probabilities p_ij of the extractor (m, n, n), zero off-graph."""
+        graphs = self._check_fitted(graphs)
+        X, A = self._tensors(graphs)
+        return self.net_.scorer(X, A).double().numpy()
+
+    @torch.no_grad()
+    def invariant_mask(self, graphs) -> np.ndarray:
+        """The selected invariant edges (m, n, n) bool (top ``edge_ratio`` of each graph)."""
+        graphs = self._check_fitted(graphs)
+        X, A = self._tensors(graphs)
+        return self._masks(self.net_, X, A)[1].numpy()
+
+
+class CIGALike(_SubgraphMixin, GIN):
+    """CIGA-v1-like: top-r subgraph, CE on it + supervised contrast of its embeddings."""
+
+    def __init__(self, edge_ratio: float = 0.3, lambda_con: float = 0.5, tau: float = 0.5,
+                 hidden: int = 64, layers: int = 3, lr: float = 1e-3, weight_decay: float = 1e-4,
+                 epochs: int = 100, batch_size: int = 32, val_fraction: float = 0.15,
+                 patience: int = 20, random_state: int = 0, verbose: int = 0):  # fmt: skip
+        super().__init__(hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction,
+                         patience, random_state, verbose)  # fmt: skip
+        self.edge_ratio, self.lambda_con, self.tau = edge_ratio, lambda_con, tau
+
+    def _check_params(self):
+        super()._check_params()
+        self._check_ratio()
+
+    def _build(self, n, d):
+        enc = GraphEncoder(n, d, self.hidden, self.layers)
+        return _Net(enc, proj=True, scorer=EdgeScorer(d, max(8, self.hidden // 2)))
+
+    def _loss(self, net, X, A, y, sites, gen):
+        _, _, st = self._masks(net, X, A)
+        z = net.encoder(X, A * st)
+        ce = F.cross_entropy(net.head(z), y)
+        con = supcon(net.proj(z), y, self.tau)
+        return ce + self.lambda_con * con, {"ce": ce.item(), "con": con.item()}
+
+
+class CIAGCL(_SubgraphMixin, GIN):
+    """CIA-GCL: invariant subgraph + invariance-aware augmentation + contrastive learning.
+
+    Parameters
+    ----------
+    edge_ratio : float in (0, 1]
+        r, share of each graph's edges in the invariant subgraph.
+    p_keep, q_add : float in [0, 1]
+        Probabilities of keeping an own spurious edge and adding a partner's (Eqs. 8-9).
+    lambda_inv, lambda_con, lambda_var : float >= 0
+        Weights of the invariant loss, the contrastive loss, and the variance penalty inside L_inv.
+    tau : float > 0
+        SupCon temperature.
+    partner : {"other_site", "any"}
+        Prefer same-label partners from another site, or any same-label subject.
+    mixing : {"label", "random"}
+        Same-label partners (the paper) or label-agnostic ones (ablation).
+    n_envs : int
+        Random environments for L_inv when ``sites`` is not given.
+    hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction, patience, random_state,
+    verbose :
+        As in :class:`GIN`.
+
+    Attributes
+    ----------
+    history_ : list of dict
+        Per epoch: ``cau, inv, con`` losses, ``val_loss``, ``val_acc``, CPU ``seconds``.
+    """
+
+    def __init__(self, edge_ratio: float = 0.3, p_keep: float = 0.5, q_add: float = 0.5,
+                 lambda_inv: float = 0.5, lambda_con: float = 0.5, lambda_var: float = 1.0,
+                 tau: float = 0.5, partner: str = "other_site", mixing: str = "label",
+                 n_envs: int = 4, hidden: int = 64, layers: int = 3, lr: float = 1e-3,
+                 weight_decay: float = 1e-4, epochs: int = 100, batch_size: int = 32,
+                 val_fraction: float = 0.15, patience: int = 20, random_state: int = 0,
+                 verbose: int = 0):  # fmt: skip
+        super().__init__(hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction,
+                         patience, random_state, verbose)  # fmt: skip
+        self.edge_ratio, self.p_keep, self.q_add = edge_ratio, p_keep, q_add
+        self.lambda_inv, self.lambda_con, self.lambda_var = lambda_inv, lambda_con, lambda_var
+        self.tau, self.partner, self.mixing, self.n_envs = tau, partner, mixing, n_envs
+
+    def _check_params(self):
+        super()._check_params()
+        self._check_ratio()
+        for name in ("p_keep", "q_add"):
+            v = getattr(self, name)
+            if not isinstance(v, int | float) or not 0 <= v <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {v!r}")
+        for name in ("lambda_inv", "lambda_con", "lambda_var"):
+            v = getattr(self, name)
+            if not isinstance(v, int | float) or not np.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite non-negative number, got {v!r}")
+        if not self.tau > 0:
+            raise ValueError(f"tau must be positive, got {self.tau!r}")
+        if self.partner not in ("other_site", "any"):
+            raise ValueError(f"partner must be 'other_site' or 'any', got {self.partner!r}")
+        if self.mixing not in ("label", "random"):
+            raise ValueError(f"mixing must be 'label' or 'random', got {self.mixing!r}")
+
+    def _build(self, n, d):
+        enc = GraphEncoder(n, d, self.hidden, self.layers)
+        return _Net(enc, proj=True, scorer=EdgeScorer(d, max(8, self.hidden // 2)))
+
+    def augment(self, A_inv, A_sp, M_inv, y, sites, gen):
+        """One invariance-aware positive view and the partners used, (B, n, n) and (B,)."""
+        labels = y if self.mixing == "label" else torch.zeros_like(y)
+        partners = choose_partners(labels, sites, gen, self.partner == "other_site")
+        return mix_spurious(A_inv, A_sp, M_inv, partners, self.p_keep, self.q_add, gen), partners
+
+    def _loss(self, net, X, A, y, sites, gen):
+        _, hard, st = self._masks(net, X, A)
+        A_inv, A_sp = A * st, A * (1 - st)
+        cau = F.cross_entropy(net.head(net.encoder(X, A_inv)), y)
+        A1, part1 = self.augment(A_inv, A_sp, hard, y, sites, gen)
+        A2, _ = self.augment(A_inv, A_sp, hard, y, sites, gen)
+        z1, z2 = net.encoder(X, A1), net.encoder(X, A2)
+        if sites is not None:
+            env = sites[part1]
+        else:
+            env = torch.randint(self.n_envs, (len(y),), generator=gen)
+        per = F.cross_entropy(net.head(z1), y, reduction="none")
+        inv, _ = env_risk_penalty(per, env, self.lambda_var)
+        con = supcon(torch.cat([net.proj(z1), net.proj(z2)]), torch.cat([y, y]), self.tau)
+        loss = cau + self.lambda_inv * inv + self.lambda_con * con
+        return loss, {"cau": cau.item(), "inv": inv.item(), "con": con.item()}
+
+
+class _BrainNetCNNNet(nn.Module):
+    """Edge-to-edge, edge-to-node, node-to-graph convolutions (Kawahara et al. 2017), small."""
+
+    def __init__(self, n, widths=(16, 32, 64), dropout=0.5):
+        super().__init__()
+        e, nn_, g = widths
+        self.e2e_row, self.e2e_col = nn.Conv2d(1, e, (1, n)), nn.Conv2d(1, e, (n, 1))
+        self.e2n = nn.Conv2d(e, nn_, (1, n))
+        self.n2g = nn.Conv2d(nn_, g, (n, 1))
+        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(g, g // 2), nn.LeakyReLU(0.33),
+                                  nn.Linear(g // 2, 2))  # fmt: skip
+
+    def forward(self, A):
+        x = A[:, None]
+        x = F.leaky_relu(self.e2e_row(x) + self.e2e_col(x), 0.33)  # (B, e, n, 1) + (B, e, 1, n)
+        x = F.leaky_relu(self.e2n(x), 0.33)  # (B, n2, n, 1)
+        x = F.leaky_relu(self.n2g(x), 0.33).flatten(1)  # (B, g)
+        return self.head(x)
+
+
+class BrainNetCNN(GIN):
+    """BrainNetCNN (lite) on the weighted adjacency; node features are not used."""
+
+    def _build(self, n, d):
+        return _BrainNetCNNNet(n)
+
+    def _logits(self, net, X, A):
+        return net(A)
