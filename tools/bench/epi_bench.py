@@ -46,7 +46,7 @@ PAPER = {  # Table 1-2 as read by a third party (spec §6); a different dataset 
 def models(a, h, seed, sim, which):
     W = a.window
     earth = dict(window=W, horizon=h, hidden=a.hidden, epochs=a.epochs, batch_size=a.batch,
-                 patience=a.patience, random_state=seed, num_threads=1)  # fmt: skip
+                 patience=a.patience, lr=a.lr, random_state=seed, num_threads=1)  # fmt: skip
     rnn = dict(window=W, horizon=h, epochs=200, patience=30, random_state=seed)
     ncde = {k: v for k, v in earth.items()}
     table = {
@@ -123,6 +123,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--patience", type=int, default=10)
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=1e-3, help="EARTH and the neural CDE")
+    ap.add_argument("--models", default=None, help="comma-separated subset of F1's models")
     ap.add_argument("--quick", action="store_true")
     a = ARGS = ap.parse_args()
     if a.quick:
@@ -131,10 +133,12 @@ def main():
     parts = a.parts.split(",")
     print(f"# EARTH benchmark: {a.regions} regions, {a.weeks} weeks, window {a.window}, "
           f"{a.seeds} seeds, EARTH hidden {a.hidden}, <= {a.epochs} epochs (patience "
-          f"{a.patience}), batch {a.batch}; GRU / Cola-GNN <= 200 epochs (patience 30)")  # fmt: skip
+          f"{a.patience}), batch {a.batch}, lr {a.lr}; GRU / Cola-GNN <= 200 epochs (patience 30)")  # fmt: skip
     print("paper (different data and scale): " + "; ".join(f"{k}: {v}" for k, v in PAPER.items()))
     base = ["persistence", "ridge AR", "GRU", "Cola-GNN-lite", "SIR per region",
             "network SIR (true mobility)", "neural CDE (no EANO/GLTG/attn)", "EARTH"]  # fmt: skip
+    if a.models:
+        base = [m for m in base if m in a.models.split(",")]
     if "f1" in parts:
         for h in a.horizons:
             res = [run(a, h, s, base) for s in range(a.seeds)]
