@@ -35,7 +35,7 @@ def demo(seed: int = 0) -> str:
     h = earth.history_
     trace = earth.graph_trace(w.X_test[-1])
     lines += [
-        f"EARTH: {len(h)} epochs (a demo budget; the benchmark trains 60), "
+        f"EARTH: {len(h)} epochs (a demo budget; the benchmark trains 30), "
         f"{sum(e['seconds'] for e in h) / len(h):.2f} CPU s/epoch, "
         f"val L1 {h[0]['val_loss']:.3f} -> {min(e['val_loss'] for e in h):.3f}",
         f"continuous graph A_t: rows sum to {trace.sum(-1).mean():.3f}, "
