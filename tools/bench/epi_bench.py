@@ -48,7 +48,6 @@ def models(a, h, seed, sim, which):
     earth = dict(window=W, horizon=h, hidden=a.hidden, epochs=a.epochs, batch_size=a.batch,
                  patience=a.patience, lr=a.lr, random_state=seed, num_threads=1)  # fmt: skip
     rnn = dict(window=W, horizon=h, epochs=200, patience=30, random_state=seed)
-    ncde = {k: v for k, v in earth.items()}
     table = {
         "persistence": lambda: Persistence(W, h),
         "ridge AR": lambda: ARRidge(W, h),
@@ -56,7 +55,7 @@ def models(a, h, seed, sim, which):
         "Cola-GNN-lite": lambda: ColaGNNLite(**rnn),
         "SIR per region": lambda: RegionSIRFit(W, h),
         "network SIR (true mobility)": lambda: NetworkSIRFit(W, h, mobility=sim.mobility),
-        "neural CDE (no EANO/GLTG/attn)": lambda: NeuralCDEForecaster(**ncde),
+        "neural CDE (no EANO/GLTG/attn)": lambda: NeuralCDEForecaster(**earth),
         "EARTH": lambda: EARTHForecaster(**earth),
         "EARTH: EANO only (no GLTG)": lambda: EARTHForecaster(**earth, use_gltg=False),
         "EARTH: GLTG only (no EANO)": lambda: EARTHForecaster(**earth, use_eano=False),
@@ -70,7 +69,8 @@ def run(a, h, seed, which, missing=0.0):
     w = make_windows(sim.cases, a.window, h)
     Ytr, Yva = sim.cases[: w.train_end], sim.cases[w.train_end : w.val_end]
     # test truth: the complete report (missingness only hides inputs)
-    truth = simulate_metapopulation(a.regions, a.weeks, seed=seed).cases[w.t_test]
+    full = sim if missing == 0 else simulate_metapopulation(a.regions, a.weeks, seed=seed)
+    truth = full.cases[w.t_test]
     out = {}
     for name, make in models(a, h, seed, sim, which).items():
         t0 = time.process_time()

@@ -26,10 +26,6 @@ class _Net(nn.Module):
         self.scorer = scorer
 
 
-_COMMON = dict(hidden=64, layers=3, lr=1e-3, weight_decay=1e-4, epochs=100, batch_size=32,
-               val_fraction=0.15, patience=20, random_state=0, verbose=0)  # fmt: skip
-
-
 class GIN(GraphClassifierBase):
     """Supervised dense GIN on the full graph (3 layers, mean||max readout, MLP head)."""
 
@@ -99,10 +95,8 @@ class _SubgraphMixin:
         return p, hard, st
 
     def _logits(self, net, X, A):
-        _, hard, st = self._masks(net, X, A)
-        return net.head(net.encoder(X, A * (st if self.training_path else hard.float())))
-
-    training_path = False
+        hard = self._masks(net, X, A)[1]  # inference reads the hard top-r subgraph
+        return net.head(net.encoder(X, A * hard.float()))
 
     def _check_ratio(self):
         if not isinstance(self.edge_ratio, int | float) or not 0 < self.edge_ratio <= 1:
