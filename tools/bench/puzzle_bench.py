@@ -1,11 +1,14 @@
-"""Benchmark: Puzzle (BLD + replace-1-block KL + MIP) vs uniform pruning at equal runtime budgets.
+"""Benchmark: Puzzle (BLD + replace-1-block KL + MIP) vs pruning baselines at equal runtime budgets.
 
 A byte-level llama-style parent is trained here on generated text (nas_puzzle.toy_corpus); a
 decoupled BLD library is built, every (layer, variant) scored by replace-1-block KL, per-variant
 runtimes measured on this CPU (prefill + cached decode at batch b), and for budgets of 90/70/50%
-of the parent's runtime the MIP child is compared with the best homogeneous ("uniform") child
-under the same budget (plus greedy / random / max-params / LM-loss-scored MIP / MIP on a no-BLD library, pre-GKD). Both Puzzle and uniform
-children then get the same short GKD. Quality: held-out LM loss, next-token accuracy retained
+of the parent's runtime the MIP child is compared with the no-op-only MIP, ShortGPT depth
+pruning, Minitron-style uniform width pruning (activation-importance weights, no BLD) and the best
+homogeneous library child under the same budget (plus greedy / random / max-params /
+LM-loss-scored MIP / MIP on a no-BLD library, pre-GKD). Those five then get the same short GKD.
+Costs are measured in context (homogeneous decoders, see nas_puzzle.cost) and checked against
+measured whole-model time of random children, beside the summed-subblock control. Quality: held-out LM loss, next-token accuracy retained
 and KL to the parent; speed: measured whole-model throughput relative to the parent.
 
     uv run python tools/bench/puzzle_bench.py            # default (~5-6 min on 2 shared cores)
@@ -33,7 +36,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="tiny smoke-test configuration")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    ap.add_argument("--backend", choices=("measure", "analytic"), default="measure",
+    ap.add_argument("--backend", choices=("measure", "measure_subblocks", "analytic"), default="measure",
                     help="per-variant cost backend fed to the MIP")  # fmt: skip
     ap.add_argument("--budgets", type=float, nargs="+", default=[0.9, 0.7, 0.5])
     ap.add_argument("--d-model", type=int, default=64)
@@ -41,11 +44,31 @@ def main() -> None:
     ap.add_argument("--parent-steps", type=int, default=None, help="default 300 (60 with --quick)")
     ap.add_argument("--png", type=str, default=None, help="write a speedup/accuracy plot")
     args = ap.parse_args()
-    all_rows = []
+    all_rows, all_checks = [], []
     for k in range(args.seeds):
-        all_rows += [(args.seed + k, *r) for r in run(args, args.seed + k)]
+        rows, checks = run(args, args.seed + k)
+        all_rows += [(args.seed + k, *r) for r in rows]
+        all_checks.append(checks)
     if args.seeds > 1:
         summarize(all_rows)
+        summarize_costs(all_checks)
+
+
+def summarize_costs(all_checks: list) -> None:
+    """Cost-prediction check pooled over seeds (each seed: its own table and random children)."""
+    if not all_checks or not all_checks[0]:
+        return
+    print("\n## Across seeds: cost prediction vs measured whole-model time (parent-relative)\n")
+    print("| costs | children | median abs err | max abs err | within 15% | Spearman per seed |"
+          " KV monotone |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for name in all_checks[0]:
+        vs = [c[name] for c in all_checks]
+        e = np.abs(np.concatenate([v["rel_err"] for v in vs]))
+        rho = ", ".join(f"{v['spearman']:.3f}" for v in vs)
+        mono = sum(v["kv_monotone"] for v in vs)
+        print(f"| {name} | {len(e)} | {np.median(e):.1%} | {e.max():.1%} | "
+              f"{np.mean(e <= 0.15):.0%} | {rho} | {mono}/{len(vs)} |")  # fmt: skip
 
 
 def summarize(all_rows) -> None:
@@ -112,6 +135,14 @@ def run(args, seed: int) -> list:
     costs = npz.estimate(space, cfg, scen, backend=args.backend, threads=args.threads,
                          repeats=5 if q else 15)  # fmt: skip
     t_cost = time.perf_counter() - t0
+    checks = {}
+    if args.backend != "analytic":
+        reps, nch = (2, 4) if q else (10, 12)
+        sub = npz.estimate(space, cfg, scen, backend="measure_subblocks", threads=args.threads,
+                           repeats=reps)  # fmt: skip
+        for name, tab in ((args.backend, costs), ("measure_subblocks (control)", sub)):
+            checks[name] = npz.validate_costs(tab, cfg, n_children=nch, threads=args.threads,
+                                              repeats=reps, seed=args.seed)  # fmt: skip
     pidx = [space.index(cfg.parent_block)] * cfg.n_layers
     par_rt = costs.model_totals(pidx, b)["runtime_s"]
 
@@ -135,7 +166,11 @@ def run(args, seed: int) -> list:
         t0 = time.perf_counter()
         sols = {"puzzle": npz.solve(scores, costs, cons)}
         t_mip += time.perf_counter() - t0
-        sols["uniform"] = baselines.uniform(scores, costs, cons)
+        sols["homogeneous"] = baselines.best_homogeneous(scores, costs, cons)
+        try:
+            sols["width_prune"] = baselines.width_pruning(scores, costs, cons)
+        except npz.InfeasibleError:
+            pass
         sols["noop_only"] = baselines.noop_only(scores, costs, cons, cfg.parent_block)
         sols["depth_prune"] = baselines.depth_pruning(
             importance, scores, costs, cons, cfg.parent_block
@@ -147,10 +182,10 @@ def run(args, seed: int) -> list:
             sols["lm_scored"] = npz.solve(scores, costs, cons, objective="lm_loss")
             sols["no_bld"] = npz.solve(scores0, costs, cons)
         for name, sol in sols.items():
-            child = npz.realize(parent, lib0 if name == "no_bld" else lib, sol)
+            child = npz.realize(parent, lib0 if name in ("no_bld", "width_prune") else lib, sol)
             pre = npz.evaluate(child, parent, test, max_windows=64)
             post = None
-            if name in ("puzzle", "uniform", "noop_only", "depth_prune"):
+            if name in ("puzzle", "homogeneous", "width_prune", "noop_only", "depth_prune"):
                 up = npz.uptrain(child, parent, train, steps=steps_gkd, lr=2e-4, batch_size=8,
                                  seed=args.seed)  # fmt: skip
                 post = npz.evaluate(up, parent, test, max_windows=64)
@@ -188,7 +223,7 @@ def run(args, seed: int) -> list:
         f"costs {t_cost:.0f}s, MIP {t_mip:.2f}s total, whole run {total:.0f}s"
     )
     print()
-    hdr = (f"{'budget':>6} {'method':<10} {'cost':>5} {'speedup':>7} | {'LM loss':>7} "
+    hdr = (f"{'budget':>6} {'method':<11} {'cost':>5} {'speedup':>7} | {'LM loss':>7} "
            f"{'acc%':>6} {'KL':>7} | {'GKD LM':>7} {'acc%':>6} {'KL':>7} | layers")  # fmt: skip
     print(hdr)
     print("-" * len(hdr))
@@ -198,7 +233,7 @@ def run(args, seed: int) -> list:
         short = " ".join(n.replace("gqa", "g").replace("ffn", "f").replace("linear", "lin")
                          for n in names)  # fmt: skip
         print(
-            f"{frac:>6.0%} {name:<10} {cost:>5.2f} {sp:>6.2f}x | {pre['lm_loss']:>7.3f} "
+            f"{frac:>6.0%} {name:<11} {cost:>5.2f} {sp:>6.2f}x | {pre['lm_loss']:>7.3f} "
             f"{100 * pre['acc_retained']:>6.1f} {pre['kl_to_parent']:>7.4f} | {g} | {short}"
         )
     print()
@@ -207,15 +242,24 @@ def run(args, seed: int) -> list:
     print(f"KL = held-out KL(parent || child); GKD = after {steps_gkd} equal GKD steps (cos + KL).")
     for frac in args.budgets:
         pz = next(r for r in rows if r[0] == frac and r[1] == "puzzle")
-        un = next(r for r in rows if r[0] == frac and r[1] == "uniform")
+        un = next(r for r in rows if r[0] == frac and r[1] == "homogeneous")
         ratio = un[4]["kl_to_parent"] / max(pz[4]["kl_to_parent"], 1e-12)
-        print(f"budget {frac:.0%}: uniform KL / Puzzle KL = {ratio:.2f} (pre-GKD)")
+        print(f"budget {frac:.0%}: homogeneous KL / Puzzle KL = {ratio:.2f} (pre-GKD)")
+    if checks:
+        print("\ncost prediction vs measured whole-model time of random children "
+              f"(b={b}, {prefill}+{decode} tokens, parent-relative, same round-robin as the parent):")  # fmt: skip
+        for name, v in checks.items():
+            e = np.abs(v["rel_err"])
+            print(f"  {name:<28} |err| median {np.median(e):.1%}, max {e.max():.1%}, "
+                  f"within 15%: {np.mean(e <= 0.15):.0%}; Spearman {v['spearman']:.3f}; "
+                  f"raw pred/meas - 1 median {np.median(v['abs_rel_err']):+.1%}; "
+                  f"KV heads monotone: {v['kv_monotone']}")  # fmt: skip
     if args.png:
         from nas_puzzle.plotting import plot_tradeoff
 
         plot_tradeoff(plot_rows, args.png)
         print(f"wrote {args.png}")
-    return rows
+    return rows, checks
 
 
 if __name__ == "__main__":

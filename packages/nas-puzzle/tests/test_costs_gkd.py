@@ -33,14 +33,6 @@ def test_analytic_costs_formulae_and_monotonicity():
         npz.Scenario(dtype="int4")
 
 
-def test_measured_costs_smoke(tiny_cfg):
-    space = npz.SearchSpace.from_names(tiny_cfg, ["gqa4", "noop"], ["ffn32", "noop"])
-    scen = npz.Scenario(batch_sizes=(2,), prefill_len=4, decode_len=2)
-    c = npz.estimate(space, tiny_cfg, scen, backend="measure", repeats=1, threads=1)
-    assert c.backend == "measure"
-    assert (c.runtime_s(2) > 0).all() and c.non_block_runtime_s(2) > 0
-
-
 def test_gkd_loss_identities():
     torch.manual_seed(0)
     logits = torch.randn(2, 3, 11)
@@ -100,7 +92,7 @@ def test_data_generators():
 
 def test_demo_runs():
     out = npz.demo(seed=0)
-    assert "puzzle-mip" in out and "uniform" in out
+    assert "puzzle-mip" in out and "homogeneous" in out
     assert npz.__version__ == "0.1.0"
 
 
@@ -116,3 +108,50 @@ def test_pipeline_object(parent, space, corpus):
     assert pz.solution.totals["memory_bytes"] <= 0.7 * full["memory_bytes"]
     out = child.uptrain(steps=2, batch_size=2, seq_len=8)
     assert isinstance(out, npz.HeteroDecoder) and out.block_configs == pz.solution.choices
+
+
+def _fake_runner(model, scen, b):
+    """Deterministic 'timing': prefill / decode seconds linear in the model's parameters."""
+    n = sum(p.numel() for p in model.parameters())
+    return lambda: (1e-7 * n * b + 1e-4, 2e-7 * n * b * scen.decode_len + 3e-4)
+
+
+def test_in_context_costs_reconstruct_whole_model_time(tiny_cfg, monkeypatch):
+    # with an additive clock, c_v = (T_v - T_noop) / L and T_noop give every child's time exactly
+    import nas_puzzle.cost as cost
+
+    monkeypatch.setattr(cost, "_model_runner", _fake_runner)
+    space = npz.SearchSpace.from_names(tiny_cfg, ["gqa4", "gqa2", "linear", "noop"], ["ffn32", "noop"])
+    scen = npz.Scenario(batch_sizes=(2, 4), prefill_len=4, decode_len=3)
+    c = npz.estimate(space, tiny_cfg, scen, backend="measure", repeats=2, threads=1)
+    j0 = space.index("noop/noop")
+    assert c.runtime_s(2)[0, j0] == 0.0
+    emb = sum(p.numel() for p in npz.HeteroDecoder(tiny_cfg, [space.variants()[j0]] * 2).parameters())
+    assert c.non_block_runtime_s(4) == pytest.approx(1e-7 * emb * 4 + 1e-4 + 2e-7 * emb * 12 + 3e-4)
+    v = npz.validate_costs(c, tiny_cfg, n_children=6, batch_size=4, repeats=1, seed=3)
+    assert np.allclose(v["rel_err"], 0, atol=1e-9) and np.allclose(v["abs_rel_err"], 0, atol=1e-9)
+    assert v["spearman"] == pytest.approx(1.0) and v["kv_monotone"]
+    assert len(v["names"]) == 6 and len(v["names"][0]) == tiny_cfg.n_layers
+
+
+def test_measured_costs_and_validation_real_clock(tiny_cfg):
+    space = npz.SearchSpace.from_names(tiny_cfg, ["gqa4", "noop"], ["ffn32", "noop"])
+    scen = npz.Scenario(batch_sizes=(2,), prefill_len=4, decode_len=2)
+    for backend in ("measure", "measure_subblocks"):
+        c = npz.estimate(space, tiny_cfg, scen, backend=backend, repeats=2, threads=1)
+        assert (c.runtime_s(2) >= 0).all() and c.non_block_runtime_s(2) > 0
+        assert c.runtime_s(2)[0, space.index("gqa4/ffn32")] > 0
+        v = npz.validate_costs(c, tiny_cfg, n_children=3, repeats=1, threads=1)
+        assert v["predicted_s"].shape == v["measured_s"].shape == (3,)
+        assert np.isfinite(v["rel_err"]).all() and (v["measured_s"] > 0).all()
+    with pytest.raises(ValueError, match="n_children"):
+        npz.validate_costs(c, tiny_cfg, n_children=1)
+    with pytest.raises(ValueError, match="repeats"):
+        npz.validate_costs(c, tiny_cfg, repeats=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        npz.validate_costs(c, tiny_cfg, batch_size=7)
+    with pytest.raises(TypeError, match="costs"):
+        npz.validate_costs({}, tiny_cfg)
+    no_parent = [v for v in space.variants() if v != tiny_cfg.parent_block]
+    with pytest.raises(ValueError, match="parent_block"):
+        npz.validate_costs(npz.estimate(no_parent, tiny_cfg, scen), tiny_cfg)

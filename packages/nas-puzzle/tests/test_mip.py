@@ -86,7 +86,7 @@ def test_budgets_never_exceeded_with_cost_tables(solver):
         n_solved += 1
         assert sol.objective == pytest.approx(ref.objective, abs=1e-12)
         # baselines are feasible and never better than the MIP
-        for fn in (baselines.uniform, baselines.greedy, baselines.random_from_library):
+        for fn in (baselines.best_homogeneous, baselines.greedy, baselines.random_from_library):
             try:
                 base = fn(scores, costs, cons, batch_size=8)
             except npz.InfeasibleError:
@@ -99,11 +99,11 @@ def test_budgets_never_exceeded_with_cost_tables(solver):
     assert sol.totals["throughput_tok_s"] >= cons.throughput_min_tok_s * (1 - 1e-9)
 
 
-def test_uniform_is_homogeneous_and_max_params_maximizes_params():
+def test_best_homogeneous_is_homogeneous_and_max_params_maximizes_params():
     _, scores, costs = _tables()
     par = costs.model_totals([0] * CFG.n_layers, 8)
     cons = npz.Constraints(latency_max_s=0.6 * par["runtime_s"])
-    u = baselines.uniform(scores, costs, cons, batch_size=8)
+    u = baselines.best_homogeneous(scores, costs, cons, batch_size=8)
     assert len(set(u.indices.tolist())) == 1
     mp = baselines.max_params(scores, costs, cons, batch_size=8)
     ref = npz.solve(None, costs, cons, objective=-costs.num_params, batch_size=8, solver="brute")
@@ -247,3 +247,33 @@ def test_noop_only_and_depth_pruning_baselines():
 def test_block_importance_shape(parent, corpus):
     imp = baselines.block_importance(parent, corpus[1][:64].reshape(4, 16))
     assert imp.shape == (parent.cfg.n_layers,) and np.isfinite(imp).all() and (imp >= -1e-6).all()
+
+
+def test_width_pruning_is_the_widest_uniform_shape_that_fits():
+    space = npz.SearchSpace.from_names(
+        CFG, ["gqa4", "gqa1", "linear", "noop"], ["ffn64", "ffn32", "ffn16", "linear", "noop"]
+    )
+    costs = npz.estimate(space, CFG, npz.Scenario(batch_sizes=(8,), prefill_len=16, decode_len=16))
+    kl = np.random.default_rng(1).random((CFG.n_layers, len(space.variants())))
+    scores = npz.ScoreTable(space.variants(), {"kl": kl})
+    par = costs.model_totals([space.index(CFG.parent_block)] * CFG.n_layers, 8)["runtime_s"]
+    for frac in (1.0, 0.985, 0.97, 0.96, 0.95):  # parent, FFN narrowed, KV heads cut, both
+        cons = npz.Constraints(latency_max_s=frac * par)
+        sol = baselines.width_pruning(scores, costs, cons)
+        assert len({v.name for v in sol.choices}) == 1  # homogeneous
+        v = sol.choices[0]
+        assert v.attention.kind == "gqa" and v.ffn.kind == "swiglu"
+        # brute force: no other GQA + SwiGLU homogeneous shape that fits has more parameters
+        fits = [
+            w
+            for j, w in enumerate(space.variants())
+            if w.attention.kind == "gqa"
+            and w.ffn.kind == "swiglu"
+            and costs.model_totals([j] * CFG.n_layers, 8)["runtime_s"] <= frac * par * (1 + 1e-9)
+        ]
+        assert npz.variant_num_params(CFG, v) == max(npz.variant_num_params(CFG, w) for w in fits)
+    assert baselines.width_pruning(scores, costs, npz.Constraints(latency_max_s=par)).choices[
+        0
+    ] == CFG.parent_block
+    with pytest.raises(npz.InfeasibleError):
+        baselines.width_pruning(scores, costs, npz.Constraints(latency_max_s=0.9 * par))

@@ -10,7 +10,14 @@ from nas_puzzle import baselines
 from nas_puzzle.assemble import realize
 from nas_puzzle.bld import BlockLibrary, build_library, count_units, parent_activations
 from nas_puzzle.config import AttentionConfig, BlockConfig, DecoderConfig, FFNConfig
-from nas_puzzle.cost import CostTable, RooflineModel, Scenario, estimate, variant_num_params
+from nas_puzzle.cost import (
+    CostTable,
+    RooflineModel,
+    Scenario,
+    estimate,
+    validate_costs,
+    variant_num_params,
+)
 from nas_puzzle.data import ByteTokenizer, batch_iter, eval_windows, split_tokens, toy_corpus
 from nas_puzzle.demo import demo
 from nas_puzzle.evaluation import evaluate, measure_throughput
@@ -63,6 +70,7 @@ __all__ = [
     "count_units",
     "demo",
     "estimate",
+    "validate_costs",
     "eval_windows",
     "evaluate",
     "from_hf",

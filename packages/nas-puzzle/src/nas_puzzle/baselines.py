@@ -2,8 +2,13 @@
 
 All return a :class:`~nas_puzzle.mip.Solution` that respects the same budgets as the MIP.
 
-* :func:`uniform` — the same variant in every layer, best one meeting the budgets
-  (homogeneous, Minitron-style pruning with library weights).
+* :func:`best_homogeneous` — the same library variant in every layer, the best-scored one that
+  meets the budgets (any variant: linear or no-op sub-blocks included).
+* :func:`width_pruning` — Minitron-style uniform width pruning (Muralidharan et al., 2024):
+  every layer keeps full attention structure (GQA) and a SwiGLU FFN, narrowed by the same
+  amount; the widest such homogeneous shape (most parameters) that fits wins. Score-free; the
+  bench realizes it with the training-free activation-importance weights (channel contribution,
+  mean-pooled KV heads), no BLD, then distils it like every other child.
 * :func:`greedy` — paper F.2.2: budgets split equally over layers, easiest layers first,
   leftover budget passed on.
 * :func:`random_from_library` — paper F.2.4: uniformly random variant per layer,
@@ -32,13 +37,14 @@ from nas_puzzle.mip import (
 from nas_puzzle.scoring import ScoreTable
 
 __all__ = [
+    "best_homogeneous",
     "block_importance",
     "depth_pruning",
     "greedy",
     "max_params",
     "noop_only",
     "random_from_library",
-    "uniform",
+    "width_pruning",
 ]
 
 
@@ -67,7 +73,7 @@ def _feasible(cand: np.ndarray, rows) -> np.ndarray:
     return ok
 
 
-def uniform(
+def best_homogeneous(
     scores: ScoreTable,
     costs: CostTable,
     cons: Constraints,
@@ -82,7 +88,37 @@ def uniform(
     if not ok.any():
         raise InfeasibleError("no homogeneous architecture meets the budgets")
     total = np.where(ok, obj.sum(0), np.inf)
-    return _solution(cand[int(np.argmin(total))], costs, raw, b, "uniform")
+    return _solution(cand[int(np.argmin(total))], costs, raw, b, "best_homogeneous")
+
+
+def width_pruning(
+    scores: ScoreTable,
+    costs: CostTable,
+    cons: Constraints,
+    objective: str = "kl",
+    batch_size: int | None = None,
+) -> Solution:
+    """Minitron-style uniform width pruning: the widest homogeneous GQA + SwiGLU shape that fits.
+
+    Raises
+    ------
+    InfeasibleError
+        If no narrowed shape meets the budgets (then only removing sub-blocks can).
+    """
+    _, raw, b = _resolve(scores, costs, objective, batch_size, None)
+    L = raw.shape[0]
+    width = np.array(
+        [v.attention.kind == "gqa" and v.ffn.kind == "swiglu" for v in costs.variants]
+    )
+    cand = np.repeat(np.arange(len(costs.variants))[:, None], L, axis=1)
+    ok = width & _feasible(cand, budget_rows(costs, cons, b))
+    if not ok.any():
+        raise InfeasibleError("no uniformly narrowed GQA + SwiGLU shape meets the budgets")
+    n = np.where(ok, costs.num_params.sum(0), -np.inf)
+    # ties in parameter count (e.g. fewer KV heads vs narrower FFN): the cheaper runtime wins
+    rt = costs.runtime_s(b).sum(0)
+    best = min(np.flatnonzero(n == n.max()), key=lambda j: rt[j])
+    return _solution(cand[best], costs, raw, b, "width_pruning")
 
 
 def greedy(

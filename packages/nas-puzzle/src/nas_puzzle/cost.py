@@ -8,10 +8,22 @@ For a :class:`Scenario` (batch sizes, prefill and decode lengths, dtype) every b
 * ``prefill_s`` / ``decode_s`` — time to prefill ``prefill_len`` tokens and then run
   ``decode_len`` cached decode steps, per batch size.
 
-Backends: ``"analytic"`` (deterministic roofline, used by tests) and ``"measure"`` (wall clock on
-this machine: each distinct attention and FFN subblock is timed, warm-up + minimum over
-round-robin repeats, ``torch.set_num_threads(threads)``; a block costs the sum of its two
-subblocks). With identical
+Backends:
+
+* ``"analytic"`` — deterministic roofline (used by tests);
+* ``"measure"`` — wall clock on this machine, *in context* (paper §4.1: costs are measured for
+  the real model at the target batch size and sequence length). For every variant v a
+  homogeneous decoder with v in all L layers is timed (prefill, then cached decode: embedding,
+  residual adds, cache growth, LM head and the per-layer Python dispatch included), as is the
+  all-no-op decoder; the block cost is ``c_v = (T_v - T_noop) / L`` and the non-block cost is
+  ``T_noop``. Warm-up, then the minimum over round-robin repeats (one call of every model per
+  round, so load drifts hit all variants alike) with ``torch.set_num_threads(threads)``;
+* ``"measure_subblocks"`` — each distinct attention and FFN subblock timed on its own and a
+  block costed as the sum of its two subblocks (|A| + |F| timings, Puzzletron's subblock
+  stats). Cheaper, but it misses everything between the subblocks and predicts whole-model time
+  poorly on CPU; kept as the control for :func:`validate_costs`.
+
+With identical
 parent layers the cost depends only on the variant, so each variant is measured once and
 broadcast to every layer (``CostTable.param_bytes`` etc. are still (L, K) so per-layer overrides
 are possible). Non-block costs (embedding, final norm, LM head) are kept apart: the MIP subtracts
@@ -28,12 +40,20 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from nas_puzzle.config import AttentionConfig, BlockConfig, DecoderConfig
-from nas_puzzle.model import AttentionSubblock, FFNSubblock, rope_tables
+from nas_puzzle.config import AttentionConfig, BlockConfig, DecoderConfig, FFNConfig
+from nas_puzzle.model import AttentionSubblock, FFNSubblock, HeteroDecoder, rope_tables
 
-__all__ = ["CostTable", "RooflineModel", "Scenario", "estimate", "variant_num_params"]
+__all__ = [
+    "CostTable",
+    "RooflineModel",
+    "Scenario",
+    "estimate",
+    "validate_costs",
+    "variant_num_params",
+]
 
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+_BACKENDS = ("analytic", "measure", "measure_subblocks")
 
 
 @dataclass(frozen=True)
@@ -215,6 +235,45 @@ def _non_block_runners(cfg: DecoderConfig, scen: Scenario, b: int, dtype):
     return (lambda: run(tok)), decode
 
 
+def _clock() -> float:
+    """CPU seconds of this thread with one intra-op thread (blind to time the VM is descheduled),
+    wall seconds otherwise (CPU time summed over threads is not latency)."""
+    return time.thread_time() if torch.get_num_threads() == 1 else time.perf_counter()
+
+
+def _model_runner(model: HeteroDecoder, scen: Scenario, b: int):
+    """Closure timing one prefill of ``b`` prompts and the cached decode after it.
+
+    Returns ``(prefill_s, decode_s)`` measured inside one call, so a single round-robin pass
+    yields both phases.
+    """
+    g = torch.Generator().manual_seed(0)
+    prompt = torch.randint(0, model.cfg.vocab_size, (b, scen.prefill_len), generator=g)
+    model = model.eval()
+
+    def run() -> tuple[float, float]:
+        t0 = _clock()
+        logits, cache = model.prefill(prompt)
+        t1 = _clock()
+        for _ in range(scen.decode_len):
+            logits, cache = model.decode_step(logits.argmax(-1), cache)
+        return t1 - t0, _clock() - t1
+
+    return run
+
+
+@torch.inference_mode()
+def _time_models(fns: list, repeats: int, verbose: bool, desc: str) -> np.ndarray:
+    """Per-phase minimum over round-robin repeats of (prefill, decode) runners, shape (n, 2)."""
+    for fn in fns:  # warm-up
+        fn()
+    best = np.full((len(fns), 2), np.inf)
+    for _ in tqdm(range(repeats), disable=not verbose, desc=desc):
+        for k, fn in enumerate(fns):
+            best[k] = np.minimum(best[k], fn())
+    return best
+
+
 @torch.inference_mode()
 def _measure_round_robin(fns: list, repeats: int, verbose: bool) -> np.ndarray:
     """Minimum time of each closure; one call of every closure per round, so slow drifts in
@@ -224,10 +283,24 @@ def _measure_round_robin(fns: list, repeats: int, verbose: bool) -> np.ndarray:
     best = np.full(len(fns), np.inf)
     for _ in tqdm(range(repeats), disable=not verbose, desc="cost (measure)"):
         for k, fn in enumerate(fns):
-            t0 = time.perf_counter()
+            t0 = _clock()
             fn()
-            best[k] = min(best[k], time.perf_counter() - t0)
+            best[k] = min(best[k], _clock() - t0)
     return best
+
+
+def _in_context(cfg, variants, scen, b, dtype, repeats, verbose):
+    """Block costs from homogeneous decoders: c_v = (T_v - T_noop) / L per phase."""
+    noop = BlockConfig(AttentionConfig("noop"), FFNConfig("noop"))
+    distinct = list(dict.fromkeys([noop, *variants]))  # the no-op model is timed once, first
+    torch.manual_seed(0)
+    models = [HeteroDecoder(cfg, [v] * cfg.n_layers).to(dtype) for v in distinct]
+    t = _time_models([_model_runner(m, scen, b) for m in models], repeats, verbose, "cost")
+    base = t[0]
+    # a variant can time a hair under the no-op model (noise); costs stay non-negative
+    c = np.maximum(t - base, 0.0) / cfg.n_layers
+    c = c[[distinct.index(v) for v in variants]]
+    return c[:, 0], c[:, 1], base[0], base[1]
 
 
 @dataclass
@@ -321,7 +394,8 @@ def estimate(
         Columns; a ``SearchSpace`` means ``space.variants()``.
     cfg : DecoderConfig
     scenario : Scenario
-    backend : {"analytic", "measure"}
+    backend : {"analytic", "measure", "measure_subblocks"}
+        See the module docstring; ``"measure"`` times every variant in context.
     roofline : RooflineModel, optional
         Constants of the analytic backend.
     threads : int, optional
@@ -348,8 +422,8 @@ def estimate(
             f"scenario: prefill_len + decode_len = {scenario.seq_len} exceeds "
             f"max_seq_len={cfg.max_seq_len}"
         )
-    if backend not in ("analytic", "measure"):
-        raise ValueError(f"backend must be 'analytic' or 'measure', got {backend!r}")
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
     if repeats <= 0:
         raise ValueError(f"repeats must be positive, got {repeats}")
     if threads is not None and threads <= 0:
@@ -364,13 +438,18 @@ def estimate(
     old_threads = torch.get_num_threads()
     dtype = getattr(torch, scenario.dtype)
     try:
-        if backend == "measure" and threads is not None:
+        if backend != "analytic" and threads is not None:
             torch.set_num_threads(threads)
         for k, b in enumerate(scenario.batch_sizes):
             if backend == "analytic":
                 for j, v in enumerate(variants):
                     pre[k, j], dec[k, j] = _analytic_block(cfg, v, scenario, b, rm)
                 nb_pre[k], nb_dec[k] = _analytic_non_block(cfg, scenario, b, rm)
+                continue
+            if backend == "measure":
+                pre[k], dec[k], nb_pre[k], nb_dec[k] = _in_context(
+                    cfg, variants, scenario, b, dtype, repeats, verbose
+                )
                 continue
             # block cost = attention subblock + FFN subblock: measure the |A| + |F| distinct
             # subblocks (Puzzletron-style subblock stats) instead of |A| x |F| blocks, which
@@ -408,3 +487,110 @@ def estimate(
         },
         backend=backend,
     )
+
+
+def validate_costs(
+    costs: CostTable,
+    cfg: DecoderConfig,
+    n_children: int = 10,
+    batch_size: int | None = None,
+    repeats: int = 5,
+    threads: int | None = None,
+    seed: int = 0,
+    verbose: bool = False,
+) -> dict:
+    """Check a cost table against measured whole-model time of random children.
+
+    ``n_children`` architectures are drawn uniformly from ``costs.variants`` per layer, built as
+    decoders (random weights: time does not depend on their values) and timed round-robin like
+    the table (warm-up, minimum over ``repeats``), prefill + cached decode at the table's
+    scenario, together with the parent (``cfg.parent_block`` in every layer).
+
+    The table's budgets are fractions of the parent's cost, so the check is on parent-relative
+    time: ``rel_err = (pred / pred_parent) / (meas / meas_parent) - 1``. This also cancels the
+    machine's speed drift between the table's and this measurement (±30 % over minutes on a
+    shared VM); ``abs_rel_err`` keeps the raw ``pred / meas - 1``.
+
+    Parameters
+    ----------
+    costs : CostTable
+    cfg : DecoderConfig
+        Shape the table was measured for.
+    n_children : int, default=10
+    batch_size : int, optional
+        One of ``costs.scenario.batch_sizes`` (default: the first).
+    repeats : int, default=5
+    threads : int, optional
+        ``torch.set_num_threads`` while timing (restored afterwards).
+    seed : int, default=0
+    verbose : bool, default=False
+
+    Returns
+    -------
+    dict
+        ``predicted_s``, ``measured_s`` (n_children,), ``rel_err`` (parent-relative, see
+        above), ``abs_rel_err``, ``max_abs_rel_err`` (of ``rel_err``), ``spearman`` (predicted
+        vs measured), ``names`` (per-child layer names), ``parent_predicted_s``,
+        ``parent_measured_s`` and ``kv_monotone`` (for every FFN variant, table cost never rises
+        as KV heads fall).
+    """
+    from scipy.stats import spearmanr
+
+    if not isinstance(costs, CostTable):
+        raise TypeError(f"costs must be a CostTable, got {type(costs).__name__}")
+    if not isinstance(cfg, DecoderConfig):
+        raise TypeError(f"cfg must be a DecoderConfig, got {type(cfg).__name__}")
+    if cfg.parent_block not in costs.variants:
+        raise ValueError("costs.variants must contain cfg.parent_block (the reference model)")
+    if costs.n_layers != cfg.n_layers:
+        raise ValueError(f"costs has {costs.n_layers} layers, cfg has n_layers={cfg.n_layers}")
+    for name, v in (("n_children", n_children), ("repeats", repeats)):
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if n_children < 2:
+        raise ValueError(f"n_children must be >= 2 for a rank correlation, got {n_children}")
+    if threads is not None and threads <= 0:
+        raise ValueError(f"threads must be positive, got {threads}")
+    b = costs.scenario.batch_sizes[0] if batch_size is None else batch_size
+    costs.b_index(b)  # raises for an unmeasured batch size
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(costs.variants), size=(n_children, cfg.n_layers))
+    idx = np.vstack([np.full(cfg.n_layers, costs.variants.index(cfg.parent_block)), idx])
+    pred = np.array([costs.model_totals(row, b)["runtime_s"] for row in idx])
+    dtype = getattr(torch, costs.scenario.dtype)
+    old = torch.get_num_threads()
+    try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        torch.manual_seed(seed)
+        fns = [
+            _model_runner(
+                HeteroDecoder(cfg, [costs.variants[j] for j in row]).to(dtype), costs.scenario, b
+            )
+            for row in idx
+        ]
+        meas = _time_models(fns, repeats, verbose, "validate costs").sum(axis=1)
+    finally:
+        torch.set_num_threads(old)
+    rt = costs.runtime_s(b).mean(axis=0)
+    kv_ok = True
+    for f in {v.ffn for v in costs.variants}:
+        gqa = sorted(
+            (v.attention.n_kv_heads, rt[j])
+            for j, v in enumerate(costs.variants)
+            if v.ffn == f and v.attention.kind == "gqa"
+        )
+        kv_ok &= all(a[1] <= b_[1] for a, b_ in zip(gqa, gqa[1:]))
+    rel = (pred[1:] / pred[0]) / (meas[1:] / meas[0]) - 1.0
+    return {
+        "predicted_s": pred[1:],
+        "measured_s": meas[1:],
+        "rel_err": rel,
+        "abs_rel_err": pred[1:] / meas[1:] - 1.0,
+        "max_abs_rel_err": float(np.abs(rel).max()),
+        "spearman": float(spearmanr(pred[1:], meas[1:]).statistic),
+        "names": [[costs.variants[j].name for j in row] for row in idx[1:]],
+        "parent_predicted_s": float(pred[0]),
+        "parent_measured_s": float(meas[0]),
+        "kv_monotone": bool(kv_ok),
+    }

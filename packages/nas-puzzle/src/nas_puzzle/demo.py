@@ -8,7 +8,7 @@ __all__ = ["demo"]
 
 
 def demo(seed: int = 0) -> str:
-    """Puzzle on a tiny generated-text parent: MIP child vs uniform pruning at 60% runtime.
+    """Puzzle on a tiny generated-text parent: MIP child vs the best homogeneous child at 60% runtime.
 
     Trains a 3-layer byte-level parent for a few steps, builds a decoupled BLD library, scores
     every (layer, variant) by replace-1-block KL, and compares the MIP child with the best
@@ -51,7 +51,7 @@ def demo(seed: int = 0) -> str:
         cons = Constraints(latency_max_s=0.6 * full["runtime_s"])
         rows = [("parent", None)]
         rows.append(("puzzle-mip", solve(scores, costs, cons)))
-        rows.append(("uniform", baselines.uniform(scores, costs, cons)))
+        rows.append(("homogeneous", baselines.best_homogeneous(scores, costs, cons)))
         lines = [
             "nas-puzzle demo: 3-layer parent, budget 60% of parent runtime (analytic, b=8)",
             f"{'method':<11} {'KL->parent':>10} {'LM loss':>8} {'runtime':>8}  layers",
