@@ -121,12 +121,16 @@ def test_in_context_costs_reconstruct_whole_model_time(tiny_cfg, monkeypatch):
     import nas_puzzle.cost as cost
 
     monkeypatch.setattr(cost, "_model_runner", _fake_runner)
-    space = npz.SearchSpace.from_names(tiny_cfg, ["gqa4", "gqa2", "linear", "noop"], ["ffn32", "noop"])
+    space = npz.SearchSpace.from_names(
+        tiny_cfg, ["gqa4", "gqa2", "linear", "noop"], ["ffn32", "noop"]
+    )
     scen = npz.Scenario(batch_sizes=(2, 4), prefill_len=4, decode_len=3)
     c = npz.estimate(space, tiny_cfg, scen, backend="measure", repeats=2, threads=1)
     j0 = space.index("noop/noop")
     assert c.runtime_s(2)[0, j0] == 0.0
-    emb = sum(p.numel() for p in npz.HeteroDecoder(tiny_cfg, [space.variants()[j0]] * 2).parameters())
+    emb = sum(
+        p.numel() for p in npz.HeteroDecoder(tiny_cfg, [space.variants()[j0]] * 2).parameters()
+    )
     assert c.non_block_runtime_s(4) == pytest.approx(1e-7 * emb * 4 + 1e-4 + 2e-7 * emb * 12 + 3e-4)
     v = npz.validate_costs(c, tiny_cfg, n_children=6, batch_size=4, repeats=1, seed=3)
     assert np.allclose(v["rel_err"], 0, atol=1e-9) and np.allclose(v["abs_rel_err"], 0, atol=1e-9)

@@ -272,8 +272,9 @@ def test_width_pruning_is_the_widest_uniform_shape_that_fits():
             and costs.model_totals([j] * CFG.n_layers, 8)["runtime_s"] <= frac * par * (1 + 1e-9)
         ]
         assert npz.variant_num_params(CFG, v) == max(npz.variant_num_params(CFG, w) for w in fits)
-    assert baselines.width_pruning(scores, costs, npz.Constraints(latency_max_s=par)).choices[
-        0
-    ] == CFG.parent_block
+    assert (
+        baselines.width_pruning(scores, costs, npz.Constraints(latency_max_s=par)).choices[0]
+        == CFG.parent_block
+    )
     with pytest.raises(npz.InfeasibleError):
         baselines.width_pruning(scores, costs, npz.Constraints(latency_max_s=0.9 * par))

@@ -23,6 +23,7 @@ PACKAGES: dict[str, str] = {
     "interaction-moe": "I2MoE interpretable multimodal interaction mixture of experts",
     "epi-ode": "EARTH epidemiology-aware neural ODE forecasting on a transmission graph",
     "brain-gcl": "CIA-GCL invariance-aware brain-graph contrastive learning",
+    "evolving-dg": "SYNC static-dynamic causal representations for evolving domain generalization",
 }
 
 # measured demo time per package on 2 CPU cores (s), used for the tour's time-left estimate
@@ -43,6 +44,7 @@ DEMO_SECONDS: dict[str, float] = {
     "interaction-moe": 2.0,
     "epi-ode": 5.0,
     "brain-gcl": 6.0,
+    "evolving-dg": 4.0,
 }
 
 

@@ -70,7 +70,6 @@ __all__ = [
     "count_units",
     "demo",
     "estimate",
-    "validate_costs",
     "eval_windows",
     "evaluate",
     "from_hf",
@@ -94,6 +93,7 @@ __all__ = [
     "toy_corpus",
     "train_parent",
     "uptrain",
+    "validate_costs",
     "variant_num_params",
 ]
 

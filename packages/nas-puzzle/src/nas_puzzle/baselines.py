@@ -107,9 +107,7 @@ def width_pruning(
     """
     _, raw, b = _resolve(scores, costs, objective, batch_size, None)
     L = raw.shape[0]
-    width = np.array(
-        [v.attention.kind == "gqa" and v.ffn.kind == "swiglu" for v in costs.variants]
-    )
+    width = np.array([v.attention.kind == "gqa" and v.ffn.kind == "swiglu" for v in costs.variants])
     cand = np.repeat(np.arange(len(costs.variants))[:, None], L, axis=1)
     ok = width & _feasible(cand, budget_rows(costs, cons, b))
     if not ok.any():

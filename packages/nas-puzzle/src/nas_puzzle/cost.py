@@ -32,6 +32,7 @@ them from each budget and adds them back to totals (as Puzzletron does).
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -580,7 +581,7 @@ def validate_costs(
             for j, v in enumerate(costs.variants)
             if v.ffn == f and v.attention.kind == "gqa"
         )
-        kv_ok &= all(a[1] <= b_[1] for a, b_ in zip(gqa, gqa[1:]))
+        kv_ok &= all(a[1] <= b_[1] for a, b_ in itertools.pairwise(gqa))
     rel = (pred[1:] / pred[0]) / (meas[1:] / meas[0]) - 1.0
     return {
         "predicted_s": pred[1:],

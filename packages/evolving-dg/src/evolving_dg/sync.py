@@ -1,0 +1,383 @@
+"""SYNC (He et al., ICML 2025): static–dynamic causal representation learning for EDG.
+
+The network (spec §2.2–2.5): a sequential VAE over the domain axis with a static posterior
+q(z^st | x), a dynamic posterior q(z^dy_t | z^dy_<t, x_t) (LSTM) and an LSTM prior; a categorical
+drift factor z^d with LSTM posterior / prior; maskers choosing causal latent dimensions; a linear
+classifier on [m^st ⊙ z^st, m^dy ⊙ z^dy, z^d]. Ablations of the paper's Table 2 by switches:
+A = LSSAE (no MI, no causal), B = A + MI, C = B + static causal, D = B + dynamic causal.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from evolving_dg.base import EvolvingEstimator
+from evolving_dg.losses import (
+    categorical_kl,
+    gaussian_kl,
+    gumbel_softmax,
+    mws_mutual_information,
+    relaxed_topk_mask,
+    sample_gaussian,
+    supervised_contrastive,
+)
+from evolving_dg.networks import Masker, affine_block, lstm_unroll, make_backbone
+
+__all__ = ["LSSAE", "SYNC", "SYNCNet", "ablation"]
+
+
+class SYNCNet(nn.Module):
+    """All SYNC modules; ``forward_train`` returns the loss terms of one batch."""
+
+    def __init__(self, input_shape, n_classes, backbone, width, z_dim, static_head_act, masks):
+        super().__init__()
+        K, dz, h = n_classes, z_dim, width
+        self.K, self.dz, self.input_shape = K, dz, tuple(input_shape)
+        self.phi_st = make_backbone(backbone, input_shape, width)
+        self.phi_dy = make_backbone(backbone, input_shape, width)
+        nf = self.phi_st.n_outputs
+        act = [nn.LeakyReLU(0.02)] if static_head_act else []
+        self.static = nn.Sequential(
+            affine_block(nf, h), nn.Linear(h, h), nn.LeakyReLU(0.02), nn.Linear(h, 2 * dz), *act
+        )
+        self.aff_dy = affine_block(nf, h)
+        self.lstm_dy = nn.LSTM(h, 2 * dz, batch_first=True)
+        self.head_dy = nn.Linear(2 * dz, 2 * dz)
+        self.prior_cell = nn.LSTMCell(2 * dz, 2 * dz)
+        self.prior_head = nn.Linear(2 * dz, 2 * dz)
+        d_in = int(np.prod(input_shape))
+        self.decoder = nn.Sequential(
+            nn.Linear(2 * dz, h), nn.LeakyReLU(0.02), nn.Linear(h, h), nn.LeakyReLU(0.02),
+            nn.Linear(h, d_in),
+        )  # fmt: skip
+        self.drift_enc = nn.Sequential(
+            nn.Linear(K, 128), nn.BatchNorm1d(128), nn.ReLU(),
+            nn.Linear(128, 64), nn.BatchNorm1d(64), nn.ReLU(),
+        )  # fmt: skip
+        self.drift_lstm = nn.LSTM(64, 64, batch_first=True)
+        self.drift_head = nn.Linear(64, K)
+        self.drift_prior_cell = nn.LSTMCell(K, 64)
+        self.drift_prior_head = nn.Linear(64, K)
+        self.mask_st = Masker(dz) if masks[0] else None
+        self.mask_dy = Masker(dz) if masks[1] else None
+        self.classifier = nn.Linear(2 * dz + K, K)
+
+    # -------------------------------------------------------------- encoders
+    def encode_static(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """x: (N, ...) -> (mu, s), each (N, dz)."""
+        return self.static(self.phi_st(x)).chunk(2, -1)
+
+    def dynamic_features(self, x: Tensor) -> Tensor:
+        """x: (N, ...) -> LSTM inputs (N, width)."""
+        return self.aff_dy(self.phi_dy(x))
+
+    def dynamic_prior(self, steps: int) -> tuple[Tensor, Tensor]:
+        """Prior parameters for domains 0..steps-1, each (steps, dz)."""
+        return lstm_unroll(self.prior_cell, self.prior_head, steps, 2 * self.dz).chunk(2, -1)
+
+    def drift_prior(self, steps: int) -> Tensor:
+        """Drift prior logits for domains 0..steps-1, (steps, K)."""
+        inp, state, outs = torch.zeros(1, self.K, device=self.classifier.weight.device), None, []
+        for _ in range(steps):  # over domains
+            state = self.drift_prior_cell(inp, state)
+            inp = self.drift_prior_head(state[0])
+            outs.append(inp)
+        return torch.cat(outs, 0)
+
+    def masks(self, mu_st: Tensor, mu_dy: Tensor, k: int, tau: float, gen=None):
+        """Causal masks (ones where a masker is off); inputs detached (spec §2.5)."""
+        one = torch.ones_like(mu_st)
+        m_st = one if self.mask_st is None else relaxed_topk_mask(self.mask_st(mu_st.detach()), k, tau, gen)  # fmt: skip
+        m_dy = one if self.mask_dy is None else relaxed_topk_mask(self.mask_dy(mu_dy.detach()), k, tau, gen)  # fmt: skip
+        return m_st, m_dy
+
+
+class SYNC(EvolvingEstimator):
+    """SYNC estimator (scikit-learn style) for evolving domain generalization.
+
+    Parameters
+    ----------
+    backbone : {"mlp", "cnn"} or nn.Module with ``n_outputs``
+        Feature extractor φ (two copies: static and dynamic branch).
+    width : int, default=128
+        Hidden width of the MLP backbone and the adaptors (reference 512 for toy data).
+    z_dim : int, default=20
+        d_z of each of z^st and z^dy.
+    lambda_evolve, lambda_mi, lambda_causal : float
+        Weights of (L_fp + KL_d), L_MI and (L_stc + L_dyc) against L_mp (reference weighting).
+    use_mi, use_static_causal, use_dynamic_causal : bool
+        Ablation switches (all on = SYNC; all off = variant A / LSSAE).
+    mask_ratio : float in (0, 1], default=0.6
+        κ: a mask keeps k = ⌊κ d_z⌋ dimensions.
+    mask_tau, contrast_tau : float
+        Gumbel temperature of the mask and temperature of the contrastive logits.
+    lr : float
+        Adam learning rate (reference Circle 5e-6; CPU-practical 1e-3).
+    epochs, iters_per_epoch, batch_per_domain : int
+    sigma_param : {"ref", "consistent"}
+        Gaussian parametrisation (see :mod:`evolving_dg.losses`).
+    causal_grad : {"masker", "encoder"}
+        ``"masker"`` (reference): L_causal sees detached latent means and trains only the
+        maskers; ``"encoder"``: the losses also shape the encoders.
+    static_head_act : bool, default=True
+        LeakyReLU on the static posterior's output parameters (reference).
+    exclude_same_index : bool, default=True
+        Reference quirk of the contrastive positives (see :func:`supervised_contrastive`).
+    transductive : bool, default=True
+        At test time feed each target domain's unlabelled inputs through the dynamic posterior
+        from a bank of the previous domain's LSTM states (reference); ``False``: use the dynamic
+        prior unrolled to the domain index.
+    random_state : int, default=0
+    verbose : int, default=0
+        Progress bar over epochs when > 0.
+
+    Attributes
+    ----------
+    net_ : SYNCNet
+    history_ : list of dict
+        Per epoch: mean loss terms (``loss``, ``mp``, ``fp``, ``kl_d``, ``mi``, ``stc``,
+        ``dyc``), ``val_acc``.
+    best_epoch_ : int
+    n_classes_, input_shape_, next_index_ : int, tuple, int
+    """
+
+    _min_source = 3
+
+    def __init__(
+        self,
+        backbone="mlp",
+        width: int = 128,
+        z_dim: int = 20,
+        lambda_evolve: float = 0.01,
+        lambda_mi: float = 1.0,
+        lambda_causal: float = 0.02,
+        use_mi: bool = True,
+        use_static_causal: bool = True,
+        use_dynamic_causal: bool = True,
+        mask_ratio: float = 0.6,
+        mask_tau: float = 0.5,
+        contrast_tau: float = 0.07,
+        lr: float = 1e-3,
+        epochs: int = 30,
+        iters_per_epoch: int = 50,
+        batch_per_domain: int = 64,
+        sigma_param: str = "ref",
+        causal_grad: str = "masker",
+        static_head_act: bool = True,
+        exclude_same_index: bool = True,
+        transductive: bool = True,
+        random_state: int = 0,
+        verbose: int = 0,
+    ) -> None:
+        self.backbone = backbone
+        self.width = width
+        self.z_dim = z_dim
+        self.lambda_evolve = lambda_evolve
+        self.lambda_mi = lambda_mi
+        self.lambda_causal = lambda_causal
+        self.use_mi = use_mi
+        self.use_static_causal = use_static_causal
+        self.use_dynamic_causal = use_dynamic_causal
+        self.mask_ratio = mask_ratio
+        self.mask_tau = mask_tau
+        self.contrast_tau = contrast_tau
+        self.lr = lr
+        self.epochs = epochs
+        self.iters_per_epoch = iters_per_epoch
+        self.batch_per_domain = batch_per_domain
+        self.sigma_param = sigma_param
+        self.causal_grad = causal_grad
+        self.static_head_act = static_head_act
+        self.exclude_same_index = exclude_same_index
+        self.transductive = transductive
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self) -> None:
+        self._check_common()
+        if isinstance(self.z_dim, bool) or not isinstance(self.z_dim, int) or self.z_dim < 1:
+            raise ValueError(f"z_dim must be a positive int, got {self.z_dim!r}")
+        for name in ("lambda_evolve", "lambda_mi", "lambda_causal"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if not (isinstance(self.mask_ratio, (int, float)) and 0 < self.mask_ratio <= 1):
+            raise ValueError(f"mask_ratio must lie in (0, 1], got {self.mask_ratio!r}")
+        if math.floor(self.mask_ratio * self.z_dim) < 1:
+            raise ValueError("mask_ratio * z_dim must keep at least one dimension")
+        for name in ("mask_tau", "contrast_tau"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not v > 0:
+                raise ValueError(f"{name} must be positive, got {v!r}")
+        if self.sigma_param not in ("ref", "consistent"):
+            raise ValueError(f"sigma_param must be 'ref' or 'consistent', got {self.sigma_param!r}")
+        if self.causal_grad not in ("masker", "encoder"):
+            raise ValueError(f"causal_grad must be 'masker' or 'encoder', got {self.causal_grad!r}")
+
+    def fit(self, domains, val_domains=None) -> SYNC:
+        """Train on time-ordered source domains, selecting the epoch on ``val_domains``.
+
+        Parameters
+        ----------
+        domains : list of (X_t, y_t), at least 3
+            X_t: (n_t, *input_shape); y_t: (n_t,) integer labels.
+        val_domains : list of (X_t, y_t), optional
+            The intermediate domains right after the sources (model selection, then advanced
+            through so that targets continue the sequence).
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        doms, vals, shape, K = self._check_fit_input(domains, val_domains)
+        torch.manual_seed(self.random_state)
+        masks = (self.use_static_causal, self.use_dynamic_causal)
+        net = SYNCNet(shape, K, self.backbone, self.width, self.z_dim, self.static_head_act, masks)
+        self.n_classes_, self.input_shape_, self.n_source_ = K, shape, len(doms)
+        self.net_ = net
+        self._gen = torch.Generator().manual_seed(self.random_state + 1)
+        self._fit_loop(doms, vals)
+        return self
+
+    # ---------------------------------------------------------------- training
+    def _train_step(self, x: Tensor, y: Tensor, epoch: int) -> dict[str, Tensor]:
+        t = self._loss_terms(x, y)
+        loss = t["mp"] + self.lambda_evolve * (t["fp"] + t["kl_d"])
+        loss = loss + self.lambda_causal * (t["stc"] + t["dyc"])
+        if self.use_mi:
+            loss = loss + self.lambda_mi * t["mi"]
+        out = {k: v.detach() for k, v in t.items()}
+        out["mi"] = out["mi"] / y.shape[1]  # logged per domain
+        return {"loss": loss, **out}
+
+    def _loss_terms(self, x: Tensor, y: Tensor) -> dict[str, Tensor]:
+        """Un-weighted loss terms of one (B, T, ...) batch, with their graphs."""
+        net, p = self.net_, self.sigma_param
+        B, T = y.shape
+        dz, K = self.z_dim, self.n_classes_
+        xf = x.flatten(0, 1)  # (B*T, ...)
+        mu_st, s_st = net.encode_static(xf)
+        feats = net.dynamic_features(xf).view(B, T, -1)
+        mu_dy, s_dy = net.head_dy(net.lstm_dy(feats)[0]).chunk(2, -1)  # (B, T, dz)
+        mu_st, s_st = mu_st.view(B, T, dz), s_st.view(B, T, dz)
+        z_st, z_dy = sample_gaussian(mu_st, s_st, p), sample_gaussian(mu_dy, s_dy, p)
+        mu_p, s_p = net.dynamic_prior(T)
+        x_hat = net.decoder(torch.cat([z_st, z_dy], -1))
+        rec = ((x_hat - x.flatten(2)) ** 2).sum() / B
+        kl_st = gaussian_kl(mu_st, s_st, param=p).sum() / B
+        kl_dy = gaussian_kl(mu_dy, s_dy, mu_p, s_p, param=p).sum() / B
+        onehot = F.one_hot(y, K).float()
+        q_logits = net.drift_head(net.drift_lstm(net.drift_enc(onehot.flatten(0, 1)).view(B, T, -1))[0])  # fmt: skip
+        kl_d = 0.5 * categorical_kl(q_logits, net.drift_prior(T)).sum() / B
+        z_d = gumbel_softmax(q_logits, 1.0)
+        k = math.floor(self.mask_ratio * dz)
+        # as the official code: the classifier's masks come from the (detached) samples, the
+        # causal losses' masks from a second draw on the posterior means
+        c_st, c_dy = net.masks(z_st.flatten(0, 1), z_dy.flatten(0, 1), k, self.mask_tau)
+        c_st, c_dy = c_st.view(B, T, dz), c_dy.view(B, T, dz)
+        logits = net.classifier(torch.cat([c_st * z_st, c_dy * z_dy, z_d], -1))
+        m_st, m_dy = net.masks(mu_st.flatten(0, 1), mu_dy.flatten(0, 1), k, self.mask_tau)
+        m_st, m_dy = m_st.view(B, T, dz), m_dy.view(B, T, dz)
+        mp = T * F.cross_entropy(logits.flatten(0, 1), y.flatten())
+        zero = mp.new_zeros(())
+
+        # MWS mutual information per domain: groups are domains, items the batch
+        def tr(a: Tensor) -> Tensor:  # (B, T, d) -> (T, B, d): groups are domains
+            return a.transpose(0, 1)
+
+        mi_t = mws_mutual_information(tr(z_st), tr(mu_st), tr(s_st), tr(z_dy), tr(mu_dy), tr(s_dy), p)  # fmt: skip
+        mi = mi_t.sum()
+
+        def det(a: Tensor) -> Tensor:  # reference: causal losses train only the maskers
+            return a.detach() if self.causal_grad == "masker" else a
+
+        stc = dyc = zero
+        yt = y.T  # (T, B)
+        if self.use_static_causal:
+            a = tr(m_st) * det(tr(mu_st))  # (T, B, dz)
+            stc = supervised_contrastive(a[:-1], yt[:-1], a[1:], yt[1:], self.contrast_tau,
+                                         self.exclude_same_index).sum()  # fmt: skip
+        if self.use_dynamic_causal:
+            anc = tr(m_dy) * det(tr(mu_dy))
+            cand = (tr(m_st) * tr(mu_st)).detach()
+            dyc = supervised_contrastive(anc, yt, cand, yt, self.contrast_tau,
+                                         self.exclude_same_index).sum()  # fmt: skip
+        return {"mp": mp, "fp": rec + kl_st + kl_dy, "kl_d": kl_d, "mi": mi, "stc": stc, "dyc": dyc}
+
+    # ---------------------------------------------------------------- sequence state
+    @torch.no_grad()
+    def _after_training(self, doms) -> None:
+        """Bank of the dynamic posterior's final LSTM states after the source sequence."""
+        net = self.net_.eval()
+        n = min(min(len(X) for X, _ in doms), 256)
+        g = np.random.default_rng(self.random_state + 2)
+        x = torch.stack([torch.from_numpy(X[g.choice(len(X), n, replace=False)]) for X, _ in doms], 1)  # fmt: skip
+        feats = net.dynamic_features(x.flatten(0, 1)).view(n, len(doms), -1)
+        _, (h, c) = net.lstm_dy(feats)
+        self._bank = (h[0], c[0])
+        self._gen = torch.Generator().manual_seed(self.random_state + 1)
+
+    def _sequence_state(self):
+        return (self._bank, self._gen.get_state())
+
+    def _set_sequence_state(self, state) -> None:
+        self._bank = state[0]
+        self._gen.set_state(state[1])
+
+    @torch.no_grad()
+    def _predict_logits(self, X: Tensor, t: int, transductive: bool) -> Tensor:
+        net = self.net_.eval()
+        mu_st, _ = net.encode_static(X)
+        if transductive and self.transductive:
+            h, c = self._bank
+            pick = torch.randint(0, len(h), (len(X),), generator=self._gen)
+            out, (h1, c1) = net.lstm_dy(net.dynamic_features(X)[:, None], (h[pick][None], c[pick][None]))  # fmt: skip
+            mu_dy = net.head_dy(out[:, 0]).chunk(2, -1)[0]
+            self._bank = (h1[0], c1[0])
+        else:
+            mu_dy = net.dynamic_prior(t + 1)[0][-1].expand(len(X), -1)
+        z_d = net.drift_prior(t + 1)[-1].softmax(-1).expand(len(X), -1)
+        k = math.floor(self.mask_ratio * self.z_dim)
+        m_st, m_dy = net.masks(mu_st, mu_dy, k, self.mask_tau, self._gen)
+        return net.classifier(torch.cat([m_st * mu_st, m_dy * mu_dy, z_d], -1))
+
+
+def ablation(variant: str, **params) -> SYNC:
+    """The paper's Table 2 variants: "A" (LSSAE-style sequential VAE), "B" (+ MI),
+    "C" (B + static causal), "D" (B + dynamic causal), "SYNC" (all)."""
+    flags = {
+        "A": (False, False, False),
+        "B": (True, False, False),
+        "C": (True, True, False),
+        "D": (True, False, True),
+        "SYNC": (True, True, True),
+    }
+    if variant not in flags:
+        raise ValueError(f"variant must be one of {sorted(flags)}, got {variant!r}")
+    mi, st, dy = flags[variant]
+    return SYNC(use_mi=mi, use_static_causal=st, use_dynamic_causal=dy, **params)
+
+
+class LSSAE(SYNC):
+    """LSSAE-style baseline = SYNC variant A: the sequential VAE with drift factor only (no MI
+    term, no causal masks); classifier on [z^st, z^dy, z^d]. Same parameters as :class:`SYNC`
+    (the three switches are fixed off)."""
+
+    def __init__(self, backbone="mlp", width: int = 128, z_dim: int = 20,
+                 lambda_evolve: float = 0.01, lr: float = 1e-3, epochs: int = 30,
+                 iters_per_epoch: int = 50, batch_per_domain: int = 64, sigma_param: str = "ref",
+                 static_head_act: bool = True, transductive: bool = True, random_state: int = 0,
+                 verbose: int = 0) -> None:  # fmt: skip
+        super().__init__(
+            backbone=backbone, width=width, z_dim=z_dim, lambda_evolve=lambda_evolve, lr=lr,
+            epochs=epochs, iters_per_epoch=iters_per_epoch, batch_per_domain=batch_per_domain,
+            sigma_param=sigma_param, static_head_act=static_head_act, transductive=transductive,
+            random_state=random_state, verbose=verbose, use_mi=False, use_static_causal=False,
+            use_dynamic_causal=False,
+        )  # fmt: skip

@@ -1,0 +1,124 @@
+import numpy as np
+import pytest
+
+import evolving_dg as edg
+from evolving_dg.loaders import load_image_domains, load_onp, load_powersupply
+
+
+def test_circle_generator_matches_its_definition():
+    ds = edg.make_circle(seed=3)
+    c, th = ds.info["centres"], ds.info["theta"]
+    assert len(ds) == 30 and ds.default_split()[0].__len__() == 15
+    assert np.all(np.diff(th) > 0) and th[0] == 0 and np.isclose(th[-1], np.pi)
+    balance = []
+    for t, (X, y) in enumerate(ds.domains):
+        assert X.shape == (100, 2) and X.dtype == np.float32
+        assert np.all(np.linalg.norm(X - c[t], axis=1) <= 1.0 + 1e-5)
+        assert np.array_equal(y, (np.linalg.norm(X.astype(np.float64), axis=1) > 5.0))
+        balance.append(y.mean())
+    assert 0.3 <= np.mean(balance) <= 0.7
+
+
+def test_sine_generator_labels_and_bands():
+    ds = edg.make_sine(seed=1)
+    assert len(ds) == 24 and [len(s) for s in ds.default_split()] == [12, 4, 8]
+    for t, raw in enumerate(ds.info["raw"]):
+        x0, x1 = raw[:, 0], raw[:, 1]
+        assert np.all((x0 >= t * np.pi / 9) & (x0 < (t + 1) * np.pi / 9))
+        assert np.array_equal(ds.domains[t][1], (x1 > np.sin(3 * x0)).astype(int))
+        assert np.all(np.abs(x1) <= 2) and np.all(np.abs(x1 - np.sin(3 * x0)) <= 1)
+    pooled = np.vstack([X for X, _ in ds.domains])
+    assert np.allclose(pooled.mean(0), 0, atol=1e-5) and np.allclose(pooled.std(0), 1, atol=1e-4)
+
+
+def test_rotated_digits_domains():
+    from scipy import ndimage
+    from sklearn.datasets import load_digits
+
+    ds = edg.make_rotated_digits(seed=0)
+    assert len(ds) == 19 and ds.input_shape == (1, 16, 16) and ds.n_classes == 10
+    assert [len(s) for s in ds.default_split()] == [10, 3, 6]
+    assert sum(len(y) for _, y in ds.domains) == 1797
+    d = load_digits()
+    perm = np.random.default_rng(0).permutation(1797)
+    ref = np.clip(ndimage.zoom(d.images[perm][0::19] / 16.0, (1, 2, 2), order=1), 0, 1)
+    assert np.allclose(ds.domains[0][0][:, 0], ref, atol=1e-6)  # angle 0 = the zoomed originals
+    assert np.array_equal(ds.domains[0][1], d.target[perm][0::19])
+    x = ds.domains[0][0][:, 0]
+    back = ndimage.rotate(ndimage.rotate(x, 180, axes=(2, 1), reshape=False, order=1), 180,
+                          axes=(2, 1), reshape=False, order=1)  # fmt: skip
+    assert np.abs(back - x).max() < 1e-4  # 180° twice is the identity (exact grid flip)
+
+
+def test_spurious_circle_shortcut_reverses():
+    ds = edg.make_spurious_circle(seed=0)
+    ns, nv, _ = ds.info["split"]
+    agree = [np.mean(np.sign(X[:, 2]) == 2 * y - 1) for X, y in ds.domains]
+    assert ds.info["spurious_dims"] == [2] and ds.input_shape == (3,)
+    assert min(agree[:ns]) > 0.6 and max(agree[ns + nv :]) < 0.3
+    base = edg.make_circle(seed=0)
+    assert np.array_equal(ds.domains[4][0][:, :2], base.domains[4][0])
+
+
+def test_generator_and_dataset_bad_inputs():
+    with pytest.raises(ValueError, match="n_domains"):
+        edg.make_circle(n_domains=2)
+    with pytest.raises(ValueError, match="spread"):
+        edg.make_circle(spread=-1.0)
+    with pytest.raises(ValueError, match="rho_target"):
+        edg.make_spurious_circle(rho_target=2.0)
+    with pytest.raises(ValueError, match="angles"):
+        edg.make_rotated_digits(angles=[0, np.nan, 1])
+    ds = edg.make_circle(n_domains=6, n_per_domain=10)
+    with pytest.raises(ValueError, match="n_source"):
+        ds.split(3, 1, 1)
+    with pytest.raises(ValueError, match="labels"):
+        edg.EvolvingDataset([(np.zeros((3, 2)), np.array([0, 1, 2]))], n_classes=2)
+    with pytest.raises(ValueError, match="NaN"):
+        edg.EvolvingDataset([(np.full((3, 2), np.nan), np.array([0, 1, 0]))], n_classes=2)
+    with pytest.raises(TypeError, match="integer"):
+        edg.EvolvingDataset([(np.zeros((3, 2)), np.array([0.5, 1, 0]))], n_classes=2)
+
+
+def test_image_folder_loader(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for year in ("1905", "1910", "1930", "2000"):
+        for c in ("F", "M"):
+            (tmp_path / year / c).mkdir(parents=True)
+            for k in range(2):
+                a = (rng.random((10, 12)) * 255).astype(np.uint8)
+                Image.fromarray(a).save(tmp_path / year / c / f"{k}.png")
+    ds = edg.loaders.load_portraits(tmp_path, size=8)
+    assert ds.info["domains"] == ["1905", "1910", "1930", "2000"] and ds.info["classes"] == [
+        "F",
+        "M",
+    ]
+    X, y = ds.domains[0]
+    assert X.shape == (4, 1, 8, 8) and list(y) == [0, 0, 1, 1] and 0 <= X.min() <= X.max() <= 1
+    rgb = load_image_domains(tmp_path, size=6, grayscale=False)
+    assert rgb.domains[0][0].shape == (4, 3, 6, 6)
+    with pytest.raises(ValueError, match="root"):
+        load_image_domains(tmp_path / "missing")
+
+
+def test_csv_and_arff_loaders(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 60
+    lines = ["url, timedelta, f1, f2, shares"]
+    for i in range(n):
+        lines.append(f"http://x/{i}, {n - i}, {rng.normal():.4f}, {i}, {700 + 20 * i}")
+    (tmp_path / "onp.csv").write_text("\n".join(lines) + "\n")
+    ds = load_onp(tmp_path / "onp.csv", n_domains=4)
+    assert len(ds) == 4 and ds.input_shape == (2,) and ds.info["features"] == ["f1", "f2"]
+    y = np.concatenate([y for _, y in ds.domains])
+    assert np.array_equal(y, (700 + 20 * np.arange(n) >= 1400).astype(int))  # oldest first
+    with pytest.raises(ValueError, match="n_domains"):
+        load_onp(tmp_path / "onp.csv", n_domains=100)
+    arff = ["@relation ps", "@attribute a numeric", "@attribute b numeric",
+            "@attribute class {h0,h1,h2}", "@data"]  # fmt: skip
+    arff += [f"{i},{i % 5},h{i % 3}" for i in range(30)]
+    (tmp_path / "ps.arff").write_text("\n".join(arff) + "\n")
+    ps = load_powersupply(tmp_path / "ps.arff", n_domains=5)
+    assert len(ps) == 5 and ps.n_classes == 3 and list(ps.domains[0][1]) == [0, 1, 2, 0, 1, 2]
