@@ -24,7 +24,7 @@ def demo(seed: int = 0) -> str:
     torch.set_num_threads(1)
     try:
         src, val, tgt = make_circle(seed=seed).default_split()
-        kw = dict(epochs=4, iters_per_epoch=10, batch_per_domain=24, width=32, random_state=seed)
+        kw = dict(epochs=3, iters_per_epoch=10, batch_per_domain=24, width=32, random_state=seed)
         lines = [
             "evolving-dg demo: Circle, 15 source / 5 validation / 10 target domains "
             f"({kw['epochs']} x {kw['iters_per_epoch']} iterations)",
