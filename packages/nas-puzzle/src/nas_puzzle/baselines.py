@@ -73,6 +73,12 @@ def _feasible(cand: np.ndarray, rows) -> np.ndarray:
     return ok
 
 
+def _homogeneous(costs: CostTable, cons: Constraints, b: int, L: int):
+    """Every one-variant-everywhere architecture, (K, L), and whether it meets the budgets."""
+    cand = np.repeat(np.arange(len(costs.variants))[:, None], L, axis=1)
+    return cand, _feasible(cand, budget_rows(costs, cons, b))
+
+
 def best_homogeneous(
     scores: ScoreTable,
     costs: CostTable,
@@ -82,9 +88,7 @@ def best_homogeneous(
 ) -> Solution:
     """Best homogeneous architecture (one variant repeated in all layers) within the budgets."""
     obj, raw, b = _resolve(scores, costs, objective, batch_size, None)
-    L, K = obj.shape
-    cand = np.repeat(np.arange(K)[:, None], L, axis=1)
-    ok = _feasible(cand, budget_rows(costs, cons, b))
+    cand, ok = _homogeneous(costs, cons, b, obj.shape[0])
     if not ok.any():
         raise InfeasibleError("no homogeneous architecture meets the budgets")
     total = np.where(ok, obj.sum(0), np.inf)
@@ -106,10 +110,9 @@ def width_pruning(
         If no narrowed shape meets the budgets (then only removing sub-blocks can).
     """
     _, raw, b = _resolve(scores, costs, objective, batch_size, None)
-    L = raw.shape[0]
     width = np.array([v.attention.kind == "gqa" and v.ffn.kind == "swiglu" for v in costs.variants])
-    cand = np.repeat(np.arange(len(costs.variants))[:, None], L, axis=1)
-    ok = width & _feasible(cand, budget_rows(costs, cons, b))
+    cand, ok = _homogeneous(costs, cons, b, raw.shape[0])
+    ok &= width
     if not ok.any():
         raise InfeasibleError("no uniformly narrowed GQA + SwiGLU shape meets the budgets")
     n = np.where(ok, costs.num_params.sum(0), -np.inf)
