@@ -44,7 +44,7 @@ DEMO_SECONDS: dict[str, float] = {
     "interaction-moe": 2.0,
     "epi-ode": 5.0,
     "brain-gcl": 6.0,
-    "evolving-dg": 3.0,
+    "evolving-dg": 6.0,
 }
 
 
