@@ -82,12 +82,7 @@ class SYNCNet(nn.Module):
 
     def drift_prior(self, steps: int) -> Tensor:
         """Drift prior logits for domains 0..steps-1, (steps, K)."""
-        inp, state, outs = torch.zeros(1, self.K, device=self.classifier.weight.device), None, []
-        for _ in range(steps):  # over domains
-            state = self.drift_prior_cell(inp, state)
-            inp = self.drift_prior_head(state[0])
-            outs.append(inp)
-        return torch.cat(outs, 0)
+        return lstm_unroll(self.drift_prior_cell, self.drift_prior_head, steps, self.K)
 
     def masks(self, mu_st: Tensor, mu_dy: Tensor, k: int, tau: float, gen=None):
         """Causal masks (ones where a masker is off); inputs detached (spec §2.5)."""
@@ -241,8 +236,7 @@ class SYNC(EvolvingEstimator):
         net = SYNCNet(shape, K, self.backbone, self.width, self.z_dim, self.static_head_act, masks)
         self.n_classes_, self.input_shape_, self.n_source_ = K, shape, len(doms)
         self.net_ = net
-        self._gen = torch.Generator().manual_seed(self.random_state + 1)
-        self._fit_loop(doms, vals)
+        self._fit_loop(doms, vals)  # _after_training seeds the sequence generator
         return self
 
     # ---------------------------------------------------------------- training

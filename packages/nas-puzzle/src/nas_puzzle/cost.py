@@ -294,8 +294,9 @@ def _in_context(cfg, variants, scen, b, dtype, repeats, verbose):
     """Block costs from homogeneous decoders: c_v = (T_v - T_noop) / L per phase."""
     noop = BlockConfig(AttentionConfig("noop"), FFNConfig("noop"))
     distinct = list(dict.fromkeys([noop, *variants]))  # the no-op model is timed once, first
-    torch.manual_seed(0)
-    models = [HeteroDecoder(cfg, [v] * cfg.n_layers).to(dtype) for v in distinct]
+    with torch.random.fork_rng(devices=[]):  # weights are irrelevant to time; caller's RNG kept
+        torch.manual_seed(0)
+        models = [HeteroDecoder(cfg, [v] * cfg.n_layers).to(dtype) for v in distinct]
     t = _time_models([_model_runner(m, scen, b) for m in models], repeats, verbose, "cost")
     base = t[0]
     # a variant can time a hair under the no-op model (noise); costs stay non-negative
@@ -563,13 +564,10 @@ def validate_costs(
     try:
         if threads is not None:
             torch.set_num_threads(threads)
-        torch.manual_seed(seed)
-        fns = [
-            _model_runner(
-                HeteroDecoder(cfg, [costs.variants[j] for j in row]).to(dtype), costs.scenario, b
-            )
-            for row in idx
-        ]
+        with torch.random.fork_rng(devices=[]):  # leave the caller's RNG as it was
+            torch.manual_seed(seed)
+            models = [HeteroDecoder(cfg, [costs.variants[j] for j in row]) for row in idx]
+        fns = [_model_runner(m.to(dtype), costs.scenario, b) for m in models]
         meas = _time_models(fns, repeats, verbose, "validate costs").sum(axis=1)
     finally:
         torch.set_num_threads(old)
