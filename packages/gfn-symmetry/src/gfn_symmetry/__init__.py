@@ -1,5 +1,10 @@
 """Symmetry-aware GFlowNets (automorphism reward correction)."""
 
+from gfn_symmetry.approximate import (
+    log_wl_automorphism_bound,
+    random_walk_pe,
+    wl_automorphism_bound,
+)
 from gfn_symmetry.automorphisms import IsoClassCache, count_automorphisms, log_count_automorphisms
 from gfn_symmetry.batching import GraphBatch, featurize
 from gfn_symmetry.demo import demo
@@ -15,6 +20,7 @@ from gfn_symmetry.exact import (
 )
 from gfn_symmetry.fragment_env import FragmentEnv
 from gfn_symmetry.gflownet import GFlowNet, Trajectory
+from gfn_symmetry.likelihood import estimate_log_likelihood
 from gfn_symmetry.losses import (
     detailed_balance_loss,
     subtrajectory_balance_loss,
@@ -55,20 +61,24 @@ __all__ = [
     "detailed_balance_loss",
     "empirical_distribution",
     "equivalent_action_indices",
+    "estimate_log_likelihood",
     "exact_terminal_distribution",
     "featurize",
     "l1_distance",
     "log_count_automorphisms",
     "log_reward",
     "log_symmetry_correction",
+    "log_wl_automorphism_bound",
     "optimal_state_policy",
     "pearson_correlation",
+    "random_walk_pe",
     "state_policy_distribution",
     "subtrajectory_balance_loss",
     "target_distribution",
     "top_k_discovered",
     "trajectory_balance_loss",
     "uniform_reward",
+    "wl_automorphism_bound",
 ]
 
 __version__ = "0.1.0"

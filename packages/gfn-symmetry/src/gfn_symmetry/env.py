@@ -232,6 +232,28 @@ class GraphEnv:
         ]
         return acts
 
+    def backward_of(self, graph: nx.Graph, action: GraphAction) -> BackwardAction:
+        """The backward action of ``step(graph, action)`` that undoes ``action`` exactly."""
+        if action.kind == FIRST:
+            return BackwardAction(0)
+        if action.kind == ADD_NODE:
+            return BackwardAction(graph.number_of_nodes())
+        if action.kind == ADD_EDGE:
+            return BackwardAction(action.u, action.v)
+        raise ValueError(f"action kind {action.kind} has no backward action")
+
+    def forward_of(self, child: nx.Graph, action: BackwardAction) -> GraphAction:
+        """The forward action of ``backward_step(child, action)`` that re-creates ``child``.
+
+        Its result is isomorphic to ``child`` through the order-preserving relabelling.
+        """
+        if child.number_of_nodes() == 1:
+            return GraphAction(FIRST, k=child.nodes[0]["label"])
+        if action.v != -1:
+            return GraphAction(ADD_EDGE, action.u, action.v)
+        (w,) = child.adj[action.u]
+        return GraphAction(ADD_NODE, w - (w > action.u), k=child.nodes[action.u]["label"])
+
     def backward_step(self, graph: nx.Graph, action: BackwardAction) -> nx.Graph:
         """Apply a backward action; nodes are relabelled to ``0..n-2`` in order."""
         g = graph.copy()

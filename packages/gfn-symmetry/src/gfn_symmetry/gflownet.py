@@ -10,8 +10,16 @@ backward actions of each graph (paper's setting).  ``symmetry_correction``:
 * ``True`` / ``"reward_scaling"`` - SA-GFN: train on
   :math:`\\log R(x) + \\log|\\mathrm{Aut}(x)|` (minus :math:`\\sum_i\\log|\\mathrm{Aut}(F_i)|`
   for fragments), one automorphism count per trajectory;
+* ``"flow_scaling"`` - the same factor applied per transition (official code's
+  ``FlowScaling``): :math:`\\log P_B(s|s')` gains :math:`c(s') - c(s)` with
+  :math:`c = \\log|\\mathrm{Aut}|` (minus fragment automorphisms), which telescopes to the
+  reward scaling of TB and gives DB/SubTB a per-step target;
 * ``"exact"`` - transition correction: :math:`P_F(G'|G)` and :math:`P_B(G|G')`
-  summed over all equivalent actions, found by isomorphism tests at every step.
+  summed over all equivalent actions, found by isomorphism tests at every step;
+* ``"pe"`` - the approximate transition correction of Ma et al. (2023): equivalent actions
+  are those whose random-walk positional encodings match (no isomorphism tests);
+* ``"approximate"`` - reward scaling with the Weisfeiler-Lehman upper bound
+  :math:`\\prod_i |C_i|!` in place of :math:`|\\mathrm{Aut}(x)|`.
 """
 
 from __future__ import annotations
@@ -24,6 +32,12 @@ import networkx as nx
 import torch
 from tqdm.auto import tqdm
 
+from gfn_symmetry.approximate import (
+    log_wl_automorphism_bound,
+    node_pe,
+    pe_backward_equivalent_count,
+    pe_equivalent_action_indices,
+)
 from gfn_symmetry.automorphisms import IsoClassCache
 from gfn_symmetry.batching import featurize, segment_log_softmax, segment_logsumexp, segment_sample
 from gfn_symmetry.env import STOP
@@ -43,7 +57,8 @@ from gfn_symmetry.symmetry import (
 
 __all__ = ["GFlowNet", "Trajectory"]
 
-_CORRECTIONS = ("none", "reward_scaling", "exact")
+_CORRECTIONS = ("none", "reward_scaling", "flow_scaling", "exact", "pe", "approximate")
+_SETS = ("exact", "pe")  # corrections that sum probabilities over equivalent-action sets
 _LOSSES = ("tb", "db", "subtb")
 
 
@@ -62,6 +77,8 @@ class Trajectory:
         Forward actions equivalent to the taken one, per step (exact correction only).
     backward_equivalents : list of int or None
         :math:`B(s_{t+1} \to s_t)`, per step (exact correction only).
+    log_corrections : list of float or None
+        :math:`c(s_t)` per state (flow scaling; filled on first use).
     """
 
     states: list[nx.Graph]
@@ -69,6 +86,7 @@ class Trajectory:
     n_backward: list[int]
     equivalents: list[list[int]] | None = None
     backward_equivalents: list[int] | None = None
+    log_corrections: list[float] | None = None
 
     @property
     def graph(self) -> nx.Graph:
@@ -107,8 +125,10 @@ class GFlowNet:
         Policy network; its ``env`` defines the state space.
     loss : {"tb", "db", "subtb"}, default="tb"
         Training objective.
-    symmetry_correction : bool or {"none", "reward_scaling", "exact"}, default=True
-        ``True`` is SA-GFN reward scaling, ``False`` the vanilla (biased) GFlowNet.
+    symmetry_correction : bool or str, default=True
+        ``True`` / ``"reward_scaling"`` is SA-GFN, ``False`` / ``"none"`` the vanilla (biased)
+        GFlowNet; ``"flow_scaling"``, ``"exact"``, ``"pe"`` and ``"approximate"`` are the
+        paper's other corrections (module docstring).
     lr : float, default=1e-3
         Adam learning rate of the policy.
     lr_logz : float, default=0.1
@@ -130,6 +150,8 @@ class GFlowNet:
         Weight base of sub-trajectory balance.
     reward_floor : float, default=1e-8
         Zero rewards are raised to this value.
+    pe_length : int, default=8
+        Walk lengths of the positional encodings (``"pe"`` only).
     seed : int or None, default=None
         Seed of the sampling generator.
     verbose : bool, default=False
@@ -160,6 +182,7 @@ class GFlowNet:
         replay_fraction: float = 0.5,
         subtb_lambda: float = 0.9,
         reward_floor: float = 1e-8,
+        pe_length: int = 8,
         seed: int | None = None,
         verbose: bool = False,
     ):
@@ -185,13 +208,25 @@ class GFlowNet:
             raise ValueError(f"replay_size must be an int >= 0, got {replay_size!r}")
         if not isinstance(replay_fraction, int | float) or not 0 <= replay_fraction < 1:
             raise ValueError(f"replay_fraction must lie in [0, 1), got {replay_fraction!r}")
+        if isinstance(pe_length, bool) or not isinstance(pe_length, int) or pe_length < 1:
+            raise ValueError(f"pe_length must be a positive int, got {pe_length!r}")
+        correction = _normalise_correction(symmetry_correction)
+        if correction in ("reward_scaling", "flow_scaling", "approximate") and not getattr(
+            policy.env, "stems_orbit_closed", True
+        ):
+            raise ValueError(
+                "symmetry_correction: the fragments' designated stems are not unions of "
+                "automorphism orbits, so the symmetry factor depends on the trajectory and "
+                f"{correction!r} is not exact; use symmetry_correction='exact'"
+            )
+        self.pe_length = pe_length
         self.exploration = exploration
         self.replay_size = replay_size
         self.replay_fraction = float(replay_fraction)
         self.buffer_: list[tuple[Trajectory, float]] = []
         self.policy = policy
         self.loss = loss
-        self.symmetry_correction = _normalise_correction(symmetry_correction)
+        self.symmetry_correction = correction
         self.batch_size = batch_size
         self.epsilon = float(epsilon)
         self.subtb_lambda = float(subtb_lambda)
@@ -232,11 +267,13 @@ class GFlowNet:
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive int, got {n!r}")
-        env, exact = self.env, self.symmetry_correction == "exact"
+        env, mode = self.env, self.symmetry_correction
+        exact, pe_mode = mode == "exact", mode == "pe"
+        sets = mode in _SETS
         per_action = (exploration or self.exploration) == "action"
         explore = torch.rand(n, generator=self.generator) < (0.0 if per_action else epsilon)
         trajs = [
-            Trajectory([env.initial_state()], [], [], [] if exact else None, [] if exact else None)
+            Trajectory([env.initial_state()], [], [], [] if sets else None, [] if sets else None)
             for _ in range(n)
         ]
         active = list(range(n))
@@ -258,6 +295,11 @@ class GFlowNet:
                 if exact:
                     classes = child_classes(env, g, batch.actions[j], self.cache)
                     tr.equivalents.append(equivalent_action_indices(env, g, a_idx, classes=classes))
+                elif pe_mode:
+                    pe = node_pe(env, g, self.pe_length)
+                    tr.equivalents.append(
+                        pe_equivalent_action_indices(env, g, batch.actions[j], a_idx, pe)
+                    )
                 if action.kind == STOP:
                     continue
                 child = env.step(g, action)
@@ -265,6 +307,15 @@ class GFlowNet:
                 if exact:
                     tr.backward_equivalents.append(
                         backward_equivalent_count(env, child, g, self.cache)
+                    )
+                elif pe_mode:
+                    tr.backward_equivalents.append(
+                        pe_backward_equivalent_count(
+                            env,
+                            child,
+                            env.backward_of(g, action),
+                            node_pe(env, child, self.pe_length),
+                        )
                     )
                 tr.states.append(child)
                 still.append(i)
@@ -290,6 +341,10 @@ class GFlowNet:
             lr = log_reward(reward_fn, t.graph, self.reward_floor)
             if self.symmetry_correction == "reward_scaling":
                 lr += log_symmetry_correction(self.env, t.graph, self.cache)
+            elif self.symmetry_correction == "approximate":
+                env = self.env
+                bound = log_wl_automorphism_bound(t.graph, env.node_attrs, env.edge_attrs)
+                lr += env.terminal_correction_log(t.graph, bound)
             out.append(lr)
         return torch.tensor(out, dtype=torch.float32)
 
@@ -311,10 +366,11 @@ class GFlowNet:
         if len(trajectories) == 0:
             raise ValueError("trajectories must not be empty")
         B = len(trajectories)
-        exact = self.symmetry_correction == "exact"
+        exact = self.symmetry_correction in _SETS
         if exact and any(t.equivalents is None for t in trajectories):
             raise ValueError(
-                "trajectories lack equivalent-action sets; sample them with the exact correction"
+                "trajectories lack equivalent-action sets; sample them with the "
+                f"{self.symmetry_correction!r} correction"
             )
         lengths = torch.tensor([len(t.actions) for t in trajectories])
         T = int(lengths.max())
@@ -346,6 +402,9 @@ class GFlowNet:
             for t in trajectories
             for n, b in zip(t.n_backward, t.backward_equivalents or t.n_backward, strict=True)
         ]
+        if self.symmetry_correction == "flow_scaling":  # P_B scaled by exp(c(s') - c(s))
+            steps = [d for t in trajectories for d in self._correction_steps(t)]
+            pb_vals = [p + d for p, d in zip(pb_vals, steps, strict=True)]
         if pb_vals:
             pb_b = torch.repeat_interleave(torch.arange(B), lengths - 1)
             pb_t = torch.cat([torch.arange(int(n) - 1) for n in lengths])
@@ -399,6 +458,15 @@ class GFlowNet:
             self.history_.append(float(loss.detach()))
         self.policy.eval()
         return self
+
+    def _correction_steps(self, t: Trajectory) -> list[float]:
+        """:math:`c(s_{t+1}) - c(s_t)` along a trajectory (c = 0 on the empty start graph)."""
+        if t.log_corrections is None:
+            t.log_corrections = [0.0] + [
+                log_symmetry_correction(self.env, g, self.cache) for g in t.states[1:]
+            ]
+        c = t.log_corrections
+        return [c[i + 1] - c[i] for i in range(len(c) - 1)]
 
     def _remember(self, trajs: list[Trajectory], log_r: torch.Tensor) -> None:
         """FIFO replay buffer of (trajectory, training log-reward)."""
