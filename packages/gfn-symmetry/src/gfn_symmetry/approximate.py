@@ -28,6 +28,7 @@ __all__ = [
     "log_wl_automorphism_bound",
     "node_pe",
     "pe_backward_equivalent_count",
+    "pe_backward_equivalent_indices",
     "pe_equivalent_action_indices",
     "random_walk_pe",
     "wl_automorphism_bound",
@@ -244,6 +245,14 @@ def pe_equivalent_action_indices(
 def pe_backward_equivalent_count(
     env: GraphEnv, child: nx.Graph, action: BackwardAction, pe: np.ndarray
 ) -> int:
+    """Number of backward actions of ``child`` whose encodings match ``action`` (PE estimate
+    of B); see :func:`pe_backward_equivalent_indices`."""
+    return len(pe_backward_equivalent_indices(env, child, action, pe))
+
+
+def pe_backward_equivalent_indices(
+    env: GraphEnv, child: nx.Graph, action: BackwardAction, pe: np.ndarray
+) -> list[int]:
     """Backward actions of ``child`` whose encodings match ``action`` (PE estimate of B).
 
     Parameters
@@ -257,8 +266,8 @@ def pe_backward_equivalent_count(
 
     Returns
     -------
-    int
-        At least 1.
+    list of int
+        Positions in ``env.backward_actions(child)``; contains ``action``'s.
     """
     acts = env.backward_actions(child)
     if action not in acts:
@@ -280,4 +289,4 @@ def pe_backward_equivalent_count(
         else:
             keys.append(("edge",))
             vecs[i, :L] = pe[b.u] + pe[b.v]
-    return len(_same(keys, vecs, acts.index(action)))
+    return _same(keys, vecs, acts.index(action))

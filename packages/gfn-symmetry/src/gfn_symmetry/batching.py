@@ -44,6 +44,11 @@ class GraphBatch:
         Actions of graph ``g`` are rows ``act_offset[g]:act_offset[g+1]``.
     actions : list of list of GraphAction
         The env's action lists, for mapping sampled rows back to actions.
+    bwd_edge, bwd_graph, bwd_u, bwd_v : LongTensor, shape (A_B,) or None
+        Backward actions (``featurize(..., backward=True)``): whether it removes an edge,
+        graph id, and the global node(s) that anchor it (``env.backward_anchor``).
+    bwd_offset : LongTensor, shape (G + 1,) or None
+        Backward actions of graph ``g`` are rows ``bwd_offset[g]:bwd_offset[g+1]``.
     """
 
     node_type: torch.Tensor
@@ -58,13 +63,18 @@ class GraphBatch:
     act_k: torch.Tensor
     act_offset: torch.Tensor
     actions: list[list[GraphAction]]
+    bwd_edge: torch.Tensor | None = None
+    bwd_graph: torch.Tensor | None = None
+    bwd_u: torch.Tensor | None = None
+    bwd_v: torch.Tensor | None = None
+    bwd_offset: torch.Tensor | None = None
 
     @property
     def n_graphs(self) -> int:
         return len(self.actions)
 
 
-def featurize(env: GraphEnv, graphs: Sequence[nx.Graph]) -> GraphBatch:
+def featurize(env: GraphEnv, graphs: Sequence[nx.Graph], backward: bool = False) -> GraphBatch:
     """Flatten ``graphs`` (states of ``env``) into a :class:`GraphBatch`.
 
     Parameters
@@ -73,6 +83,8 @@ def featurize(env: GraphEnv, graphs: Sequence[nx.Graph]) -> GraphBatch:
         Environment defining node types and forward actions.
     graphs : sequence of networkx.Graph, length G
         States (nodes ``0..n-1``).
+    backward : bool, default=False
+        Also list every graph's backward actions (for a learned backward policy).
 
     Returns
     -------
@@ -82,6 +94,7 @@ def featurize(env: GraphEnv, graphs: Sequence[nx.Graph]) -> GraphBatch:
         raise ValueError("graphs must not be empty")
     node_type, node_graph, src, dst, kind, n_nodes = [], [], [], [], [], []
     a_kind, a_graph, a_u, a_v, a_k, offsets, actions = [], [], [], [], [], [0], []
+    b_edge, b_graph, b_u, b_v, b_off = [], [], [], [], [0]
     base = 0
     for gi, g in enumerate(graphs):
         n = g.number_of_nodes()
@@ -101,8 +114,29 @@ def featurize(env: GraphEnv, graphs: Sequence[nx.Graph]) -> GraphBatch:
             a_v.append(base + a.v if a.v >= 0 else 0)
             a_k.append(max(a.k, 0))
         offsets.append(offsets[-1] + len(acts))
+        if backward:
+            back = env.backward_actions(g)
+            for b in back:
+                u, v = env.backward_anchor(g, b)
+                b_edge.append(int(v >= 0))
+                b_graph.append(gi)
+                b_u.append(base + u)
+                b_v.append(base + (v if v >= 0 else u))
+            b_off.append(b_off[-1] + len(back))
         base += n
     long = torch.long
+    extra = {}
+    if backward:
+        extra = {
+            name: torch.tensor(vals, dtype=long)
+            for name, vals in (
+                ("bwd_edge", b_edge),
+                ("bwd_graph", b_graph),
+                ("bwd_u", b_u),
+                ("bwd_v", b_v),
+                ("bwd_offset", b_off),
+            )
+        }
     return GraphBatch(
         node_type=torch.tensor(node_type, dtype=long),
         node_graph=torch.tensor(node_graph, dtype=long),
@@ -116,6 +150,7 @@ def featurize(env: GraphEnv, graphs: Sequence[nx.Graph]) -> GraphBatch:
         act_k=torch.tensor(a_k, dtype=long),
         act_offset=torch.tensor(offsets, dtype=long),
         actions=actions,
+        **extra,
     )
 
 

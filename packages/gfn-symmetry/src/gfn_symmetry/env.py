@@ -232,6 +232,10 @@ class GraphEnv:
         ]
         return acts
 
+    def backward_anchor(self, graph: nx.Graph, action: BackwardAction) -> tuple[int, int]:
+        """Node(s) a learned backward policy scores ``action`` by: ``(u, v)`` or ``(u, -1)``."""
+        return action.u, action.v
+
     def backward_of(self, graph: nx.Graph, action: GraphAction) -> BackwardAction:
         """The backward action of ``step(graph, action)`` that undoes ``action`` exactly."""
         if action.kind == FIRST:

@@ -281,6 +281,13 @@ class FragmentEnv(GraphEnv):
             if inter_deg[i] == 1 and self.stem_factor(*self._attachment(graph, c)) > 0
         ]
 
+    def backward_anchor(self, graph: nx.Graph, action: BackwardAction) -> tuple[int, int]:
+        """A leaf fragment is scored at its attachment atom (its first atom when alone)."""
+        inst = next(c for c in self.fragment_instances(graph) if c[0] == action.u)
+        if len(inst) == graph.number_of_nodes():
+            return inst[0], -1
+        return inst[self._attachment(graph, inst)[1]], -1
+
     def backward_of(self, graph: nx.Graph, action: GraphAction) -> BackwardAction:
         if action.kind not in (FIRST, ADD_FRAGMENT):
             raise ValueError(f"action kind {action.kind} has no backward action")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 import torch
@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from gfn_symmetry.approximate import (
     log_wl_automorphism_bound,
     node_pe,
-    pe_backward_equivalent_count,
+    pe_backward_equivalent_indices,
     pe_equivalent_action_indices,
 )
 from gfn_symmetry.automorphisms import IsoClassCache
@@ -49,7 +49,7 @@ from gfn_symmetry.losses import (
 from gfn_symmetry.policy import GraphPolicy
 from gfn_symmetry.rewards import log_reward
 from gfn_symmetry.symmetry import (
-    backward_equivalent_count,
+    backward_equivalent_indices,
     child_classes,
     equivalent_action_indices,
     log_symmetry_correction,
@@ -85,8 +85,9 @@ class Trajectory:
     actions: list[int]
     n_backward: list[int]
     equivalents: list[list[int]] | None = None
-    backward_equivalents: list[int] | None = None
+    backward_equivalents: list[list[int]] | None = None
     log_corrections: list[float] | None = None
+    backward_index: list[int] = field(default_factory=list)
 
     @property
     def graph(self) -> nx.Graph:
@@ -150,6 +151,9 @@ class GFlowNet:
         Weight base of sub-trajectory balance.
     reward_floor : float, default=1e-8
         Zero rewards are raised to this value.
+    backward_policy : {"uniform", "learned"}, default="uniform"
+        Uniform backward policy (the paper's setting) or the policy's learned backward heads
+        (needs ``GraphPolicy(..., backward=True)``).
     pe_length : int, default=8
         Walk lengths of the positional encodings (``"pe"`` only).
     seed : int or None, default=None
@@ -183,6 +187,7 @@ class GFlowNet:
         subtb_lambda: float = 0.9,
         reward_floor: float = 1e-8,
         pe_length: int = 8,
+        backward_policy: str = "uniform",
         seed: int | None = None,
         verbose: bool = False,
     ):
@@ -219,6 +224,13 @@ class GFlowNet:
                 "automorphism orbits, so the symmetry factor depends on the trajectory and "
                 f"{correction!r} is not exact; use symmetry_correction='exact'"
             )
+        if backward_policy not in ("uniform", "learned"):
+            raise ValueError(
+                f"backward_policy must be 'uniform' or 'learned', got {backward_policy!r}"
+            )
+        if backward_policy == "learned" and not policy.backward:
+            raise ValueError("backward_policy='learned' needs GraphPolicy(..., backward=True)")
+        self.backward_policy = backward_policy
         self.pe_length = pe_length
         self.exploration = exploration
         self.replay_size = replay_size
@@ -303,14 +315,16 @@ class GFlowNet:
                 if action.kind == STOP:
                     continue
                 child = env.step(g, action)
-                tr.n_backward.append(len(env.backward_actions(child)))
+                back = env.backward_actions(child)
+                tr.n_backward.append(len(back))
+                tr.backward_index.append(back.index(env.backward_of(g, action)))
                 if exact:
                     tr.backward_equivalents.append(
-                        backward_equivalent_count(env, child, g, self.cache)
+                        backward_equivalent_indices(env, child, g, self.cache)
                     )
                 elif pe_mode:
                     tr.backward_equivalents.append(
-                        pe_backward_equivalent_count(
+                        pe_backward_equivalent_indices(
                             env,
                             child,
                             env.backward_of(g, action),
@@ -375,8 +389,12 @@ class GFlowNet:
         lengths = torch.tensor([len(t.actions) for t in trajectories])
         T = int(lengths.max())
         flat = [s for t in trajectories for s in t.states]
-        batch = featurize(self.env, flat)
-        logits, log_flow = self.policy(batch)
+        learned = self.backward_policy == "learned"
+        batch = featurize(self.env, flat, backward=learned)
+        if learned:
+            logits, log_flow, back_logits = self.policy.forward_backward(batch)
+        else:
+            logits, log_flow = self.policy(batch)
         lsm = segment_log_softmax(logits, batch.act_graph, batch.n_graphs)
         starts = batch.act_offset[:-1]
         if exact:
@@ -397,18 +415,40 @@ class GFlowNet:
         flows = torch.zeros(B, T).index_put((b_idx, t_idx), log_flow)
         log_pb = torch.zeros(B, T)
         # uniform backward policy; the exact correction sums it over equivalent backward actions
-        pb_vals = [
-            math.log(b / n) if exact else -math.log(n)
-            for t in trajectories
-            for n, b in zip(t.n_backward, t.backward_equivalents or t.n_backward, strict=True)
-        ]
+        if learned:  # log P_B of s_{t+1} -> s_t, summed over equivalent backward actions
+            back_lsm = segment_log_softmax(back_logits, batch.bwd_graph, batch.n_graphs)
+            rows, seg, j, k = [], [], 0, 0
+            for t in trajectories:
+                sets = t.backward_equivalents or [[i] for i in t.backward_index]
+                for step, idx in enumerate(sets):
+                    off = int(batch.bwd_offset[j + step + 1])
+                    rows += [off + i for i in idx]
+                    seg += [k] * len(idx)
+                    k += 1
+                j += len(t.states)
+            pb = (
+                segment_logsumexp(back_lsm[torch.tensor(rows)], torch.tensor(seg), k)
+                if k
+                else torch.zeros(0)
+            )
+        else:  # uniform: the exact correction counts the equivalent backward actions
+            pb = torch.tensor(
+                [
+                    math.log(len(b) / n) if exact else -math.log(n)
+                    for t in trajectories
+                    for n, b in zip(
+                        t.n_backward, t.backward_equivalents or t.n_backward, strict=True
+                    )
+                ],
+                dtype=torch.float32,
+            )
         if self.symmetry_correction == "flow_scaling":  # P_B scaled by exp(c(s') - c(s))
             steps = [d for t in trajectories for d in self._correction_steps(t)]
-            pb_vals = [p + d for p, d in zip(pb_vals, steps, strict=True)]
-        if pb_vals:
+            pb = pb + torch.tensor(steps, dtype=pb.dtype)
+        if len(pb):
             pb_b = torch.repeat_interleave(torch.arange(B), lengths - 1)
             pb_t = torch.cat([torch.arange(int(n) - 1) for n in lengths])
-            log_pb = log_pb.index_put((pb_b, pb_t), torch.tensor(pb_vals, dtype=torch.float32))
+            log_pb = log_pb.to(pb.dtype).index_put((pb_b, pb_t), pb)
         if self.loss == "tb":
             return trajectory_balance_loss(self.log_z, log_pf, log_pb, log_reward, lengths)
         if self.loss == "db":

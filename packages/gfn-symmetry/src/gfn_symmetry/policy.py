@@ -10,7 +10,10 @@ of the sum and mean of node states.  Heads score every forward action of
   label or per fragment stem ``k``);
 * ``ADD_EDGE(u, v)`` from ``[h_u + h_v, graph]`` (symmetric in ``u, v``).
 
-A flow head gives :math:`\\log F(s)` for detailed / sub-trajectory balance.
+A flow head gives :math:`\\log F(s)` for detailed / sub-trajectory balance, and with
+``backward=True`` two more heads score backward actions (remove node ``u``: ``[h_u, graph]``;
+remove edge ``(u, v)``: ``[h_u + h_v, graph]``; remove a leaf fragment: its attachment atom).
+Their output layers start at zero, so a learned backward policy starts uniform.
 Because the network is equivariant, orbit-equivalent actions (related by an
 automorphism of the state) always receive equal logits, which is the setting of
 the paper's analysis (Sec. 3).
@@ -71,9 +74,18 @@ class GraphPolicy(nn.Module):
         Number of message-passing rounds.
     seed : int or None, default=None
         If given, parameters are initialised under ``torch.manual_seed(seed)``.
+    backward : bool, default=False
+        Add the backward-action heads (:meth:`forward_backward`).
     """
 
-    def __init__(self, env: GraphEnv, hidden: int = 64, n_layers: int = 3, seed: int | None = None):
+    def __init__(
+        self,
+        env: GraphEnv,
+        hidden: int = 64,
+        n_layers: int = 3,
+        seed: int | None = None,
+        backward: bool = False,
+    ):
         super().__init__()
         if not isinstance(env, GraphEnv):
             raise TypeError(f"env must be a GraphEnv, got {type(env).__name__}")
@@ -92,9 +104,51 @@ class GraphPolicy(nn.Module):
         self.node_head = _mlp(3 * hidden, hidden, env.n_stems)
         self.edge_head = _mlp(3 * hidden, hidden, 1)
         self.flow_head = _mlp(2 * hidden, hidden, 1)
+        self.backward = bool(backward)
+        if self.backward:
+            self.back_node_head = _mlp(3 * hidden, hidden, 1)
+            self.back_edge_head = _mlp(3 * hidden, hidden, 1)
+            for head in (self.back_node_head, self.back_edge_head):
+                nn.init.zeros_(head[-1].weight)
+                nn.init.zeros_(head[-1].bias)
         if seed is not None:
             torch.random.set_rng_state(state)
         self.hidden = hidden
+
+    def _embed(self, batch: GraphBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Node states (N, hidden) and graph embeddings (G, 2 hidden)."""
+        G = batch.n_graphs
+        h = self.node_emb(batch.node_type)
+        for layer in self.layers:
+            h = layer(h, batch.edge_index, batch.edge_kind)
+        pooled = torch.zeros(G, self.hidden, dtype=h.dtype).index_add(0, batch.node_graph, h)
+        n = batch.n_nodes.clamp(min=1).unsqueeze(-1).to(h.dtype)
+        g = torch.cat([pooled / self.env.max_nodes, pooled / n], dim=-1)
+        g = torch.where((batch.n_nodes == 0).unsqueeze(-1), self.empty.expand_as(g), g)
+        return h, g
+
+    def forward_backward(
+        self, batch: GraphBatch
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Forward logits (A,), log-flows (G,) and backward logits (A_B,) in one pass.
+
+        ``batch`` must come from ``featurize(..., backward=True)`` and the policy must have
+        been built with ``backward=True``.
+        """
+        if not self.backward:
+            raise ValueError("this GraphPolicy has no backward heads: build it with backward=True")
+        if batch.bwd_graph is None:
+            raise ValueError("batch has no backward actions: use featurize(..., backward=True)")
+        h, g = self._embed(batch)
+        logits, flow = self._heads(batch, h, g)
+        back = torch.zeros(len(batch.bwd_graph), dtype=h.dtype)
+        if len(back):
+            g_b = g[batch.bwd_graph]
+            hu, hv = h[batch.bwd_u], h[batch.bwd_v]
+            node = self.back_node_head(torch.cat([hu, g_b], -1))[:, 0]
+            edge = self.back_edge_head(torch.cat([hu + hv, g_b], -1))[:, 0]
+            back = torch.where(batch.bwd_edge.bool(), edge, node)
+        return logits, flow, back
 
     def forward(self, batch: GraphBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """Score the actions of a batch.
@@ -111,15 +165,11 @@ class GraphPolicy(nn.Module):
         log_flow : Tensor, shape (G,)
             :math:`\\log F(s)` of every graph.
         """
-        G = batch.n_graphs
-        h = self.node_emb(batch.node_type)
-        for layer in self.layers:
-            h = layer(h, batch.edge_index, batch.edge_kind)
-        pooled = torch.zeros(G, self.hidden, dtype=h.dtype).index_add(0, batch.node_graph, h)
-        n = batch.n_nodes.clamp(min=1).unsqueeze(-1).to(h.dtype)
-        g = torch.cat([pooled / self.env.max_nodes, pooled / n], dim=-1)
-        g = torch.where((batch.n_nodes == 0).unsqueeze(-1), self.empty.expand_as(g), g)
+        return self._heads(batch, *self._embed(batch))
 
+    def _heads(
+        self, batch: GraphBatch, h: torch.Tensor, g: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         kind, gid, k = batch.act_kind, batch.act_graph, batch.act_k
         g_a = g[gid]
         logits = torch.zeros(len(kind), dtype=h.dtype)

@@ -33,6 +33,7 @@ from gfn_symmetry.env import STOP, GraphAction, GraphEnv
 
 __all__ = [
     "backward_equivalent_count",
+    "backward_equivalent_indices",
     "child_classes",
     "equivalent_action_indices",
     "log_symmetry_correction",
@@ -135,12 +136,22 @@ def equivalent_action_indices(
     return [i for i, ci in enumerate(classes) if ci == c]
 
 
+def backward_equivalent_indices(
+    env: GraphEnv, child: nx.Graph, parent: nx.Graph, cache: IsoClassCache | None = None
+) -> list[int]:
+    """Positions in ``env.backward_actions(child)`` of the actions whose result is isomorphic
+    to ``parent`` (one isomorphism test each)."""
+    cache = _cache_for(env, cache)
+    target = cache.class_id(parent)
+    return [
+        i
+        for i, b in enumerate(env.backward_actions(child))
+        if cache.class_id(env.backward_step(child, b)) == target
+    ]
+
+
 def backward_equivalent_count(
     env: GraphEnv, child: nx.Graph, parent: nx.Graph, cache: IsoClassCache | None = None
 ) -> int:
     """:math:`B(G' \\to G)`: backward actions of ``child`` whose result is isomorphic to ``parent``."""
-    cache = _cache_for(env, cache)
-    target = cache.class_id(parent)
-    return sum(
-        cache.class_id(env.backward_step(child, b)) == target for b in env.backward_actions(child)
-    )
+    return len(backward_equivalent_indices(env, child, parent, cache))
