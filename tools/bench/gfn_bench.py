@@ -1,4 +1,6 @@
-"""Benchmark: vanilla GFlowNet vs SA-GFN (reward scaling) vs exact transition correction.
+"""Benchmark: vanilla GFlowNet vs SA-GFN (reward scaling) vs every other correction the paper
+compares (flow scaling, exact transition correction, positional-encoding approximation,
+approximate WL counting) and SA-GFN with a learned backward policy.
 
 Tasks (all spaces small enough to enumerate, so every sampler's terminal
 distribution is computed exactly and compared with the target R(x)/Z):
@@ -10,9 +12,10 @@ distribution is computed exactly and compared with the target R(x)/Z):
            the modes and the worst p/target over modes (the symmetric C_{N+1} mode).
 
 Prints L1(p, target), Pearson corr(p, target), train time, and ratios against
-vanilla (quality) and SA-GFN (time), mean ± std over seeds.
+vanilla (quality) and SA-GFN (time), mean ± std over seeds; then the likelihood estimator
+(exact / WL / no symmetry factor) against the exact log-likelihood of a trained sampler.
 
-    uv run python tools/bench/gfn_bench.py            # default (~5 min)
+    uv run python tools/bench/gfn_bench.py            # default (~25 min)
     uv run python tools/bench/gfn_bench.py --quick    # smoke run
 """
 
@@ -31,8 +34,10 @@ from gfn_symmetry import (
     GFlowNet,
     GraphEnv,
     GraphPolicy,
+    MoleculeEnv,
     build_state_space,
     cycle_reward,
+    estimate_log_likelihood,
     exact_terminal_distribution,
     l1_distance,
     optimal_state_policy,
@@ -42,7 +47,16 @@ from gfn_symmetry import (
     top_k_discovered,
 )
 
-METHODS = {"vanilla": False, "SA-GFN": True, "exact": "exact"}
+# name -> (symmetry_correction, backward_policy)
+METHODS = {
+    "vanilla": ("none", "uniform"),
+    "SA-GFN": ("reward_scaling", "uniform"),
+    "flow": ("flow_scaling", "uniform"),
+    "exact": ("exact", "uniform"),
+    "PE": ("pe", "uniform"),
+    "WL": ("approximate", "uniform"),
+    "SA+PB": ("reward_scaling", "learned"),
+}
 
 
 def _fragments() -> list[nx.Graph]:
@@ -62,9 +76,19 @@ def _fragments() -> list[nx.Graph]:
 TRAIN = {"lr": 5e-3, "batch_size": 16, "epsilon": 0.1, "replay_size": 256}
 
 
-def run_method(env, space, reward, target, corr, loss, steps, seed, n_samples=0):
-    policy = GraphPolicy(env, hidden=32, n_layers=2, seed=seed)
-    gfn = GFlowNet(policy, loss=loss, symmetry_correction=corr, seed=seed, **TRAIN)
+def run_method(
+    env, space, reward, target, method, loss, steps, seed, n_samples=0, keep=False, **train
+):
+    corr, backward = method
+    policy = GraphPolicy(env, hidden=32, n_layers=2, seed=seed, backward=backward == "learned")
+    gfn = GFlowNet(
+        policy,
+        loss=loss,
+        symmetry_correction=corr,
+        backward_policy=backward,
+        seed=seed,
+        **{**TRAIN, **train},
+    )
     t0 = time.process_time()
     gfn.train(reward, steps)
     secs = time.process_time() - t0
@@ -75,6 +99,8 @@ def run_method(env, space, reward, target, corr, loss, steps, seed, n_samples=0)
         "time": secs,
         "p": p,
     }
+    if keep:
+        out["policy"] = gfn.policy
     if n_samples:
         graphs = gfn.sample(n_samples)
         n_modes = int((target == target.max()).sum())
@@ -95,7 +121,7 @@ def _fmt(vals, spec=".3f"):
     return f"{vals.mean():{spec}}±{vals.std():{spec}}"
 
 
-def distribution_table(title, env, reward, losses, seeds, steps):
+def distribution_table(title, env, reward, losses, seeds, steps, methods):
     space = build_state_space(env)
     target = target_distribution(space, reward)
     print(f"\n## {title}: {len(space) - 1} terminal states, {steps} steps, {len(seeds)} seeds")
@@ -106,7 +132,7 @@ def distribution_table(title, env, reward, losses, seeds, steps):
     for loss in losses:
         res = {
             m: [run_method(env, space, reward, target, c, loss, steps, s) for s in seeds]
-            for m, c in METHODS.items()
+            for m, c in methods.items()
         }
         l1_van = np.mean([r["l1"] for r in res["vanilla"]])
         t_sa = np.mean([r["time"] for r in res["SA-GFN"]])
@@ -132,7 +158,7 @@ def unicyclic_reward(graph: nx.Graph, n: int) -> float:
     return 10.0 if graph.number_of_nodes() == n == graph.number_of_edges() else 0.1
 
 
-def modes_table(env, seeds, steps, n_samples):
+def modes_table(env, seeds, steps, n_samples, methods, batch_size):
     reward = functools.partial(unicyclic_reward, n=env.max_nodes)
     space = build_state_space(env)
     target = target_distribution(space, reward)
@@ -140,7 +166,8 @@ def modes_table(env, seeds, steps, n_samples):
     aut = np.exp(space.log_aut[modes]).astype(int).tolist()
     print(
         f"\n## modes: {len(space) - 1} states; R = 10 on the {len(modes)} unicyclic {env.max_nodes}-node graphs "
-        f"(|Aut| = {aut}), 0.1 elsewhere; TB, {steps} steps, {n_samples} samples"
+        f"(|Aut| = {aut}), 0.1 elsewhere; TB, {steps} steps x {batch_size} trajectories, "
+        f"{n_samples} samples"
     )
     head = (
         f"{'method':<8} {'modes found':>11} {'distinct':>10} {'mode mass':>11} "
@@ -156,8 +183,13 @@ def modes_table(env, seeds, steps, n_samples):
         f"{'vanilla*':<8} {'-':>11} {'-':>10} {fixed[modes].sum():>11.3f} "
         f"{(fixed[modes] / target[modes]).min():>12.2f} {l1_distance(fixed, target):>13.3f} {'-':>9}"
     )
-    for m, c in METHODS.items():
-        rs = [run_method(env, space, reward, target, c, "tb", steps, s, n_samples) for s in seeds]
+    for m, c in methods.items():
+        rs = [
+            run_method(
+                env, space, reward, target, c, "tb", steps, s, n_samples, batch_size=batch_size
+            )
+            for s in seeds
+        ]
         mass = [r["p"][modes].sum() for r in rs]
         worst = [(r["p"][modes] / target[modes]).min() for r in rs]
         print(
@@ -165,6 +197,106 @@ def modes_table(env, seeds, steps, n_samples):
             f"{_fmt(mass):>11} {_fmt(worst, '.2f'):>12} {_fmt([r['l1'] for r in rs]):>13} "
             f"{_fmt([r['time'] for r in rs], '.1f'):>9}"
         )
+
+
+def likelihood_table(env, seeds, steps, n_samples=64):
+    """Error of log p(x) estimated by backward importance sampling, against the exact value."""
+    space = build_state_space(env)
+    target = target_distribution(space, cycle_reward)
+    graphs = space.graphs[1:]
+    print(
+        f"\n## likelihood estimator: SA-GFN (TB, {steps} steps) on {len(graphs)} graphs, "
+        f"K = {n_samples} backward trajectories, {len(seeds)} seeds"
+    )
+    head = f"{'factor':<12} {'mean |err log p|':>17} {'max |err|':>10} {'bias':>8}"
+    print(head)
+    print("-" * len(head))
+    errs = {k: [] for k in ("exact |Aut|", "WL bound", "none")}
+    for s in seeds:
+        r = run_method(
+            env, space, cycle_reward, target, METHODS["SA-GFN"], "tb", steps, s, keep=True
+        )
+        truth = np.log(r["p"][1:])
+        for name, mode in zip(errs, ("exact", "approximate", "none"), strict=True):
+            est = estimate_log_likelihood(r["policy"], graphs, n_samples, mode, seed=s)
+            errs[name].append(est - truth)
+    for name, e in errs.items():
+        e = np.concatenate(e)
+        print(f"{name:<12} {np.abs(e).mean():>17.3f} {np.abs(e).max():>10.3f} {e.mean():>8.3f}")
+
+
+def _random_test_set(env, n, seed):
+    """Distinct terminal graphs from uniformly random rollouts (the correlation test set)."""
+    gfn = GFlowNet(GraphPolicy(env, hidden=8, n_layers=1, seed=seed), seed=seed)
+    from gfn_symmetry import IsoClassCache
+
+    cache, out = IsoClassCache(env.node_attrs, env.edge_attrs), {}
+    for t in gfn.sample_trajectories(n, epsilon=1.0):
+        out.setdefault(cache.class_id(t.graph), t.graph)
+    return list(out.values())
+
+
+def molecule_table(seeds, steps, n_samples=1000, top_k=100, max_atoms=8, max_fragments=4):
+    """Vanilla vs SA-GFN on atom-based molecules (valence rules) and a fragment vocabulary."""
+    from gfn_symmetry import IsoClassCache, molecule_fragments, molecule_reward
+
+    tasks = {
+        f"atoms (C/N/O, valence rules, <= {max_atoms} heavy atoms)": MoleculeEnv(max_atoms),
+        f"fragments (8-fragment vocabulary, <= {max_fragments} fragments)": FragmentEnv(
+            molecule_fragments(), max_fragments=max_fragments
+        ),
+    }
+    for title, env in tasks.items():
+        atom = isinstance(env, MoleculeEnv)
+        test = _random_test_set(env, 600, 1234) if atom else []
+        print(
+            f"\n## molecules, {title}: TB, {steps} steps, {n_samples} samples, top-{top_k}, "
+            f"{len(seeds)} seeds" + (f", correlation on {len(test)} random graphs" if atom else "")
+        )
+        head = (
+            f"{'method':<8} {'corr(log p,log R)':>17} {f'top-{top_k} R':>12} {'distinct':>10} "
+            f"{'mean log|Aut|':>13} {'sym. frag.':>10} {'CPU s':>9}"
+        )
+        print(head)
+        print("-" * len(head))
+        cache = IsoClassCache(env.node_attrs, env.edge_attrs)
+        for m in ("vanilla", "SA-GFN"):
+            rows = []
+            for s in seeds:
+                corr = METHODS[m][0]
+                policy = GraphPolicy(env, hidden=32, n_layers=2, seed=s)
+                gfn = GFlowNet(policy, symmetry_correction=corr, seed=s, **TRAIN)
+                t0 = time.process_time()
+                gfn.train(molecule_reward, steps)
+                secs = time.process_time() - t0
+                graphs = gfn.sample(n_samples)
+                uniq = {cache.class_id(g): g for g in graphs}
+                rewards = sorted((molecule_reward(g) for g in uniq.values()), reverse=True)
+                log_aut = np.mean([np.log(cache.automorphisms(g)) for g in graphs])
+                row = {
+                    "top": np.mean(rewards[:top_k]),
+                    "distinct": len(uniq),
+                    "aut": log_aut,
+                    "time": secs,
+                    "corr": np.nan,
+                    "sym": np.nan,
+                }
+                if atom:
+                    lp = estimate_log_likelihood(policy, test, 32, seed=s)
+                    lr = np.log([molecule_reward(g) for g in test])
+                    row["corr"] = pearson_correlation(lp, lr)
+                else:  # share of fragments that are the symmetric rings (|Aut| >= 6)
+                    types = [t for g in graphs for t in env.fragment_types(g)]
+                    row["sym"] = np.mean([env.fragment_aut[t] >= 6 for t in types])
+                rows.append(row)
+            col = {k: [r[k] for r in rows] for k in rows[0]}
+            corr_s = _fmt(col["corr"]) if atom else "-"
+            sym_s = "-" if atom else _fmt(col["sym"])
+            print(
+                f"{m:<8} {corr_s:>17} {_fmt(col['top'], '.1f'):>12} "
+                f"{_fmt(col['distinct'], '.0f'):>10} {_fmt(col['aut']):>13} {sym_s:>10} "
+                f"{_fmt(col['time'], '.0f'):>9}"
+            )
 
 
 def main() -> None:
@@ -177,31 +309,61 @@ def main() -> None:
     ap.add_argument("--max-nodes", type=int, default=4)
     ap.add_argument("--losses", default="tb,db", help="comma-separated subset of tb,db,subtb")
     ap.add_argument("--png", default=None, help="save a p/target vs |Aut| plot of the atom task")
+    ap.add_argument(
+        "--methods", default=",".join(METHODS), help=f"comma-separated subset of {list(METHODS)}"
+    )
+    ap.add_argument("--modes-steps", type=int, default=900)
+    ap.add_argument("--modes-batch", type=int, default=64)
+    ap.add_argument(
+        "--modes-methods",
+        default="vanilla,SA-GFN,PE,WL,SA+PB",
+        help="TB: flow scaling and the exact correction train identically to SA-GFN",
+    )
+    ap.add_argument("--molecule-steps", type=int, default=1500)
+    ap.add_argument(
+        "--tables", default="atom,frag,modes,likelihood,molecule", help="which tables to run"
+    )
     args = ap.parse_args()
     torch.set_num_threads(1)
     seeds = [0] if args.quick else list(range(args.seeds))
     steps = 40 if args.quick else args.steps
     losses = args.losses.split(",")
-    space, target, dists = distribution_table(
-        f"atom (<= {args.max_nodes} nodes, R = 1 + #cycles)",
-        GraphEnv(max_nodes=args.max_nodes),
-        cycle_reward,
-        losses,
-        seeds,
-        steps,
-    )
-    distribution_table(
-        "fragments (4-fragment vocabulary, <= 3 fragments, R = 1 + #cycles)",
-        FragmentEnv(_fragments(), max_fragments=3),
-        cycle_reward,
-        ["tb"],
-        seeds,
-        steps,
-    )
-    modes_table(
-        GraphEnv(max_nodes=args.max_nodes + 1), seeds, steps * 3 // 2, 64 if args.quick else 256
-    )
-    if args.png:
+    methods = {m: METHODS[m] for m in args.methods.split(",")}
+    tables = args.tables.split(",")
+    if "atom" in tables:
+        space, target, dists = distribution_table(
+            f"atom (<= {args.max_nodes} nodes, R = 1 + #cycles)",
+            GraphEnv(max_nodes=args.max_nodes),
+            cycle_reward,
+            losses,
+            seeds,
+            steps,
+            methods,
+        )
+    if "frag" in tables:
+        distribution_table(
+            "fragments (4-fragment vocabulary, <= 3 fragments, R = 1 + #cycles)",
+            FragmentEnv(_fragments(), max_fragments=3),
+            cycle_reward,
+            ["tb"],
+            seeds,
+            steps,
+            methods,
+        )
+    if "modes" in tables:
+        modes_table(
+            GraphEnv(max_nodes=args.max_nodes + 1),
+            seeds,
+            60 if args.quick else args.modes_steps,
+            64 if args.quick else 256,
+            {m: METHODS[m] for m in args.modes_methods.split(",")},
+            args.modes_batch,
+        )
+    if "likelihood" in tables:
+        likelihood_table(GraphEnv(max_nodes=args.max_nodes + 1), seeds, steps)
+    if "molecule" in tables:
+        molecule_table(seeds, 40 if args.quick else args.molecule_steps)
+    if args.png and "atom" in tables:
         import matplotlib
 
         matplotlib.use("Agg")

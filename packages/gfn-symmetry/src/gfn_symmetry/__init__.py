@@ -32,6 +32,7 @@ from gfn_symmetry.metrics import (
     pearson_correlation,
     top_k_discovered,
 )
+from gfn_symmetry.molecule import MoleculeEnv, molecule_fragments, molecule_reward
 from gfn_symmetry.policy import GraphPolicy
 from gfn_symmetry.rewards import cycle_reward, density_reward, log_reward, uniform_reward
 from gfn_symmetry.symmetry import (
@@ -48,6 +49,7 @@ __all__ = [
     "GraphEnv",
     "GraphPolicy",
     "IsoClassCache",
+    "MoleculeEnv",
     "StateSpace",
     "Trajectory",
     "__version__",
@@ -69,6 +71,8 @@ __all__ = [
     "log_reward",
     "log_symmetry_correction",
     "log_wl_automorphism_bound",
+    "molecule_fragments",
+    "molecule_reward",
     "optimal_state_policy",
     "pearson_correlation",
     "random_walk_pe",
