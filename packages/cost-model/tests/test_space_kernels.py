@@ -112,3 +112,31 @@ def test_sim_accel_is_nontrivial() -> None:
         argmins.add(str(allc[int(np.argmin(acc.cost("spmm", A, allc, 64)))]))
     assert len(argmins) >= 5
     assert 0.2 <= float(np.mean(rhos)) <= 0.8
+
+
+def test_timer_min_time_batches_fast_kernels() -> None:
+    calls = []
+    t, cv = C.Timer(warmup=1, repeats=3, min_time=0.002)(lambda: calls.append(1))
+    # 1 warm-up + 1 calibration + 3 samples of n >= 2 calls each
+    assert len(calls) >= 1 + 1 + 3 * 2 and (len(calls) - 2) % 3 == 0
+    assert 0 < t < 0.002 and cv >= 0
+    with pytest.raises(ValueError, match="min_time"):
+        C.Timer(min_time=-1)
+
+
+def test_timing_quality_closed_form() -> None:
+    def m(mid, t, cv):
+        return C.Measurement(mid, "hw", "spmm", {}, t, cv, 0.0)
+
+    ms = [m(0, 1.0, 0.01), m(0, 1.1, 0.02), m(0, 2.0, 0.5), m(1, 1.0, 0.1), m(1, 1.05, 0.01)]
+    q = C.timing_quality(ms)
+    np.testing.assert_allclose(q["gap"], [0.1, 0.05])
+    assert q["resolved"].tolist() == [True, False]  # 0.02 < 0.05; 0.1 > 0.025
+    assert q["frac_resolved"] == 0.5 and q["frac_cv_ok"] == 0.6
+    assert q["median_cv"] == pytest.approx(0.02)
+    with pytest.raises(ValueError, match="empty"):
+        C.timing_quality([])
+    with pytest.raises(ValueError, match="two configurations"):
+        C.timing_quality([m(0, 1.0, 0.0)])
+    with pytest.raises(ValueError, match="cv_max"):
+        C.timing_quality(ms, cv_max=0)

@@ -13,6 +13,7 @@ from cost_model.kernels import (
     TorchCPUBackend,
     get_backend,
     measure,
+    timing_quality,
 )
 from cost_model.matrices import MatrixSet, generate, load_mtx
 from cost_model.models import CognateModel, pairwise_rank_loss
@@ -55,6 +56,7 @@ __all__ = [
     "search",
     "select",
     "space",
+    "timing_quality",
     "transfer",
 ]
 

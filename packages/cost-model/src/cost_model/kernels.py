@@ -38,6 +38,7 @@ __all__ = [
     "make_operands",
     "measure",
     "reference",
+    "timing_quality",
 ]
 
 OPS = ("spmm", "sddmm")
@@ -65,29 +66,86 @@ class Timer:
     warmup : int, default=1
     repeats : int, default=5
     stat : {"median", "min", "mean"}, default="median"
+    min_time : float, default=0.0
+        Seconds each sample must last: a kernel faster than that is called ``n`` times in a
+        row per sample (``n`` calibrated once, after the warm-up, and the same for every
+        sample), and the sample is the mean per call. Microsecond kernels are otherwise
+        dominated by timer and dispatch jitter.
     """
 
     warmup: int = 1
     repeats: int = 5
     stat: str = "median"
+    min_time: float = 0.0
 
     def __post_init__(self) -> None:
         if self.warmup < 0 or self.repeats < 1:
             raise ValueError("warmup must be >= 0 and repeats >= 1")
         if self.stat not in ("median", "min", "mean"):
             raise ValueError(f"stat must be median/min/mean, got {self.stat!r}")
+        if not (isinstance(self.min_time, int | float) and 0 <= self.min_time < 60):
+            raise ValueError(f"min_time must lie in [0, 60) seconds, got {self.min_time!r}")
 
     def __call__(self, fn: Callable[[], object]) -> tuple[float, float]:
-        """Return (statistic of the runtimes in s, coefficient of variation)."""
+        """Return (statistic of the per-call runtimes in s, coefficient of variation)."""
         for _ in range(self.warmup):
             fn()
+        inner = 1
+        if self.min_time > 0:
+            t0 = time.perf_counter_ns()
+            fn()
+            once = max((time.perf_counter_ns() - t0) * 1e-9, 1e-9)
+            inner = max(1, int(np.ceil(self.min_time / once)))
         ts = np.empty(self.repeats)
         for r in range(self.repeats):
             t0 = time.perf_counter_ns()
-            fn()
-            ts[r] = (time.perf_counter_ns() - t0) * 1e-9
+            for _ in range(inner):
+                fn()
+            ts[r] = (time.perf_counter_ns() - t0) * 1e-9 / inner
         val = {"median": np.median, "min": np.min, "mean": np.mean}[self.stat](ts)
         return float(val), float(ts.std() / max(ts.mean(), 1e-12))
+
+
+def timing_quality(measurements: list[Measurement], cv_max: float = 0.05) -> dict:
+    """Can these measurements rank configurations?  Per matrix: noise against the top gap.
+
+    Parameters
+    ----------
+    measurements : list of Measurement
+        Several configurations per matrix (``matrix_id``).
+    cv_max : float, default=0.05
+        Coefficient-of-variation threshold.
+
+    Returns
+    -------
+    dict
+        ``median_cv`` over all measurements, ``frac_cv_ok`` (share with CV < ``cv_max``),
+        per matrix ``gap`` (relative gap between the best and second-best median runtime) and
+        ``resolved`` (both top configurations' CV below half that gap), and ``frac_resolved``.
+    """
+    if not measurements:
+        raise ValueError("measurements is empty")
+    if not 0 < cv_max < 1:
+        raise ValueError(f"cv_max must lie in (0, 1), got {cv_max!r}")
+    by: dict[int, list[Measurement]] = {}
+    for m in measurements:
+        by.setdefault(m.matrix_id, []).append(m)
+    gaps, resolved = [], []
+    for ms in by.values():
+        if len(ms) < 2:
+            raise ValueError("every matrix needs at least two configurations")
+        top = sorted(ms, key=lambda m: m.runtime_s)[:2]
+        gap = (top[1].runtime_s - top[0].runtime_s) / max(top[0].runtime_s, 1e-12)
+        gaps.append(gap)
+        resolved.append(max(top[0].cv, top[1].cv) < gap / 2)
+    cvs = np.array([m.cv for m in measurements])
+    return {
+        "median_cv": float(np.median(cvs)),
+        "frac_cv_ok": float(np.mean(cvs < cv_max)),
+        "gap": np.array(gaps),
+        "resolved": np.array(resolved),
+        "frac_resolved": float(np.mean(resolved)),
+    }
 
 
 def make_operands(op: str, A: sp.csr_array, width: int, seed: int = 0) -> tuple[np.ndarray, ...]:
