@@ -15,7 +15,7 @@ Prints L1(p, target), Pearson corr(p, target), train time, and ratios against
 vanilla (quality) and SA-GFN (time), mean ± std over seeds; then the likelihood estimator
 (exact / WL / no symmetry factor) against the exact log-likelihood of a trained sampler.
 
-    uv run python tools/bench/gfn_bench.py            # default (~25 min)
+    uv run python tools/bench/gfn_bench.py            # default (~45 min on 2 shared cores)
     uv run python tools/bench/gfn_bench.py --quick    # smoke run
 """
 
