@@ -51,3 +51,29 @@ def test_finetune_copies_and_freezes_head_only() -> None:
 def test_demo() -> None:
     out = C.demo(seed=0)
     assert "cognate" in out and "target_only" in out
+
+
+def test_early_stopping_never_returns_worse_than_the_start_on_validation() -> None:
+    import torch
+
+    src, tr, _ = _data()
+    sizes = {src.hardware: src.het_sizes, tr.hardware: tr.het_sizes}
+    m = C.CognateModel(sizes, resolution=16, embed_dim=16).fit(src, epochs=1)
+    train, val = tr.split(test_frac=0.3, seed=0)
+
+    def val_loss(model: C.CognateModel) -> float:
+        with torch.no_grad():
+            return float(model._objective(val, np.arange(len(val))))
+
+    start = val_loss(m)
+    for lr in (0.5, 1e-3):  # a diverging and a sane fine-tune
+        ft = m.clone().fit(train, epochs=3, lr=lr, val=val, patience=1)
+        assert val_loss(ft) <= start + 1e-6
+
+
+def test_run_experiment_rejects_bad_ft_lr() -> None:
+    import pytest
+
+    src, tr, te = _data()
+    with pytest.raises(ValueError, match="ft_lr"):
+        C.run_experiment(src, tr, te, ft_lr=0.0)

@@ -361,6 +361,12 @@ class CognateModel:
         rng = np.random.default_rng(self.seed)
         best, best_state, bad = np.inf, None, 0
         self.net.train()
+        if val is not None and patience is not None:
+            # the starting weights are a candidate too: a fine-tune that never improves the
+            # validation loss returns the source model unchanged (never below zero-shot on val)
+            with torch.no_grad():
+                best = float(self._objective(val, np.arange(len(val))))
+            best_state = copy.deepcopy(self.net.state_dict())
         for _ in tqdm(range(epochs), disable=not verbose, desc="fit"):
             mats = rng.permutation(ds.n_matrices)
             for s in range(0, len(mats), batch_matrices):

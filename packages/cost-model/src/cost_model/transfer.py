@@ -132,6 +132,8 @@ def run_experiment(
     pretrain: bool = True,
     val_frac: float = 0.0,
     model_kwargs: dict | None = None,
+    ft_lr: float | None = None,
+    patience: int = 10,
 ) -> ExperimentResult:
     """Run the transfer comparison (spec §5 C4/C6) and return per-seed metrics.
 
@@ -156,11 +158,18 @@ def run_experiment(
         stop on and cost training pairs; measured on sim-cpu -> sim-accel it lowered top-1.
     model_kwargs : dict, optional
         Extra :class:`CognateModel` arguments.
+    ft_lr : float or None, default=None
+        Learning rate of the fine-tuning strategies (``None``: ``lr``; the spec's protocol uses
+        1e-4 with ``val_frac=0.2``).
+    patience : int, default=10
+        Early-stopping patience of the fine-tuning (with ``val_frac > 0``).
 
     Returns
     -------
     ExperimentResult
     """
+    if ft_lr is not None and not (isinstance(ft_lr, int | float) and 0 < ft_lr < 1):
+        raise ValueError(f"ft_lr must lie in (0, 1), got {ft_lr!r}")
     for s in strategies:
         if s not in STRATEGIES:
             raise ValueError(f"strategies contains unknown {s!r}; known {STRATEGIES}")
@@ -199,9 +208,10 @@ def run_experiment(
                         source_model("naive" if strat == "naive" else "cognate"),
                         few,
                         strategy=strat,
-                        lr=lr,
+                        lr=lr if ft_lr is None else ft_lr,
                         epochs=tgt_epochs,
                         val_frac=val_frac,
+                        patience=patience,
                         seed=seed,
                     )
                 elif strat == "zero_shot":
