@@ -2,12 +2,17 @@
 
 from lomap_planner.controller import WaypointController
 from lomap_planner.datasets import (
+    D4RL_FRAME_OFFSET,
     collect_maze2d_dataset,
+    d4rl_goal,
+    d4rl_sparse_rewards,
     episode_bounds,
+    from_d4rl_frame,
     load_hdf5,
     load_minari,
     make_windows,
     save_hdf5,
+    to_d4rl_frame,
     validate_dataset,
 )
 from lomap_planner.demo import demo
@@ -31,6 +36,7 @@ from lomap_planner.training import goal_conditions, train_diffusion
 from lomap_planner.unet import TemporalUnet
 
 __all__ = [
+    "D4RL_FRAME_OFFSET",
     "D4RL_REF_MAX_SCORE",
     "D4RL_REF_MIN_SCORE",
     "LAYOUTS",
@@ -47,8 +53,11 @@ __all__ = [
     "apply_conditioning",
     "collect_maze2d_dataset",
     "cosine_beta_schedule",
+    "d4rl_goal",
+    "d4rl_sparse_rewards",
     "demo",
     "episode_bounds",
+    "from_d4rl_frame",
     "get_layout",
     "goal_conditions",
     "infeasible_plan_fraction",
@@ -65,6 +74,7 @@ __all__ = [
     "rollout_planner",
     "save_hdf5",
     "segments_hit_walls",
+    "to_d4rl_frame",
     "train_diffusion",
     "validate_dataset",
 ]

@@ -5,6 +5,16 @@ waypoint controller (plus Gaussian action noise) drives the ball to a random goa
 cell; when the goal is reached a new one is drawn.  ``timeouts`` mark every
 ``max_episode_steps`` steps; ``terminals`` are all ``False`` (D4RL Maze2D never
 terminates).  Keys follow the D4RL layout.
+
+**Frames.** The package puts cell ``(i, j)`` at centre ``(i, j)``.  D4RL's observations are
+MuJoCo ``qpos`` of a ball whose body sits at ``(1.2, 1.2)`` while wall ``(i, j)`` sits at
+``(i + 1, j + 1)``, so in a real ``maze2d-*.hdf5`` file cell ``(i, j)`` is centred at
+``(i - 0.2, j - 0.2)``; :func:`from_d4rl_frame` / :func:`to_d4rl_frame` (and
+``load_hdf5(..., d4rl_frame=True)``) shift positions, goals and ``qpos`` by that 0.2.
+D4RL's rewards (``scripts/generation/relabel_maze2d_rewards.py``) are
+``‖obs_t[:2] − goal‖ ≤ 0.5`` on the *current* observation with the environment's fixed goal
+``(g_i, g_j)`` in D4RL's frame, i.e. ``(g_i + 0.2, g_j + 0.2)`` here (:func:`d4rl_goal`,
+:func:`d4rl_sparse_rewards`).
 """
 
 from __future__ import annotations
@@ -17,20 +27,82 @@ from tqdm.auto import tqdm
 
 from lomap_planner.controller import WaypointController
 from lomap_planner.env import PointMazeEnv
+from lomap_planner.layouts import DEFAULT_GOALS
 from lomap_planner.physics import point_mass_step
 
 __all__ = [
+    "D4RL_FRAME_OFFSET",
     "REQUIRED_KEYS",
     "collect_maze2d_dataset",
+    "d4rl_goal",
+    "d4rl_sparse_rewards",
     "episode_bounds",
+    "from_d4rl_frame",
     "load_hdf5",
     "load_minari",
     "make_windows",
     "save_hdf5",
+    "to_d4rl_frame",
     "validate_dataset",
 ]
 
 REQUIRED_KEYS = ("observations", "actions", "rewards", "terminals", "timeouts")
+D4RL_FRAME_OFFSET = 0.2  # package position = D4RL qpos + 0.2
+_POSITION_KEYS = ("infos/goal", "infos/qpos")
+
+
+def _shift(data: dict[str, Any], delta: float) -> dict[str, np.ndarray]:
+    out = {k: np.array(v, copy=True) for k, v in data.items()}
+    if "observations" in out:
+        out["observations"][:, :2] += delta
+    for k in _POSITION_KEYS:
+        if k in out:
+            out[k][:, :2] += delta
+    return out
+
+
+def from_d4rl_frame(data: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Copy of a dataset in D4RL's frame (real ``maze2d`` files) moved to the package frame.
+
+    Adds 0.2 to ``observations[:, :2]``, ``infos/goal`` and ``infos/qpos``; the input is untouched.
+    """
+    return _shift(data, D4RL_FRAME_OFFSET)
+
+
+def to_d4rl_frame(data: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Inverse of :func:`from_d4rl_frame`."""
+    return _shift(data, -D4RL_FRAME_OFFSET)
+
+
+def d4rl_goal(layout: str) -> np.ndarray:
+    """The fixed goal of ``maze2d-<layout>-v1`` in the package frame, shape (2,)."""
+    if layout not in DEFAULT_GOALS:
+        raise ValueError(f"layout must be one of {sorted(DEFAULT_GOALS)}, got {layout!r}")
+    return np.asarray(DEFAULT_GOALS[layout], dtype=float) + D4RL_FRAME_OFFSET
+
+
+def d4rl_sparse_rewards(observations: np.ndarray, goal: np.ndarray) -> np.ndarray:
+    """D4RL's Maze2D sparse reward ``‖obs[:2] − goal‖ ≤ 0.5`` per row (current observation).
+
+    Parameters
+    ----------
+    observations : ndarray, shape (n, >= 2)
+    goal : ndarray, shape (2,)
+        Fixed goal in the same frame (:func:`d4rl_goal` for the package frame).
+
+    Returns
+    -------
+    ndarray of float32, shape (n,)
+    """
+    obs = np.asarray(observations, dtype=float)
+    g = np.asarray(goal, dtype=float)
+    if obs.ndim != 2 or obs.shape[1] < 2:
+        raise ValueError(f"observations must have shape (n, >=2), got {obs.shape}")
+    if g.shape != (2,) or not np.all(np.isfinite(g)):
+        raise ValueError(f"goal must be a finite array of shape (2,), got {g.shape}")
+    return (np.linalg.norm(obs[:, :2] - g, axis=1) <= 0.5).astype(np.float32)
+
+
 # d4rl's own loader accepts files without ``timeouts`` (older datasets); they are then all False
 OPTIONAL_KEYS = ("timeouts",)
 
@@ -42,6 +114,8 @@ def collect_maze2d_dataset(
     n_streams: int = 16,
     seed: int = 0,
     verbose: bool = False,
+    reward: str = "d4rl",
+    goal_jitter: float = 0.1,
 ) -> dict[str, np.ndarray]:
     """Collect a D4RL Maze2D-style dataset with the waypoint controller.
 
@@ -61,6 +135,14 @@ def collect_maze2d_dataset(
     seed : int, default=0
     verbose : bool, default=False
         Show a progress bar.
+    reward : {"d4rl", "goal"}, default="d4rl"
+        ``"d4rl"``: D4RL's relabelled sparse reward on the current observation with the
+        layout's fixed goal (:func:`d4rl_sparse_rewards`; layouts without a D4RL goal use
+        ``env.goal``); ``"goal"``: reaching the controller's current (moving) goal, summed over
+        the physics steps of a frame skip (earlier versions).
+    goal_jitter : float, default=0.1
+        Collection goals are cell centres plus ``U(-goal_jitter, goal_jitter)`` per axis
+        (D4RL's ``set_target``: 0.1).
 
     Returns
     -------
@@ -77,6 +159,10 @@ def collect_maze2d_dataset(
         raise ValueError(f"n_streams must be a positive int, got {n_streams!r}")
     if not np.isfinite(action_noise) or action_noise < 0:
         raise ValueError(f"action_noise must be >= 0, got {action_noise}")
+    if reward not in ("d4rl", "goal"):
+        raise ValueError(f"reward must be 'd4rl' or 'goal', got {reward!r}")
+    if not (np.isfinite(goal_jitter) and 0 <= goal_jitter < 0.5):
+        raise ValueError(f"goal_jitter must lie in [0, 0.5), got {goal_jitter}")
     rng = np.random.default_rng(seed)
     ctrl = WaypointController(env.walls)
     cells = env.free.astype(float)
@@ -84,7 +170,9 @@ def collect_maze2d_dataset(
     length = -(-n_steps // m)
 
     def new_goals(k: int) -> np.ndarray:
-        return cells[rng.integers(len(cells), size=k)] + rng.uniform(-0.25, 0.25, (k, 2))
+        return cells[rng.integers(len(cells), size=k)] + rng.uniform(
+            -goal_jitter, goal_jitter, (k, 2)
+        )
 
     goal = new_goals(m)
     pos = cells[rng.integers(len(cells), size=m)] + rng.uniform(-0.1, 0.1, (m, 2))
@@ -113,10 +201,16 @@ def collect_maze2d_dataset(
         return np.swapaxes(a, 0, 1).reshape(m * length, *a.shape[2:])[:n_steps].astype(dtype)
 
     observations = flat(obs)
+    if reward == "d4rl":
+        name = env.layout_name
+        fixed = d4rl_goal(name) if name in DEFAULT_GOALS else np.asarray(env.goal, dtype=float)
+        rewards = d4rl_sparse_rewards(observations, fixed)
+    else:
+        rewards = flat(rews)
     out = {
         "observations": observations,
         "actions": flat(acts),
-        "rewards": flat(rews),
+        "rewards": rewards,
         "terminals": np.zeros(min(n_steps, m * length), dtype=bool),
         "timeouts": flat(timeouts, bool),
         "infos/goal": flat(goals),
@@ -167,11 +261,13 @@ def save_hdf5(data: dict[str, np.ndarray], path: str | os.PathLike) -> None:
             f.create_dataset(k, data=v, compression="gzip")
 
 
-def load_hdf5(path: str | os.PathLike) -> dict[str, np.ndarray]:
+def load_hdf5(path: str | os.PathLike, d4rl_frame: bool = False) -> dict[str, np.ndarray]:
     """Read any D4RL-layout HDF5 file (e.g. a real ``maze2d-large-v1.hdf5``).
 
     Returns every dataset in the file keyed by its full path (``infos/goal``...),
     after :func:`validate_dataset`; files without ``timeouts`` are accepted (as d4rl does).
+    ``d4rl_frame=True`` declares the file to be in D4RL's frame (real D4RL files) and moves it
+    to the package frame (:func:`from_d4rl_frame`), where the layouts' walls are.
     """
     import h5py
 
@@ -185,7 +281,8 @@ def load_hdf5(path: str | os.PathLike) -> dict[str, np.ndarray]:
                 data[name] = obj[()]
 
         f.visititems(visit)
-    return validate_dataset(data)
+    data = validate_dataset(data)
+    return from_d4rl_frame(data) if d4rl_frame else data
 
 
 def load_minari(path: str | os.PathLike) -> dict[str, np.ndarray]:

@@ -1,16 +1,27 @@
-"""Pure-numpy point-mass physics that stands in for D4RL's MuJoCo ``point.xml``.
+"""Pure-numpy point-mass physics that stands in for D4RL's MuJoCo maze model.
 
-The ball is a double integrator driven by a force in ``[-1, 1]^2`` (D4RL: motor
-gear 100 on a ball of mass ~4.19, so an acceleration gain of ~25), with light
-viscous damping.  Walls are unit cells; the ball (radius 0.1, treated as a square
-for contact) slides along walls: the velocity component into a wall is zeroed.
+D4RL's ``maze_model.point_maze`` is a sphere (radius 0.1, density 1000, so mass
+m = 4000π/3 · 0.1³ ≈ 4.18879) on two slide joints with damping 1, driven by motors
+of gear 100, integrated by MuJoCo's Euler integrator at dt = 0.01; ``MazeEnv.step``
+clips the velocity to ±5 *before* simulating.  MuJoCo's Euler integrator treats joint
+damping implicitly, so in free space one step is exactly
+
+    v' = (v + dt · (100/m) · a) / (1 + dt · 1/m),    x' = x + dt · v'
+
+(checked against ``mujoco`` 4.0: 3e-15 over 50 random steps, see the tests and
+``tools/bench/lomap_mujoco_check.py``).  Walls are unit cells; MuJoCo's soft contacts
+are replaced by a hard slide: the velocity component into a wall is zeroed.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PhysicsParams", "in_wall", "point_mass_step"]
+__all__ = ["D4RL_DAMPING", "D4RL_GAIN", "PhysicsParams", "in_wall", "point_mass_step"]
+
+_BALL_MASS = 1000.0 * 4.0 / 3.0 * np.pi * 0.1**3  # MuJoCo: density 1000, sphere radius 0.1
+D4RL_GAIN = 100.0 / _BALL_MASS  # motor gear 100
+D4RL_DAMPING = 1.0 / _BALL_MASS  # joint damping 1
 
 
 class PhysicsParams:
@@ -20,23 +31,27 @@ class PhysicsParams:
     ----------
     dt : float, default=0.01
         Integration step in seconds (MuJoCo timestep of D4RL Maze2D).
-    gain : float, default=25.0
-        Acceleration per unit of action.
-    damping : float, default=0.25
-        Viscous damping rate (1/s).
+    gain : float, default=100 / (4000π/3 · 0.1³) ≈ 23.873
+        Acceleration per unit of action (D4RL: gear 100 over the ball's mass).
+    damping : float, default=1 / (4000π/3 · 0.1³) ≈ 0.23873
+        Viscous damping rate (1/s) (D4RL: joint damping 1 over the mass).
     radius : float, default=0.1
         Ball radius (D4RL: 0.1).
     max_speed : float, default=5.0
-        Speed clip per axis, keeps long noisy rollouts bounded.
+        Speed clip per axis, applied to the velocity before each step (D4RL's
+        ``clip_velocity``).
+    implicit_damping : bool, default=True
+        Integrate damping implicitly, as MuJoCo's Euler integrator does (``False``: explicit).
     """
 
     def __init__(
         self,
         dt: float = 0.01,
-        gain: float = 25.0,
-        damping: float = 0.25,
+        gain: float = D4RL_GAIN,
+        damping: float = D4RL_DAMPING,
         radius: float = 0.1,
         max_speed: float = 5.0,
+        implicit_damping: bool = True,
     ) -> None:
         for name, val in [("dt", dt), ("gain", gain), ("max_speed", max_speed)]:
             if not np.isfinite(val) or val <= 0:
@@ -47,11 +62,13 @@ class PhysicsParams:
             raise ValueError(f"radius must be in [0, 0.5), got {radius}")
         self.dt, self.gain, self.damping = float(dt), float(gain), float(damping)
         self.radius, self.max_speed = float(radius), float(max_speed)
+        self.implicit_damping = bool(implicit_damping)
 
     def __repr__(self) -> str:
         return (
             f"PhysicsParams(dt={self.dt}, gain={self.gain}, damping={self.damping}, "
-            f"radius={self.radius}, max_speed={self.max_speed})"
+            f"radius={self.radius}, max_speed={self.max_speed}, "
+            f"implicit_damping={self.implicit_damping})"
         )
 
 
@@ -111,7 +128,7 @@ def point_mass_step(
     walls: np.ndarray,
     params: PhysicsParams | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Advance a batch of balls by one physics step (semi-implicit Euler).
+    """Advance a batch of balls by one physics step (semi-implicit Euler, MuJoCo's rule).
 
     Parameters
     ----------
@@ -128,8 +145,11 @@ def point_mass_step(
     """
     p = params or PhysicsParams()
     a = np.clip(np.asarray(action, dtype=float), -1.0, 1.0)
-    v = np.asarray(vel, dtype=float) + p.dt * (p.gain * a - p.damping * np.asarray(vel))
-    v = np.clip(v, -p.max_speed, p.max_speed)
+    v0 = np.clip(np.asarray(vel, dtype=float), -p.max_speed, p.max_speed)  # D4RL clips first
+    if p.implicit_damping:  # MuJoCo Euler: (1 + dt c) v' = v + dt g a
+        v = (v0 + p.dt * p.gain * a) / (1.0 + p.dt * p.damping)
+    else:
+        v = v0 + p.dt * (p.gain * a - p.damping * v0)
     x = np.array(pos, dtype=float, copy=True)
     # Move one axis at a time so the ball slides along walls instead of sticking.
     for axis in (0, 1):
