@@ -80,3 +80,66 @@ def test_bad_inputs():
         collect_maze2d_dataset(env, 10, reward="dense")
     with pytest.raises(ValueError, match="goal_jitter"):
         collect_maze2d_dataset(env, 10, goal_jitter=0.5)
+
+
+# -- D4RL's controller and collector ---------------------------------------------------------
+def test_d4rl_controller_waypoints_and_tie_break():
+    from lomap_planner.controller import D4RLWaypointController
+    from lomap_planner.layouts import get_layout
+
+    walls = get_layout("umaze")  # free: (1,1..3), (2,3), (3,1..3)
+    ctrl = D4RLWaypointController(walls, rng=np.random.default_rng(0))
+    wps = ctrl.plan(np.array([1.0, 3.0]), np.array([3.0, 1.0]))
+    cells = np.ceil(wps - 1e-9).astype(int)  # jitter is -U(0, 0.2): ceil recovers the cell
+    np.testing.assert_array_equal(cells, [[2, 3], [3, 3], [3, 2], [3, 1]])
+    off = np.array([2, 3]) - wps[0]
+    assert np.all((off >= 0) & (off <= 0.2))
+    np.testing.assert_array_equal(wps[-1], [3.0, 1.0])  # the target cell itself, unjittered
+    # open room: equal-length paths break ties up (y - 1) before down, left, right
+    open_walls = np.ones((5, 5), bool)
+    open_walls[1:4, 1:4] = False
+    c2 = D4RLWaypointController(open_walls, rng=np.random.default_rng(0))
+    path = np.ceil(c2.plan(np.array([1.0, 3.0]), np.array([3.0, 1.0])) - 1e-9).astype(int)
+    np.testing.assert_array_equal(path, [[1, 2], [1, 1], [2, 1], [3, 1]])
+
+
+def test_d4rl_controller_advances_only_when_slow():
+    from lomap_planner.controller import D4RLWaypointController
+
+    walls = np.ones((5, 5), bool)
+    walls[1:4, 1:4] = False
+    ctrl = D4RLWaypointController(walls, rng=np.random.default_rng(0))
+    target = np.array([1.0, 3.0])
+    ctrl(np.array([1.0, 1.0]), np.zeros(2), target)  # plans; ball in the start cell
+    wp0 = ctrl._waypoints[0].copy()
+    ctrl(wp0 + 0.5, np.zeros(2), target)  # jump away: moved a lot
+    ctrl(wp0, np.zeros(2), target)  # at the waypoint but moved 0.5 since the last call
+    assert ctrl._idx == 0
+    ctrl(wp0, np.zeros(2), target)  # at the waypoint and still: advance
+    assert ctrl._idx == 1
+    a, done = ctrl(target, np.zeros(2), target)
+    assert not done  # moved a lot since the last call
+    a, done = ctrl(target, np.zeros(2), target)
+    assert done and np.allclose(a, 0)
+
+
+def test_collect_d4rl_dataset_mechanics():
+    from lomap_planner.datasets import collect_d4rl_dataset
+    from lomap_planner.layouts import get_layout
+
+    d = collect_d4rl_dataset("umaze", 4000, seed=0)
+    d4 = to_d4rl_frame(d)
+    want = np.linalg.norm(d4["observations"][:, :2] - np.array([1.0, 1.0]), axis=1) <= 0.5
+    np.testing.assert_array_equal(d["rewards"], want.astype(np.float32))
+    ends = np.flatnonzero(d["terminals"][:-1])
+    assert len(ends) > 10
+    # the generation script keeps the pre-step observation after an episode ends
+    np.testing.assert_array_equal(d["observations"][ends + 1], d["observations"][ends])
+    w = make_windows(d, 64, stride=4, include_actions=False)
+    assert not plan_is_infeasible(w, get_layout("umaze")).any()
+    off = d4["infos/goal"] - np.round(d4["infos/goal"])
+    assert np.abs(off).max() <= 0.1 + 1e-6
+    with pytest.raises(ValueError, match="layout"):
+        collect_d4rl_dataset("tiny", 10)
+    with pytest.raises(ValueError, match="n_steps"):
+        collect_d4rl_dataset("umaze", 0)

@@ -1,8 +1,9 @@
 """LoMAP manifold projection for diffusion planners on gymnasium mazes."""
 
-from lomap_planner.controller import WaypointController
+from lomap_planner.controller import D4RLWaypointController, WaypointController
 from lomap_planner.datasets import (
     D4RL_FRAME_OFFSET,
+    collect_d4rl_dataset,
     collect_maze2d_dataset,
     d4rl_goal,
     d4rl_sparse_rewards,
@@ -40,6 +41,7 @@ __all__ = [
     "D4RL_REF_MAX_SCORE",
     "D4RL_REF_MIN_SCORE",
     "LAYOUTS",
+    "D4RLWaypointController",
     "DiffuserPlanner",
     "GaussianDiffusion",
     "LimitsNormalizer",
@@ -51,6 +53,7 @@ __all__ = [
     "WaypointController",
     "__version__",
     "apply_conditioning",
+    "collect_d4rl_dataset",
     "collect_maze2d_dataset",
     "cosine_beta_schedule",
     "d4rl_goal",

@@ -13,7 +13,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from lomap_planner.layouts import free_cells
 
-__all__ = ["WaypointController"]
+__all__ = ["D4RLWaypointController", "WaypointController"]
 
 
 class WaypointController:
@@ -103,3 +103,125 @@ class WaypointController:
         action = np.clip(self.p_gain * (wp - pos) + self.d_gain * vel, -1.0, 1.0)
         done = np.linalg.norm(pos - goal, axis=-1) <= self.reach_radius
         return action, (bool(done) if st.ndim == 1 else done)
+
+
+# grid moves in the order D4RL's grid world tries them (argmax ties go to the first): up (y - 1),
+# down (y + 1), left (x - 1), right (x + 1); x is the maze string's row, y its column
+_D4RL_MOVES = np.array([[0, -1], [0, 1], [-1, 0], [1, 0]])
+
+
+class D4RLWaypointController:
+    """D4RL's Maze2D data-collection controller, in D4RL's frame (``qpos``).
+
+    Re-implemented from ``d4rl/pointmaze/waypoint_controller.py``'s behaviour:
+
+    * when the target's cell changes, a grid path from the ball's cell (``round(location)``) to
+      the target cell is planned (shortest path; equal-length ties broken up/down/left/right as
+      D4RL's q-iteration argmax does); every waypoint except the last is its cell minus
+      ``U(0, 1)·0.2`` per axis, the last is the target *cell* itself;
+    * ``action = p_gain·(waypoint − location) + d_gain·velocity``, clipped to ``[-1, 1]``;
+    * the ball moves to the next waypoint only when it is within ``solve_thresh`` of the current
+      one **and** has moved less than ``vel_thresh`` since the previous call; the task is solved
+      (``done``) under the same two conditions at the target cell.
+
+    Parameters
+    ----------
+    walls : ndarray of bool, shape (n_rows, n_cols)
+    p_gain, d_gain : float, default=10.0, -1.0
+    solve_thresh, vel_thresh : float, default=0.1
+    rng : numpy.random.Generator or None
+        Source of the waypoint jitter.
+    """
+
+    def __init__(
+        self,
+        walls: np.ndarray,
+        p_gain: float = 10.0,
+        d_gain: float = -1.0,
+        solve_thresh: float = 0.1,
+        vel_thresh: float = 0.1,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        self.walls = np.asarray(walls, dtype=bool)
+        if self.walls.ndim != 2:
+            raise ValueError(f"walls must be 2-D, got shape {self.walls.shape}")
+        for name, v in (("solve_thresh", solve_thresh), ("vel_thresh", vel_thresh)):
+            if not (np.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a positive finite float, got {v!r}")
+        self.p_gain, self.d_gain = float(p_gain), float(d_gain)
+        self.solve_thresh, self.vel_thresh = float(solve_thresh), float(vel_thresh)
+        self.rng = rng if rng is not None else np.random.default_rng()
+        self._target = np.full(2, -1000.0)
+        self._waypoints = np.zeros((0, 2))
+        self._idx = 0
+        self._prev = np.zeros(2)
+
+    def _cell(self, p: np.ndarray) -> tuple[int, int]:
+        i = int(np.clip(np.round(p[0]), 0, self.walls.shape[0] - 1))
+        j = int(np.clip(np.round(p[1]), 0, self.walls.shape[1] - 1))
+        return i, j
+
+    def _distances(self, target: tuple[int, int]) -> np.ndarray:
+        """Grid distance of every cell to ``target`` (BFS over free cells; walls: inf)."""
+        dist = np.full(self.walls.shape, np.inf)
+        dist[target] = 0
+        frontier = [target]
+        while frontier:
+            nxt = []
+            for c in frontier:
+                for dx, dy in _D4RL_MOVES:
+                    n = (c[0] + dx, c[1] + dy)
+                    inside = 0 <= n[0] < dist.shape[0] and 0 <= n[1] < dist.shape[1]
+                    if inside and not self.walls[n] and dist[n] == np.inf:
+                        dist[n] = dist[c] + 1
+                        nxt.append(n)
+            frontier = nxt
+        return dist
+
+    def plan(self, location: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """Plan waypoints from ``location`` to ``target``'s cell; returns them, shape (k, 2)."""
+        start, goal = self._cell(location), self._cell(target)
+        dist = self._distances(goal)
+        s, out = start, []
+        for _ in range(100):  # D4RL's max rollout length
+            if s == goal:
+                out.append(np.array(goal, dtype=float))
+                break
+            moves = [(s[0] + dx, s[1] + dy) for dx, dy in _D4RL_MOVES]
+            reach = [dist[m] if 0 <= m[0] < dist.shape[0] and 0 <= m[1] < dist.shape[1] else np.inf
+                     for m in moves]  # fmt: skip
+            if not np.isfinite(min(reach)) or min(reach) >= dist[s]:  # unreachable: stay put
+                out.append(np.array(goal, dtype=float))
+                break
+            s = moves[int(np.argmin(reach))]
+            wp = np.array(s, dtype=float)
+            if s == goal:
+                out.append(wp)
+                break
+            out.append(wp - self.rng.uniform(size=2) * 0.2)
+        self._waypoints = np.array(out)
+        self._idx = 0
+        self._prev = np.array(start, dtype=float)
+        self._target = np.array(goal, dtype=float)
+        return self._waypoints.copy()
+
+    def __call__(
+        self, location: np.ndarray, velocity: np.ndarray, target: np.ndarray
+    ) -> tuple[np.ndarray, bool]:
+        """Action (2,) for the ball at ``location`` with ``velocity`` and whether it is done."""
+        loc = np.asarray(location, dtype=float)
+        vel = np.asarray(velocity, dtype=float)
+        if loc.shape != (2,) or vel.shape != (2,):
+            raise ValueError("location and velocity must have shape (2,)")
+        if np.linalg.norm(self._target - np.array(self._cell(target), dtype=float)) > 1e-3:
+            self.plan(loc, np.asarray(target, dtype=float))
+        moved = np.linalg.norm(self._prev - loc)
+        unsolved = (
+            np.linalg.norm(loc - self._target) >= self.solve_thresh or moved >= self.vel_thresh
+        )
+        wp = self._waypoints[min(self._idx, len(self._waypoints) - 1)] if unsolved else self._target
+        action = self.p_gain * (wp - loc) + self.d_gain * vel
+        if unsolved and np.linalg.norm(loc - wp) < self.solve_thresh and moved < self.vel_thresh:
+            self._idx += 1
+        self._prev = loc
+        return np.clip(action, -1.0, 1.0), not unsolved

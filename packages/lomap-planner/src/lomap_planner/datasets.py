@@ -25,14 +25,15 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from lomap_planner.controller import WaypointController
-from lomap_planner.env import PointMazeEnv
-from lomap_planner.layouts import DEFAULT_GOALS
-from lomap_planner.physics import point_mass_step
+from lomap_planner.controller import D4RLWaypointController, WaypointController
+from lomap_planner.env import D4RL_MAX_EPISODE_STEPS, PointMazeEnv
+from lomap_planner.layouts import DEFAULT_GOALS, free_cells, get_layout
+from lomap_planner.physics import PhysicsParams, point_mass_step
 
 __all__ = [
     "D4RL_FRAME_OFFSET",
     "REQUIRED_KEYS",
+    "collect_d4rl_dataset",
     "collect_maze2d_dataset",
     "d4rl_goal",
     "d4rl_sparse_rewards",
@@ -219,6 +220,94 @@ def collect_maze2d_dataset(
     }
     out["timeouts"][-1] = True
     return out
+
+
+def collect_d4rl_dataset(
+    layout: str,
+    n_steps: int,
+    noisy: bool = True,
+    seed: int = 0,
+    verbose: bool = False,
+) -> dict[str, np.ndarray]:
+    """Collect Maze2D data the way ``scripts/generation/generate_maze2d_datasets.py`` does.
+
+    One stream at ``frame_skip`` 1 in D4RL's frame: the ball starts in a random free cell
+    ``+ U(±0.1)`` with velocity ``N(0, 0.1²)``; targets are random free cells ``+ U(±0.1)``;
+    :class:`D4RLWaypointController` acts, plus ``N(0, 0.5²)`` noise when ``noisy``; an episode
+    ends when the controller is done or after ``max_episode_steps`` (300 / 600 / 800), and a new
+    target is drawn without resetting the ball. As in the script, the observation recorded right
+    after an episode ends is the stale pre-step one (the script keeps ``s`` when ``done``), and
+    ``terminals`` holds ``done``. Rewards are D4RL's relabelled sparse rewards.
+
+    Parameters
+    ----------
+    layout : {"umaze", "medium", "large"}
+    n_steps : int
+        Number of transitions.
+    noisy : bool, default=True
+        ``maze2d-*-v1`` were collected with noise.
+    seed : int, default=0
+    verbose : bool, default=False
+
+    Returns
+    -------
+    dict of ndarray
+        D4RL keys in the **package** frame (``to_d4rl_frame`` gives the file frame), plus
+        ``timeouts`` marking the episodes that ended by time.
+    """
+    if layout not in D4RL_MAX_EPISODE_STEPS or layout not in DEFAULT_GOALS or layout == "tiny":
+        raise ValueError(f"layout must be 'umaze', 'medium' or 'large', got {layout!r}")
+    if not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
+        raise ValueError(f"n_steps must be a positive int, got {n_steps!r}")
+    rng = np.random.default_rng(seed)
+    walls = get_layout(layout)
+    cells = free_cells(walls).astype(float)  # D4RL: empty and goal locations, in its frame
+    ctrl = D4RLWaypointController(walls, rng=rng)
+    params = PhysicsParams()
+    off = D4RL_FRAME_OFFSET
+    max_steps = D4RL_MAX_EPISODE_STEPS[layout]
+
+    def new_target() -> np.ndarray:
+        return cells[rng.integers(len(cells))] + rng.uniform(-0.1, 0.1, 2)
+
+    target = new_target()
+    qpos = cells[rng.integers(len(cells))] + rng.uniform(-0.1, 0.1, 2)
+    qvel = rng.standard_normal(2) * 0.1
+    s = np.r_[qpos, qvel]
+    obs = np.zeros((n_steps, 4))
+    acts = np.zeros((n_steps, 2))
+    goals = np.zeros((n_steps, 2))
+    dones = np.zeros(n_steps, dtype=bool)
+    timeouts = np.zeros(n_steps, dtype=bool)
+    ts = 0
+    for t in tqdm(range(n_steps), disable=not verbose, desc="collect"):
+        act, done = ctrl(s[:2], s[2:], target)
+        if noisy:
+            act = act + rng.standard_normal(2) * 0.5
+        act = np.clip(act, -1.0, 1.0)
+        if ts >= max_steps:
+            done, timeouts[t] = True, True
+        obs[t], acts[t], goals[t], dones[t] = s, act, target, done
+        # physics in the package frame (walls at integer cell centres)
+        pos, vel = point_mass_step((qpos + off)[None], qvel[None], act[None], walls, params)
+        qpos, qvel = pos[0] - off, vel[0]
+        ts += 1
+        if done:
+            target, ts = new_target(), 0  # s is kept: the script's stale observation
+        else:
+            s = np.r_[qpos, qvel]
+    timeouts[-1] = True
+    data = {
+        "observations": obs.astype(np.float32),
+        "actions": acts.astype(np.float32),
+        "rewards": d4rl_sparse_rewards(obs, np.asarray(DEFAULT_GOALS[layout], float)),
+        "terminals": dones,
+        "timeouts": timeouts,
+        "infos/goal": goals.astype(np.float32),
+        "infos/qpos": obs[:, :2].astype(np.float32),
+        "infos/qvel": obs[:, 2:].astype(np.float32),
+    }
+    return from_d4rl_frame(data)
 
 
 def validate_dataset(data: dict[str, Any]) -> dict[str, np.ndarray]:
