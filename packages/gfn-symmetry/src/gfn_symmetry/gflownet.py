@@ -74,9 +74,12 @@ class Trajectory:
     n_backward : list of int, length n
         Number of backward actions of ``s_{t+1}`` (the uniform backward policy).
     equivalents : list of list of int or None
-        Forward actions equivalent to the taken one, per step (exact correction only).
-    backward_equivalents : list of int or None
-        :math:`B(s_{t+1} \to s_t)`, per step (exact correction only).
+        Forward actions equivalent to the taken one, per step (``"exact"`` and ``"pe"`` only).
+    backward_equivalents : list of list of int or None
+        Positions among the backward actions of :math:`s_{t+1}` of those equivalent to the one
+        undoing step ``t``; their number is :math:`B(s_{t+1} \\to s_t)` (``"exact"``, ``"pe"``).
+    backward_index : list of int, length n
+        Position of the backward action that undoes step ``t`` among those of :math:`s_{t+1}`.
     log_corrections : list of float or None
         :math:`c(s_t)` per state (flow scaling; filled on first use).
     """
