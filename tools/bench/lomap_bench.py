@@ -8,6 +8,7 @@ time, with LoMAP/Diffuser ratios.
 
     uv run python tools/bench/lomap_bench.py            # ~5 min
     uv run python tools/bench/lomap_bench.py --quick    # ~1 min
+    uv run python tools/bench/lomap_bench.py --layouts medium large --seeds 3   # paired CI
 """
 
 from __future__ import annotations
@@ -112,6 +113,9 @@ def main() -> None:
         "--search-actions", action="store_true", help="include actions in the kNN search"
     )
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--seeds", type=int, default=1, help="repeat data, training and evaluation over seeds"
+    )
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--png", type=str, default=None, help="write plan plots (one PNG per layout)")
     args = ap.parse_args()
@@ -119,16 +123,19 @@ def main() -> None:
         args.layouts, args.data_steps, args.train_steps, args.episodes = ["umaze"], 8000, 300, 24
     torch.set_num_threads(args.threads)
     all_rows = []
-    for layout in args.layouts:
-        rows, extra = run_layout(layout, args)
+    runs = [(layout, args.seed + k) for layout in args.layouts for k in range(args.seeds)]
+    for layout, seed in runs:
+        rows, extra = run_layout(layout, argparse.Namespace(**{**vars(args), "seed": seed}))
+        for r in rows:
+            r["seed"] = seed
         all_rows += rows
         i = extra["info"]
         print(
-            f"[{layout}] windows={i['windows']} data {i['t_data']:.0f}s train {i['t_train']:.0f}s"
-            f" | infeasible windows in the dataset: {i['data_inf']:.3f}",
+            f"[{layout} seed {seed}] windows={i['windows']} data {i['t_data']:.0f}s "
+            f"train {i['t_train']:.0f}s | infeasible windows in the dataset: {i['data_inf']:.3f}",
             flush=True,
         )
-        if args.png:
+        if args.png and seed == args.seed:
             from lomap_planner.plotting import plot_plans
 
             path = (
@@ -159,6 +166,32 @@ def main() -> None:
         print(
             f"{base['layout']:<7} {inf_ratio:>17.2f} {seg_ratio:>14.2f} {sc_ratio:>12.2f} "
             f"{lm['plan_ms'] / base['plan_ms']:>11.2f}"
+        )
+    if args.seeds > 1:
+        paired_summary(all_rows, args.layouts)
+
+
+def paired_summary(rows: list[dict], layouts: list[str]) -> None:
+    """Relative cut in infeasible plans (1 - LoMAP / Diffuser) per seed, mean and 95% CI."""
+    from scipy import stats
+
+    print()
+    print(f"{'layout':<7} {'seeds':>5} {'Diffuser inf.':>14} {'+LoMAP inf.':>12} "
+          f"{'relative cut':>13} {'95% CI':>17} {'score diff':>11}")  # fmt: skip
+    for layout in layouts:
+        base = [r for r in rows if r["layout"] == layout and r["method"] == "Diffuser"]
+        lm = [r for r in rows if r["layout"] == layout and r["method"] == "Diffuser+LoMAP"]
+        cut = np.array(
+            [1 - b2["infeasible"] / b1["infeasible"] if b1["infeasible"] > 0 else 0.0
+             for b1, b2 in zip(base, lm, strict=True)]
+        )  # fmt: skip
+        n = len(cut)
+        half = stats.t.ppf(0.975, n - 1) * cut.std(ddof=1) / np.sqrt(n) if n > 1 else np.nan
+        ds = np.mean([b2["score"] - b1["score"] for b1, b2 in zip(base, lm, strict=True)])
+        print(
+            f"{layout:<7} {n:>5} {np.mean([r['infeasible'] for r in base]):>14.3f} "
+            f"{np.mean([r['infeasible'] for r in lm]):>12.3f} {cut.mean():>13.2f} "
+            f"[{cut.mean() - half:>6.2f}, {cut.mean() + half:>6.2f}] {ds:>+11.1f}"
         )
 
 
