@@ -34,12 +34,15 @@ from gfn_symmetry import (
     GFlowNet,
     GraphEnv,
     GraphPolicy,
+    IsoClassCache,
     MoleculeEnv,
     build_state_space,
     cycle_reward,
     estimate_log_likelihood,
     exact_terminal_distribution,
     l1_distance,
+    molecule_fragments,
+    molecule_reward,
     optimal_state_policy,
     pearson_correlation,
     state_policy_distribution,
@@ -228,8 +231,6 @@ def likelihood_table(env, seeds, steps, n_samples=64):
 def _random_test_set(env, n, seed):
     """Distinct terminal graphs from uniformly random rollouts (the correlation test set)."""
     gfn = GFlowNet(GraphPolicy(env, hidden=8, n_layers=1, seed=seed), seed=seed)
-    from gfn_symmetry import IsoClassCache
-
     cache, out = IsoClassCache(env.node_attrs, env.edge_attrs), {}
     for t in gfn.sample_trajectories(n, epsilon=1.0):
         out.setdefault(cache.class_id(t.graph), t.graph)
@@ -238,8 +239,6 @@ def _random_test_set(env, n, seed):
 
 def molecule_table(seeds, steps, n_samples=1000, top_k=100, max_atoms=8, max_fragments=4):
     """Vanilla vs SA-GFN on atom-based molecules (valence rules) and a fragment vocabulary."""
-    from gfn_symmetry import IsoClassCache, molecule_fragments, molecule_reward
-
     tasks = {
         f"atoms (C/N/O, valence rules, <= {max_atoms} heavy atoms)": MoleculeEnv(max_atoms),
         f"fragments (8-fragment vocabulary, <= {max_fragments} fragments)": FragmentEnv(

@@ -97,6 +97,13 @@ def _relabel(sig: dict) -> dict:
     return {v: ranks[s] for v, s in sig.items()}
 
 
+def _wl_class_sizes(graph, node_attrs, edge_attrs, iterations) -> list[int]:
+    _check(graph)
+    if graph.number_of_nodes() == 0:
+        raise ValueError("graph is empty: automorphisms are defined here for non-empty graphs")
+    return list(Counter(wl_colours(graph, node_attrs, edge_attrs, iterations).values()).values())
+
+
 def log_wl_automorphism_bound(
     graph: nx.Graph,
     node_attrs: tuple[str, ...] = ("label",),
@@ -104,10 +111,7 @@ def log_wl_automorphism_bound(
     iterations: int | None = None,
 ) -> float:
     """:math:`\\log \\prod_i |C_i|!` over the stable WL colour classes (upper bound on log|Aut|)."""
-    _check(graph)
-    if graph.number_of_nodes() == 0:
-        raise ValueError("graph is empty: automorphisms are defined here for non-empty graphs")
-    sizes = Counter(wl_colours(graph, node_attrs, edge_attrs, iterations).values()).values()
+    sizes = _wl_class_sizes(graph, node_attrs, edge_attrs, iterations)
     return float(sum(math.lgamma(s + 1) for s in sizes))
 
 
@@ -131,10 +135,7 @@ def wl_automorphism_bound(
     -------
     int
     """
-    _check(graph)
-    if graph.number_of_nodes() == 0:
-        raise ValueError("graph is empty: automorphisms are defined here for non-empty graphs")
-    sizes = Counter(wl_colours(graph, node_attrs, edge_attrs, iterations).values()).values()
+    sizes = _wl_class_sizes(graph, node_attrs, edge_attrs, iterations)
     return math.prod(math.factorial(s) for s in sizes)
 
 
@@ -181,16 +182,6 @@ def node_pe(env: GraphEnv, graph: nx.Graph, length: int = 8) -> np.ndarray:
     return random_walk_pe(graph, types, length)
 
 
-def _fragment_pe(env: GraphEnv, length: int) -> list[np.ndarray]:
-    cache = env.__dict__.setdefault("_fragment_pe_cache", {})
-    if length not in cache:
-        cache[length] = [
-            random_walk_pe(f, np.array([d["label"] for _, d in f.nodes(data=True)]), length)
-            for f in env.fragments
-        ]
-    return cache[length]
-
-
 def _same(keys: list[tuple], vecs: np.ndarray, index: int) -> list[int]:
     close = np.isclose(vecs, vecs[index], rtol=1e-6, atol=1e-9).all(axis=1)
     return [i for i, k in enumerate(keys) if k == keys[index] and close[i]]
@@ -224,7 +215,12 @@ def pe_equivalent_action_indices(
     if not 0 <= index < len(actions):
         raise ValueError(f"index must lie in [0, {len(actions)}), got {index}")
     L = pe.shape[1]
-    frag_pe = _fragment_pe(env, L) if ADD_FRAGMENT in {a.kind for a in actions} else None
+    frag_pe = {}  # encodings of the fragments these actions attach, computed once per call
+    for a in actions:
+        if a.kind == ADD_FRAGMENT and env.stems[a.k][0] not in frag_pe:
+            f = env.fragments[env.stems[a.k][0]]
+            labels = np.array([d["label"] for _, d in f.nodes(data=True)])
+            frag_pe[env.stems[a.k][0]] = random_walk_pe(f, labels, L)
     keys, vecs = [], np.zeros((len(actions), 2 * L))
     for i, a in enumerate(actions):
         if a.kind == ADD_NODE:

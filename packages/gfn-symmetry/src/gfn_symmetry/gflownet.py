@@ -319,8 +319,9 @@ class GFlowNet:
                     continue
                 child = env.step(g, action)
                 back = env.backward_actions(child)
+                undo = env.backward_of(g, action)
                 tr.n_backward.append(len(back))
-                tr.backward_index.append(back.index(env.backward_of(g, action)))
+                tr.backward_index.append(back.index(undo))
                 if exact:
                     tr.backward_equivalents.append(
                         backward_equivalent_indices(env, child, g, self.cache)
@@ -328,10 +329,7 @@ class GFlowNet:
                 elif pe_mode:
                     tr.backward_equivalents.append(
                         pe_backward_equivalent_indices(
-                            env,
-                            child,
-                            env.backward_of(g, action),
-                            node_pe(env, child, self.pe_length),
+                            env, child, undo, node_pe(env, child, self.pe_length)
                         )
                     )
                 tr.states.append(child)

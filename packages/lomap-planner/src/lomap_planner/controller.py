@@ -151,6 +151,7 @@ class D4RLWaypointController:
         self.p_gain, self.d_gain = float(p_gain), float(d_gain)
         self.solve_thresh, self.vel_thresh = float(solve_thresh), float(vel_thresh)
         self.rng = rng if rng is not None else np.random.default_rng()
+        self._grid = WaypointController(self.walls)  # all-pairs grid distances (scipy)
         self._target = np.full(2, -1000.0)
         self._waypoints = np.zeros((0, 2))
         self._idx = 0
@@ -162,20 +163,11 @@ class D4RLWaypointController:
         return i, j
 
     def _distances(self, target: tuple[int, int]) -> np.ndarray:
-        """Grid distance of every cell to ``target`` (BFS over free cells; walls: inf)."""
+        """Grid distance of every cell to ``target`` (walls and unreachable cells: inf)."""
         dist = np.full(self.walls.shape, np.inf)
-        dist[target] = 0
-        frontier = [target]
-        while frontier:
-            nxt = []
-            for c in frontier:
-                for dx, dy in _D4RL_MOVES:
-                    n = (c[0] + dx, c[1] + dy)
-                    inside = 0 <= n[0] < dist.shape[0] and 0 <= n[1] < dist.shape[1]
-                    if inside and not self.walls[n] and dist[n] == np.inf:
-                        dist[n] = dist[c] + 1
-                        nxt.append(n)
-            frontier = nxt
+        g = self._grid
+        if g.index[target] >= 0:  # a wall target leaves every cell unreachable
+            dist[g.cells[:, 0], g.cells[:, 1]] = g.dist[g.index[target]]
         return dist
 
     def plan(self, location: np.ndarray, target: np.ndarray) -> np.ndarray:
