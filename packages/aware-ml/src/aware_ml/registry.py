@@ -24,6 +24,7 @@ PACKAGES: dict[str, str] = {
     "epi-ode": "EARTH epidemiology-aware neural ODE forecasting on a transmission graph",
     "brain-gcl": "CIA-GCL invariance-aware brain-graph contrastive learning",
     "evolving-dg": "SYNC static-dynamic causal representations for evolving domain generalization",
+    "learngene": "TAL task-aware learngene parameter prediction with a graph hypernetwork",
 }
 
 # measured demo time per package on 2 CPU cores (s), used for the tour's time-left estimate
@@ -45,6 +46,7 @@ DEMO_SECONDS: dict[str, float] = {
     "epi-ode": 5.0,
     "brain-gcl": 6.0,
     "evolving-dg": 6.0,
+    "learngene": 6.0,
 }
 
 

@@ -1,0 +1,42 @@
+"""learngene: TAL, task-aware learngene parameter prediction at flexible scales (ICML 2025)."""
+
+from learngene.baselines import GHN, GHNMultiTask, RandInit, TALNoAncestry, WeightSelection
+from learngene.data import Task, make_mini_decathlon, make_proxy_task, make_unseen_tasks
+from learngene.demo import demo
+from learngene.graph import NODE_TYPES, ArchGraph, arch_graph
+from learngene.hypernet import GraphHyperNetwork, TaskFiLM
+from learngene.losses import TaskSampler, kd_loss, task_probabilities
+from learngene.tal import TAL
+from learngene.training import evaluate_init, finetune, task_embedding, train_ancestry
+from learngene.vit import TinyViT, ViTSpace, ViTSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GHN",
+    "NODE_TYPES",
+    "TAL",
+    "ArchGraph",
+    "GHNMultiTask",
+    "GraphHyperNetwork",
+    "RandInit",
+    "TALNoAncestry",
+    "Task",
+    "TaskFiLM",
+    "TaskSampler",
+    "TinyViT",
+    "ViTSpace",
+    "ViTSpec",
+    "WeightSelection",
+    "arch_graph",
+    "demo",
+    "evaluate_init",
+    "finetune",
+    "kd_loss",
+    "make_mini_decathlon",
+    "make_proxy_task",
+    "make_unseen_tasks",
+    "task_embedding",
+    "task_probabilities",
+    "train_ancestry",
+]

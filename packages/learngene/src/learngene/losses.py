@@ -1,0 +1,89 @@
+"""Stage-1 distillation objective (TAL Eq. 5) and stage-2 temperature task sampling."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from learngene._validation import check_real
+
+__all__ = ["TaskSampler", "kd_loss", "task_probabilities"]
+
+
+def kd_loss(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    student_feat: torch.Tensor,
+    teacher_feat: torch.Tensor,
+    alpha: float = 0.2,
+    T: float = 3.0,
+) -> torch.Tensor:
+    """``α·T²·KL(softmax(q_t/T) ‖ softmax(q_s/T)) / n_el + (1 − α)·CE(logits, target)``.
+
+    The KL term uses a sum reduction divided by the number of elements of ``q_s`` (as the reference
+    trainer does), so it is a per-element average rather than a per-sample one.
+
+    Parameters
+    ----------
+    logits : Tensor (n, C)
+        Descendant logits.
+    target : Tensor (n,) int64
+        Labels.
+    student_feat : Tensor (n, d)
+        q_s = M·(descendant class-token feature), M predicted by the hypernetwork.
+    teacher_feat : Tensor (n, d)
+        q_t = ancestry feature (``TinyViT.head_features``).
+    alpha : float in [0, 1]
+        Weight of the distillation term; 0 gives pure cross-entropy.
+    T : float > 0
+        Softmax temperature of the distillation term.
+    """
+    alpha = check_real(alpha, "alpha", 0.0, 1.0)
+    T = check_real(T, "T", 0.0, open_low=True)
+    if logits.dim() != 2 or target.shape != logits.shape[:1]:
+        raise ValueError(f"logits (n, C) and target (n,) mismatch: {logits.shape}, {target.shape}")
+    ce = F.cross_entropy(logits, target)
+    if alpha == 0.0:
+        return ce
+    if student_feat.shape != teacher_feat.shape or student_feat.dim() != 2:
+        raise ValueError(
+            f"student_feat and teacher_feat must share a 2-D shape: {student_feat.shape}, "
+            f"{teacher_feat.shape}"
+        )
+    kl = F.kl_div(
+        F.log_softmax(student_feat / T, dim=1), F.softmax(teacher_feat / T, dim=1), reduction="sum"
+    )
+    return alpha * T * T * kl / student_feat.numel() + (1.0 - alpha) * ce
+
+
+def task_probabilities(sizes, temperature: float = 2.0) -> np.ndarray:
+    """Temperature sampling over dataset sizes: p_τ ∝ (N_τ / Σ N)^(1/T).
+
+    Parameters
+    ----------
+    sizes : sequence of positive ints
+    temperature : float > 0 (1 = proportional, → ∞ = uniform)
+    """
+    temperature = check_real(temperature, "temperature", 0.0, open_low=True)
+    s = np.asarray(sizes, dtype=np.float64)
+    if s.ndim != 1 or len(s) == 0:
+        raise ValueError("sizes must be a non-empty 1-D sequence")
+    if not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError("sizes must be positive and finite")
+    p = (s / s.sum()) ** (1.0 / temperature)
+    return p / p.sum()
+
+
+class TaskSampler:
+    """Draw task names with ``task_probabilities`` from a seeded generator."""
+
+    def __init__(self, sizes: dict, temperature: float = 2.0, seed=None):
+        if not isinstance(sizes, dict) or not sizes:
+            raise ValueError("sizes must be a non-empty dict of task name -> size")
+        self.names = list(sizes)
+        self.p = task_probabilities([sizes[k] for k in self.names], temperature)
+        self.rng = np.random.default_rng(seed)
+
+    def sample(self, n: int = 1) -> list[str]:
+        return [self.names[i] for i in self.rng.choice(len(self.names), size=n, p=self.p)]

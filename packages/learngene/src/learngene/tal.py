@@ -1,0 +1,444 @@
+"""TAL: a graph hypernetwork pretrained under an ancestry's guidance, then multi-task tuned with
+task-specific layers, predicting a descendant's initial parameters from (architecture, task)."""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call
+from tqdm.auto import tqdm
+
+from learngene._validation import check_int, check_real, check_vector
+from learngene.data import Task
+from learngene.graph import ArchGraph, arch_graph
+from learngene.hypernet import GraphHyperNetwork
+from learngene.losses import TaskSampler, kd_loss
+from learngene.vit import TinyViT, ViTSpace, ViTSpec
+
+__all__ = ["TAL"]
+
+
+def _spec_pool(space) -> list[ViTSpec]:
+    if isinstance(space, ViTSpace):
+        return list(space.specs)
+    if isinstance(space, ViTSpec):
+        return [space]
+    if isinstance(space, Sequence) and space and all(isinstance(s, ViTSpec) for s in space):
+        return list(space)
+    raise TypeError("space must be a ViTSpace, a ViTSpec or a non-empty list of ViTSpecs")
+
+
+def _cosine_warmup(step: int, total: int, warmup: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+
+
+class TAL:
+    """Task-aware learngene: graph hypernetwork + task-specific FiLM layers (TAL, ICML 2025).
+
+    Parameters
+    ----------
+    hid, layers, heads : int
+        Graphormer encoder width, depth and heads (reference 128 / 5 / 16; CPU default 64 / 3 / 4).
+    lora_r : int
+        Rank of the LoRA-style decoder (reference 90).
+    max_shape : int
+        Side c_k of each predicted block (reference 2048); larger tensors are tiled.
+    task_dim : int
+        Size d_e of task embeddings (= the ancestry's head feature size and the distillation
+        projection's output size).
+    c_max : int
+        Most classes a predicted head can have; heads are cropped to a task's class count.
+    use_tsl : bool
+        Condition stage 2 and predictions on the task embedding through the TSLs (False gives the
+        task-agnostic multi-task GHN of the ablation).
+    scale : {"timm", "fan_in"}
+        Scale of predicted hidden weights: timm's 0.02 with a learnable gain (default) or GHN-3's
+        fan-in rule (see ``GraphHyperNetwork``).
+    random_state : int
+        Seeds initialisation, architecture and task sampling and data order.
+    verbose : int
+        0 disables progress bars.
+
+    Attributes
+    ----------
+    ghn_ : GraphHyperNetwork
+    history_ : dict
+        ``stage1_loss`` / ``stage2_loss`` (per step) and ``stage1_seconds`` / ``stage2_seconds``.
+    """
+
+    def __init__(
+        self,
+        hid: int = 64,
+        layers: int = 3,
+        heads: int = 4,
+        lora_r: int = 16,
+        max_shape: int = 256,
+        task_dim: int = 64,
+        c_max: int = 64,
+        use_tsl: bool = True,
+        scale: str = "timm",
+        random_state: int = 0,
+        verbose: int = 1,
+    ):
+        self.hid, self.layers, self.heads = hid, layers, heads
+        self.lora_r, self.max_shape, self.task_dim, self.c_max = lora_r, max_shape, task_dim, c_max
+        self.use_tsl, self.scale, self.random_state, self.verbose = (
+            use_tsl,
+            scale,
+            random_state,
+            verbose,
+        )
+        self._validate_params()
+        torch.manual_seed(random_state)
+        self.ghn_ = GraphHyperNetwork(hid, layers, heads, lora_r, max_shape, task_dim, scale)
+        self.history_: dict = {"stage1_loss": [], "stage2_loss": []}
+        self.stage1_done_ = self.stage2_done_ = False
+        self._graphs: dict = {}
+        self._templates: dict = {}
+
+    # ------------------------------------------------------------------ sklearn-style params
+    _PARAMS = (
+        "hid",
+        "layers",
+        "heads",
+        "lora_r",
+        "max_shape",
+        "task_dim",
+        "c_max",
+        "use_tsl",
+        "scale",
+        "random_state",
+        "verbose",
+    )
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {k: getattr(self, k) for k in self._PARAMS}
+
+    def _validate_params(self):
+        for k in ("hid", "layers", "heads", "lora_r", "max_shape", "task_dim", "c_max"):
+            check_int(getattr(self, k), k, 1)
+        check_int(self.random_state, "random_state", 0)
+        check_int(self.verbose, "verbose", 0)
+        if self.hid % self.heads:
+            raise ValueError(f"hid ({self.hid}) must be divisible by heads ({self.heads})")
+        if not isinstance(self.use_tsl, bool):
+            raise TypeError("use_tsl must be a bool")
+        if self.scale not in ("timm", "fan_in"):
+            raise ValueError(f"scale must be 'timm' or 'fan_in', got {self.scale!r}")
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._PARAMS)
+        return f"{type(self).__name__}({args})"
+
+    # ------------------------------------------------------------------ helpers
+    def graph(self, arch: ViTSpec) -> ArchGraph:
+        """The (cached) graph the hypernetwork reads for ``arch`` (head with ``c_max`` rows)."""
+        if not isinstance(arch, ViTSpec):
+            raise TypeError(f"arch must be a ViTSpec, got {type(arch).__name__}")
+        g = self._graphs.get(arch)
+        if g is None:
+            g = self._graphs[arch] = arch_graph(arch, self.c_max, self.task_dim)
+        return g
+
+    def _template(self, arch: ViTSpec, n_classes: int) -> TinyViT:
+        key = (arch, n_classes)
+        m = self._templates.get(key)
+        if m is None:
+            m = self._templates[key] = TinyViT(
+                arch, n_classes, distill_dim=self.task_dim
+            ).requires_grad_(False)
+        return m
+
+    def _check_n_classes(self, n_classes) -> int:
+        n_classes = check_int(n_classes, "n_classes", 1)
+        if n_classes > self.c_max:
+            raise ValueError(f"n_classes ({n_classes}) exceeds c_max ({self.c_max})")
+        return n_classes
+
+    def _task_tensor(self, task_emb):
+        if task_emb is None:
+            return None
+        return torch.from_numpy(check_vector(task_emb, "task_emb", self.task_dim))
+
+    def _forward(self, arch, x, n_classes, task_emb=None):
+        """Predict parameters for ``arch`` and run the batch through them (differentiable)."""
+        params = self.ghn_(self.graph(arch), task_emb, n_classes)
+        logits, feat = functional_call(
+            self._template(arch, n_classes), params, (x,), {"return_features": True}
+        )
+        return logits, F.linear(feat, params["distill_head.weight"])
+
+    def _optimizer(self, params, lr, weight_decay, steps, warmup):
+        opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+        w = max(1, int(warmup * steps))
+        return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _cosine_warmup(s, steps, w))
+
+    def _check_fit_args(self, steps, meta_batch, batch_size, lr, weight_decay, warmup, grad_clip):
+        check_int(steps, "steps", 1)
+        check_int(meta_batch, "meta_batch", 1)
+        check_int(batch_size, "batch_size", 1)
+        check_real(lr, "lr", 0.0, open_low=True)
+        check_real(weight_decay, "weight_decay", 0.0)
+        check_real(warmup, "warmup", 0.0, 1.0)
+        check_real(grad_clip, "grad_clip", 0.0, open_low=True)
+
+    def _check_space(self, pool, task):
+        for s in pool:
+            if (s.in_chans, s.img, s.img) != task.image_shape:
+                raise ValueError(
+                    f"spec {s} does not fit the images {task.image_shape} of {task.name!r}"
+                )
+
+    # ------------------------------------------------------------------ stage 1
+    def fit_stage1(
+        self,
+        proxy: Task,
+        ancestry: TinyViT | None,
+        space,
+        steps: int = 1500,
+        meta_batch: int = 4,
+        batch_size: int = 128,
+        kd_alpha: float = 0.2,
+        kd_T: float = 3.0,
+        lr: float = 3e-4,
+        weight_decay: float = 1e-2,
+        warmup: float = 0.05,
+        grad_clip: float = 5.0,
+    ) -> TAL:
+        """Pretrain the hypernetwork on the proxy task under the ancestry's guidance (Eq. 5).
+
+        Each step samples ``meta_batch`` architectures from ``space``, predicts their parameters,
+        runs one image batch through each and averages ``kd_loss`` (α = ``kd_alpha``, T = ``kd_T``;
+        the target q_t is the ancestry's head feature of the same images).
+
+        Parameters
+        ----------
+        proxy : Task
+            The large generic task (``make_proxy_task``).
+        ancestry : TinyViT or None
+            Well-trained model with ``head_hidden == task_dim``; may be None only if ``kd_alpha == 0``.
+        space : ViTSpace or list of ViTSpec
+            Training architectures.
+        """
+        if not isinstance(proxy, Task):
+            raise TypeError(f"proxy must be a Task, got {type(proxy).__name__}")
+        kd_alpha = check_real(kd_alpha, "kd_alpha", 0.0, 1.0)
+        kd_T = check_real(kd_T, "kd_T", 0.0, open_low=True)
+        self._check_fit_args(steps, meta_batch, batch_size, lr, weight_decay, warmup, grad_clip)
+        pool = _spec_pool(space)
+        self._check_space(pool, proxy)
+        self._check_n_classes(proxy.n_classes)
+        if kd_alpha > 0:
+            if not isinstance(ancestry, TinyViT) or ancestry.pre_logits is None:
+                raise ValueError("kd_alpha > 0 needs an ancestry TinyViT built with head_hidden")
+            if ancestry.pre_logits.out_features != self.task_dim:
+                raise ValueError(
+                    f"ancestry head feature size {ancestry.pre_logits.out_features} != task_dim {self.task_dim}"
+                )
+        X, y = torch.from_numpy(proxy.X_train), torch.from_numpy(proxy.y_train)
+        q_t = None
+        if kd_alpha > 0:  # ancestry targets for the whole proxy set, once
+            with torch.no_grad():
+                ancestry.eval()
+                q_t = torch.cat(
+                    [
+                        ancestry.head_features(ancestry.forward_features(X[i : i + 1024]))
+                        for i in range(0, len(X), 1024)
+                    ]
+                )
+        rng = np.random.default_rng(self.random_state + 1)
+        g = torch.Generator().manual_seed(self.random_state + 1)
+        self.ghn_.train()
+        opt, sched = self._optimizer(self.ghn_.parameters(), lr, weight_decay, steps, warmup)
+        t0 = time.process_time()
+        losses = []
+        for _ in tqdm(range(steps), desc="TAL stage 1", disable=not self.verbose, leave=False):
+            idx = torch.randint(len(X), (batch_size,), generator=g)
+            xb, yb = X[idx], y[idx]
+            loss = 0.0
+            for i in rng.integers(0, len(pool), meta_batch):
+                logits, q_s = self._forward(pool[i], xb, proxy.n_classes)
+                loss = loss + kd_loss(
+                    logits, yb, q_s, None if q_t is None else q_t[idx], kd_alpha, kd_T
+                )
+            loss = loss / meta_batch
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.ghn_.parameters(), grad_clip)
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+        self.ghn_.eval()
+        self.history_["stage1_loss"] = losses
+        self.history_["stage1_seconds"] = time.process_time() - t0
+        self.stage1_done_ = True
+        return self
+
+    # ------------------------------------------------------------------ stage 2
+    def fit_stage2(
+        self,
+        tasks: dict,
+        embeddings: dict | None,
+        space,
+        steps: int = 1500,
+        meta_batch: int = 4,
+        batch_size: int = 128,
+        temperature: float = 2.0,
+        freeze_encoder: bool = True,
+        lr: float = 3e-4,
+        weight_decay: float = 1e-2,
+        warmup: float = 0.05,
+        grad_clip: float = 5.0,
+    ) -> TAL:
+        """Multi-task tuning: each step draws a task with p ∝ (N_τ/ΣN)^(1/temperature), a batch of
+        it and ``meta_batch`` architectures; the loss is that task's cross-entropy (no KD).
+
+        With ``freeze_encoder`` the Graphormer layers stay as stage 1 left them; the TSLs (if
+        ``use_tsl``), node embeddings and decoder are trained.
+
+        Parameters
+        ----------
+        tasks : dict name -> Task
+        embeddings : dict name -> (task_dim,) array, or None when ``use_tsl`` is False
+        space : ViTSpace or list of ViTSpec
+        """
+        if not isinstance(tasks, dict) or not tasks:
+            raise ValueError("tasks must be a non-empty dict of name -> Task")
+        for k, t in tasks.items():
+            if not isinstance(t, Task):
+                raise TypeError(f"tasks[{k!r}] must be a Task, got {type(t).__name__}")
+            self._check_n_classes(t.n_classes)
+        if self.use_tsl:
+            if not isinstance(embeddings, dict) or set(tasks) - set(embeddings):
+                raise ValueError("embeddings must map every task name to its task embedding")
+            E = {k: self._task_tensor(embeddings[k]) for k in tasks}
+        else:
+            E = dict.fromkeys(tasks)
+        temperature = check_real(temperature, "temperature", 0.0, open_low=True)
+        self._check_fit_args(steps, meta_batch, batch_size, lr, weight_decay, warmup, grad_clip)
+        pool = _spec_pool(space)
+        for t in tasks.values():
+            self._check_space(pool, t)
+        frozen = []
+        if freeze_encoder:
+            for layer in self.ghn_.layers:
+                for name, p in layer.named_parameters():
+                    if not name.startswith("tsl."):
+                        frozen.append(p)
+        for p in frozen:
+            p.requires_grad_(False)
+        try:
+            trainable = [p for p in self.ghn_.parameters() if p.requires_grad]
+            sampler = TaskSampler(
+                {k: t.n_train for k, t in tasks.items()}, temperature, self.random_state + 2
+            )
+            rng = np.random.default_rng(self.random_state + 3)
+            g = torch.Generator().manual_seed(self.random_state + 3)
+            data = {
+                k: (torch.from_numpy(t.X_train), torch.from_numpy(t.y_train))
+                for k, t in tasks.items()
+            }
+            self.ghn_.train()
+            opt, sched = self._optimizer(trainable, lr, weight_decay, steps, warmup)
+            t0 = time.process_time()
+            losses = []
+            names = sampler.sample(steps)
+            for name in tqdm(names, desc="TAL stage 2", disable=not self.verbose, leave=False):
+                X, y = data[name]
+                idx = torch.randint(len(X), (batch_size,), generator=g)
+                loss = 0.0
+                for i in rng.integers(0, len(pool), meta_batch):
+                    logits, _ = self._forward(pool[i], X[idx], tasks[name].n_classes, E[name])
+                    loss = loss + F.cross_entropy(logits, y[idx])
+                loss = loss / meta_batch
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(trainable, grad_clip)
+                opt.step()
+                sched.step()
+                losses.append(loss.item())
+        finally:
+            for p in frozen:
+                p.requires_grad_(True)
+            self.ghn_.eval()
+        self.history_["stage2_loss"] = losses
+        self.history_["stage2_tasks"] = names
+        self.history_["stage2_seconds"] = time.process_time() - t0
+        self.stage2_done_ = True
+        return self
+
+    # ------------------------------------------------------------------ using TAL
+    @torch.no_grad()
+    def predict_parameters(self, arch: ViTSpec, task_emb=None, n_classes: int = 10) -> dict:
+        """Predicted tensors ``{name: tensor}`` of ``TinyViT(arch, n_classes)`` (no distill head)."""
+        n_classes = self._check_n_classes(n_classes)
+        e = self._task_tensor(task_emb) if self.use_tsl else None
+        params = self.ghn_(self.graph(arch), e, n_classes)
+        params.pop("distill_head.weight")
+        return params
+
+    def predict(self, arch: ViTSpec, task_emb=None, n_classes: int = 10) -> TinyViT:
+        """A ``TinyViT(arch, n_classes)`` initialised with the predicted parameters.
+
+        Parameters
+        ----------
+        arch : ViTSpec
+            Any depth; widths beyond ``max_shape`` are tiled.
+        task_emb : array (task_dim,) or None
+            Task embedding (``task_embedding(ancestry, task)``); ignored when ``use_tsl`` is False;
+            None gives the task-agnostic prediction.
+        n_classes : int <= c_max
+        """
+        params = self.predict_parameters(arch, task_emb, n_classes)
+        net = TinyViT(arch, n_classes)
+        net.load_state_dict({k: v.clone() for k, v in params.items()})
+        return net.eval()
+
+    @torch.no_grad()
+    def encode(self, arch: ViTSpec, task_emb=None) -> np.ndarray:
+        """Node embeddings (N, hid) of ``arch``'s graph under the task (the learngene's output)."""
+        e = self._task_tensor(task_emb) if self.use_tsl else None
+        return self.ghn_.encode(self.graph(arch), e).numpy()
+
+    @classmethod
+    def from_stage1(cls, other: TAL, **overrides) -> TAL:
+        """A new model starting from ``other``'s stage-1 hypernetwork (e.g. with ``use_tsl=False``)."""
+        if not isinstance(other, TAL):
+            raise TypeError(f"other must be a TAL, got {type(other).__name__}")
+        params = {**other.get_params(), **overrides}
+        new = cls(**params)
+        new.ghn_.load_state_dict(copy.deepcopy(other.ghn_.state_dict()))
+        new.history_ = {"stage1_loss": list(other.history_["stage1_loss"]), "stage2_loss": []}
+        if "stage1_seconds" in other.history_:
+            new.history_["stage1_seconds"] = other.history_["stage1_seconds"]
+        new.stage1_done_ = other.stage1_done_
+        return new
+
+    def save(self, path) -> None:
+        """Write the configuration and hypernetwork weights (``torch.save``, tensors + primitives)."""
+        torch.save(
+            {
+                "params": self.get_params(),
+                "state": self.ghn_.state_dict(),
+                "stages": [self.stage1_done_, self.stage2_done_],
+                "class": type(self).__name__,
+            },
+            path,
+        )
+
+    @classmethod
+    def load(cls, path) -> TAL:
+        """Read a model written by ``save``."""
+        blob = torch.load(path, weights_only=True)
+        model = cls(**blob["params"])
+        model.ghn_.load_state_dict(blob["state"])
+        model.stage1_done_, model.stage2_done_ = blob["stages"]
+        return model
