@@ -10,6 +10,7 @@ fine-tuning epochs (T5) and the PCA of TAL's node embeddings across tasks (T6, P
 Seeds run in parallel worker processes (``--jobs``); the table is mean ± std over seeds.
 
     uv run python tools/bench/tal_bench.py                    # 3 seeds, 2 jobs (~45 min on 2 cores)
+    uv run python tools/bench/tal_bench.py --no-ablation --s1-steps 2400 --s2-steps 3000
     uv run python tools/bench/tal_bench.py --quick            # smoke run
 """
 
@@ -63,21 +64,22 @@ def run_seed(seed: int, args) -> dict:
     space = lg.ViTSpace()
     train, held = space.split(args.held_out, seed=seed)
     larger = [lg.ViTSpec(6, 128, 4), lg.ViTSpec(5, 128, 4)]
-    kw = dict(random_state=seed, verbose=0)
+    kw = dict(random_state=seed, verbose=0, standardize_embeddings=not args.raw_embeddings)
     s1 = dict(steps=args.s1_steps, meta_batch=args.meta_batch, batch_size=args.batch, lr=args.lr)
     s2 = dict(steps=args.s2_steps, meta_batch=args.meta_batch, batch_size=args.batch, lr=args.lr)
     log = {"seed": seed, "ancestry_acc": anc_acc, "ancestry_cpu_s": anc_time}
 
     kd = lg.TAL(**kw).fit_stage1(proxy, anc, train, kd_alpha=0.2, kd_T=3.0, **s1)
     ghn = lg.GHN(**kw).fit(proxy, train, **s1)
-    models = {
-        "TAL": lg.TAL.from_stage1(kd).fit_stage2(tasks, E, train, **s2),
-        "TAL w/o TSL": lg.GHNMultiTask.from_stage1(kd).fit_stage2(tasks, None, train, **s2),
-        "TAL w/o ancestry": lg.TALNoAncestry.from_stage1(ghn, use_tsl=True).fit_stage2(
+    models = {"TAL": lg.TAL.from_stage1(kd).fit_stage2(tasks, E, train, **s2)}
+    if not args.no_ablation:
+        models["TAL w/o TSL"] = lg.GHNMultiTask.from_stage1(kd).fit_stage2(tasks, None, train, **s2)
+        models["TAL w/o ancestry"] = lg.TALNoAncestry.from_stage1(ghn, use_tsl=True).fit_stage2(
             tasks, E, train, **s2
-        ),
-        "GHNMultiTask": lg.GHNMultiTask.from_stage1(ghn).fit_stage2(tasks, None, train, **s2),
-    }
+        )
+        models["GHNMultiTask"] = lg.GHNMultiTask.from_stage1(ghn).fit_stage2(
+            tasks, None, train, **s2
+        )
     log["cpu_s"] = {
         "stage1 KD": kd.history_["stage1_seconds"],
         "stage1 CE (GHN)": ghn.history_["stage1_seconds"],
@@ -107,7 +109,9 @@ def run_seed(seed: int, args) -> dict:
         }  # fmt: skip
 
     log["T1"] = untrained(held, list(inits))
-    log["T2"] = untrained(larger, ["RandInit", "GHN", "GHNMultiTask", "TAL"])
+    log["T2"] = untrained(
+        larger, [k for k in ("RandInit", "GHN", "GHNMultiTask", "TAL") if k in inits]
+    )
     ft_specs = held[: args.ft_specs]
     log["T3"] = {}
     for name in ("RandInit", "WeightSelection", "GHN", "TAL"):
@@ -186,7 +190,9 @@ def report(logs, args) -> None:
             + "".join(f"{k:>6} {_fmt([lg['T3'][name][k] for lg in logs])}" for k in row)
         )
     print("\n## T4 ablation (T1 average, paired vs TAL)")
-    for name in ("TAL", "TAL w/o TSL", "TAL w/o ancestry", "GHNMultiTask"):
+    for name in [
+        k for k in ("TAL", "TAL w/o TSL", "TAL w/o ancestry", "GHNMultiTask") if k in logs[0]["T1"]
+    ]:
         avg = [np.mean([lg["T1"][name][t] for t in tasks]) for lg in logs]
         d = [np.mean([lg["T1"][name][t] - lg["T1"]["TAL"][t] for t in tasks]) for lg in logs]
         print(f"{name:<18} avg {_fmt(avg)}   Δ vs TAL {_fmt(d)}")
@@ -216,6 +222,8 @@ def main() -> None:
     ap.add_argument("--ft-specs", type=int, default=2)
     ap.add_argument("--json", default=None, help="write the per-seed logs here")
     ap.add_argument("--png", default=None, help="write the T6 PCA plot here")
+    ap.add_argument("--raw-embeddings", action="store_true", help="feed ancestry means unscaled")
+    ap.add_argument("--no-ablation", action="store_true", help="TAL and GHN only (no T4 variants)")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     if args.quick:

@@ -185,3 +185,20 @@ def test_demo_runs():
 
     out = demo(0)
     assert "TAL" in out and "GHN" in out
+
+
+def test_embedding_standardisation(setup, tmp_path):
+    _, tasks, space, _, E = setup
+    tal = TAL(**KW).fit_stage2(tasks, E, space, **FIT)
+    R = np.stack([E[k] for k in tasks])
+    np.testing.assert_allclose(tal.emb_mean_, R.mean(0), rtol=1e-5, atol=1e-6)
+    Z = np.stack([tal._task_tensor(E[k]).numpy() for k in tasks])
+    assert np.sqrt((Z**2).mean()) == pytest.approx(1.0, rel=1e-4)  # centred, unit RMS
+    np.testing.assert_allclose(Z.mean(0), 0.0, atol=1e-5)
+    tal.save(tmp_path / "t.pt")
+    back = TAL.load(tmp_path / "t.pt")
+    assert torch.equal(back._task_tensor(E["shapes"]), tal._task_tensor(E["shapes"]))
+    raw = TAL(**{**KW, "standardize_embeddings": False}).fit_stage2(tasks, E, space, **FIT)
+    assert raw.emb_mean_ is None and torch.equal(
+        raw._task_tensor(E["shapes"]), torch.from_numpy(E["shapes"])
+    )

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from learngene._validation import check_images, check_int, check_real
+from learngene._validation import check_int, check_real
 from learngene.data import Task
 from learngene.vit import TinyViT, ViTSpec
 
@@ -186,12 +186,3 @@ def finetune(
         after_epoch=lambda: evaluate_init(net, task),
     )
     return net, np.asarray(curve)
-
-
-def _images(X, spec: ViTSpec) -> torch.Tensor:
-    X = check_images(X)
-    if X.shape[1:] != (spec.in_chans, spec.img, spec.img):
-        raise ValueError(
-            f"X must have shape (n, {spec.in_chans}, {spec.img}, {spec.img}), got {X.shape}"
-        )
-    return torch.from_numpy(X)
