@@ -46,7 +46,7 @@ DEMO_SECONDS: dict[str, float] = {
     "epi-ode": 5.0,
     "brain-gcl": 6.0,
     "evolving-dg": 6.0,
-    "learngene": 6.0,
+    "learngene": 8.0,
 }
 
 

@@ -51,7 +51,7 @@ def demo(seed: int = 0) -> str:
             s1 = dict(steps=10, meta_batch=1, batch_size=32, lr=1e-3)
             tal = TAL(**kw).fit_stage1(proxy, anc, train, **s1)
             tal.fit_stage2(
-                tasks, E, train, steps=STAGE2_STEPS, meta_batch=1, batch_size=32, lr=3e-3
+                tasks, E, train, steps=STAGE2_STEPS, meta_batch=1, batch_size=32, lr=1e-3
             )
             ghn = GHN(**kw).fit(proxy, train, **s1)
             lines = [
@@ -68,7 +68,10 @@ def demo(seed: int = 0) -> str:
                 ]
                 cells = "".join(f"{a:>{w}.2f}" for a, w in zip(acc, (10, 8, 8), strict=True))
                 lines.append(f"{name:<15}{1 / t.n_classes:>8.2f}{cells}")
-            lines.append("3 seeds, 7 tasks, fine-tuning and ablations: tools/bench/tal_bench.py")
+            lines.append(
+                "over 3 seeds and 7 tasks TAL is +7 points over GHN on average (paper +24), with a large "
+                "seed spread: tools/bench/tal_bench.py"
+            )
             return "\n".join(lines)
     finally:
         torch.set_num_threads(old)
