@@ -19,6 +19,7 @@ from learngene.data import Task
 from learngene.graph import ArchGraph, arch_graph
 from learngene.hypernet import GraphHyperNetwork
 from learngene.losses import TaskSampler, kd_loss
+from learngene.training import head_features_batched
 from learngene.vit import TinyViT, ViTSpace, ViTSpec
 
 __all__ = ["TAL"]
@@ -261,14 +262,7 @@ class TAL:
         X, y = torch.from_numpy(proxy.X_train), torch.from_numpy(proxy.y_train)
         q_t = None
         if kd_alpha > 0:  # ancestry targets for the whole proxy set, once
-            with torch.no_grad():
-                ancestry.eval()
-                q_t = torch.cat(
-                    [
-                        ancestry.head_features(ancestry.forward_features(X[i : i + 1024]))
-                        for i in range(0, len(X), 1024)
-                    ]
-                )
+            q_t = head_features_batched(ancestry, X)
         rng = np.random.default_rng(self.random_state + 1)
         g = torch.Generator().manual_seed(self.random_state + 1)
         self.ghn_.train()

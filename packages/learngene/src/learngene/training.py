@@ -13,7 +13,7 @@ from learngene._validation import check_int, check_real
 from learngene.data import Task
 from learngene.vit import TinyViT, ViTSpec
 
-__all__ = ["evaluate_init", "finetune", "task_embedding", "train_ancestry"]
+__all__ = ["evaluate_init", "finetune", "head_features_batched", "task_embedding", "train_ancestry"]
 
 
 def _check_task(task, name="task") -> Task:
@@ -84,10 +84,7 @@ def train_ancestry(
     TinyViT in eval mode, with ``history_`` (test accuracy after training) set.
     """
     _check_task(proxy, "proxy")
-    check_int(epochs, "epochs", 1)
-    check_int(batch_size, "batch_size", 1)
-    lr = check_real(lr, "lr", 0.0, open_low=True)
-    weight_decay = check_real(weight_decay, "weight_decay", 0.0)
+    epochs, batch_size, lr, weight_decay = _check_opt_args(epochs, batch_size, lr, weight_decay)
     c, h, _ = proxy.image_shape
     torch.manual_seed(seed)
     net = TinyViT(
@@ -119,13 +116,31 @@ def task_embedding(ancestry: TinyViT, task: Task, batch_size: int = 1024) -> np.
     s = ancestry.spec
     if task.image_shape != (s.in_chans, s.img, s.img):
         raise ValueError(f"task images {task.image_shape} do not fit the ancestry's spec {s}")
+    return (
+        head_features_batched(ancestry, torch.from_numpy(task.X_train), batch_size).mean(0).numpy()
+    )
+
+
+@torch.no_grad()
+def head_features_batched(
+    ancestry: TinyViT, X: torch.Tensor, batch_size: int = 1024
+) -> torch.Tensor:
+    """The ancestry's head feature of every image (n, d_e), in batches, in eval mode."""
     ancestry.eval()
-    X = torch.from_numpy(task.X_train)
-    feats = [
+    parts = [
         ancestry.head_features(ancestry.forward_features(X[i : i + batch_size]))
         for i in range(0, len(X), batch_size)
     ]
-    return torch.cat(feats).mean(0).numpy()
+    return torch.cat(parts)
+
+
+def _check_opt_args(epochs, batch_size, lr, weight_decay):
+    return (
+        check_int(epochs, "epochs", 1),
+        check_int(batch_size, "batch_size", 1),
+        check_real(lr, "lr", 0.0, open_low=True),
+        check_real(weight_decay, "weight_decay", 0.0),
+    )
 
 
 @torch.no_grad()
@@ -167,10 +182,7 @@ def finetune(
     _check_net(net)
     _check_task(task)
     _check_shapes(net, task)
-    epochs = check_int(epochs, "epochs", 1)
-    batch_size = check_int(batch_size, "batch_size", 1)
-    lr = check_real(lr, "lr", 0.0, open_low=True)
-    weight_decay = check_real(weight_decay, "weight_decay", 0.0)
+    epochs, batch_size, lr, weight_decay = _check_opt_args(epochs, batch_size, lr, weight_decay)
     net = copy.deepcopy(net)
     curve = _train(
         net,
