@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -36,22 +37,22 @@ def _features(ds: C.CostDataset) -> np.ndarray:
     return np.hstack([ds.scalars[mi], ds.workload[mi], ds.hom, ds.het]).astype(np.float32)
 
 
-def _centred_log_runtime(ds: C.CostDataset) -> np.ndarray:
-    """log runtime minus its matrix mean (what a per-matrix ranking needs)."""
-    y = np.log(ds.runtime)
-    mean = np.bincount(ds.matrix_index, y) / np.bincount(ds.matrix_index)
-    return y - mean[ds.matrix_index]
+def anchors(
+    few: C.CostDataset, test: C.CostDataset, seed: int, src: C.CostDataset | None = None
+) -> dict[str, np.ndarray]:
+    """Scores (lower = predicted faster) of the cheap baselines, trained on the same few rows.
 
-
-def anchors(few: C.CostDataset, test: C.CostDataset, seed: int) -> dict[str, np.ndarray]:
-    """Scores (lower = predicted faster) of the cheap baselines, trained on the same few rows."""
+    With ``src``, also ``xgb_pooled``: XGBoost regression on the source rows plus the few
+    target rows (hardware flag, each platform's het knobs in its own columns, -1 elsewhere):
+    what a practitioner would try first for transfer.
+    """
     out = {
         "default": np.where(test.is_default, 0.0, 1.0),
         "random": np.random.default_rng(seed).random(len(test)),
     }
     # best fixed configuration: mean matrix-centred log runtime of each configuration seen in the
     # few-shot rows; unseen configurations rank after the default (0 = as good as average)
-    y = _centred_log_runtime(few)
+    y = few.centred_log_runtime()
     keys = [tuple(r) for r in np.hstack([few.hom, few.het])]
     agg: dict[tuple, list[float]] = {}
     for k, v in zip(keys, y, strict=True):
@@ -81,23 +82,97 @@ def anchors(few: C.CostDataset, test: C.CostDataset, seed: int) -> dict[str, np.
         rel[r] = np.argsort(np.argsort(-few.runtime[r]))
     rank.fit(X[order], rel[order], group=groups[groups > 0])
     out["xgb_rank"] = -rank.predict(Xt)
+    if src is not None:  # the cheap transfer anchor: one XGBoost on source + few target rows
+
+        def pooled(ds: C.CostDataset, on_target: bool) -> np.ndarray:
+            mi = ds.matrix_index
+            het_s = np.full((len(ds), src.het.shape[1]), -1)
+            het_t = np.full((len(ds), few.het.shape[1]), -1)
+            (het_t if on_target else het_s)[:] = ds.het
+            flag = np.full((len(ds), 1), float(on_target))
+            return np.hstack([ds.scalars[mi], ds.workload[mi], ds.hom, het_s, het_t, flag])
+
+        Xp = np.vstack([pooled(src, False), pooled(few, True)]).astype(np.float32)
+        yp = np.concatenate([src.centred_log_runtime(), y])
+        reg = xgb.XGBRegressor(n_estimators=400, max_depth=6, learning_rate=0.1, random_state=seed)
+        out["xgb_pooled"] = reg.fit(Xp, yp).predict(pooled(test, True).astype(np.float32))
     return out
 
 
-def run(op: str, args: argparse.Namespace) -> None:
-    n_mat = 36 if args.quick else 60
-    ms = C.MatrixSet.synthetic(n_mat, seed=args.seed, rows=(512, 4096), nnz=(2e3, 4e4))
+CACHE = Path(__file__).resolve().parent / ".cache"
+#: Timing of the measured runs: one core, one thread, warm-up, 7 samples of >= 10 ms, median.
+REAL_TIMER = C.Timer(warmup=1, repeats=7, min_time=0.01)
+
+
+def matrix_set(args: argparse.Namespace) -> C.MatrixSet:
+    """Generated matrices, plus (measured runs) the real source-code matrices."""
+    n = 36 if args.quick else args.n_matrices
+    ms = C.MatrixSet.synthetic(n, seed=args.seed, rows=(512, 4096), nnz=(2e3, 4e4))
+    if args.real and not args.quick:
+        mats, names = C.matrices.source_code_matrices()
+        ms.matrices += mats
+        ms.names += names
+    return ms
+
+
+def collect_cached(be: object, op: str, ms: C.MatrixSet, args: argparse.Namespace, seed: int):
+    """Collect (measured: pinned to one core, cached on disk) one platform's dataset."""
     feat = C.MatrixFeaturizer(32)
+    if getattr(be, "simulated", False):
+        return C.collect(be, op, ms, n_configs=24, seed=seed, featurizer=feat)
+    path = CACHE / f"cost_{be.hardware}_{op}_{len(ms)}m_seed{seed}_v2.npz"
+    if path.exists():
+        ds = C.CostDataset.load(path)
+        if ds.matrix_names == list(ms.names):
+            return ds
+    with C.kernels.pinned():
+        ds = C.collect(
+            be, op, ms, n_configs=24, seed=seed, featurizer=feat, timer=REAL_TIMER, verbose=True
+        )
+    CACHE.mkdir(exist_ok=True)
+    ds.save(path)
+    return ds
+
+
+def describe(ds: C.CostDataset) -> str:
+    """Timing quality (measured) and the variance each knob group explains."""
+    v = ds.variance_explained()
+    knobs = ", ".join(f"{k} {x:.2f}" for k, x in v.items() if k not in ("shared", "het", "all"))
+    line = (
+        f"  {ds.hardware:<10} {len(ds)} rows; variance of log runtime explained: shared knobs "
+        f"{v['shared']:.2f}, het {v['het']:.2f}, all {v['all']:.2f} ({knobs})"
+    )
+    if ds.cv is not None and ds.cv.any():
+        q = C.timing_quality(
+            [
+                C.Measurement(int(m), ds.hardware, ds.op, {}, float(t), float(c), 0.0)
+                for m, t, c in zip(ds.matrix_index, ds.runtime, ds.cv, strict=True)
+            ]
+        )
+        line += (
+            f"\n  {'':<10} timing: median CV {q['median_cv']:.3f}, CV < 5% on "
+            f"{q['frac_cv_ok']:.2f} of rows; top-2 resolved (both CVs < half their gap) on "
+            f"{q['frac_resolved']:.2f} of matrices, top-2 gap < 1% on "
+            f"{np.mean(q['gap'] < 0.01):.2f}"
+        )
+    return line
+
+
+def run(op: str, args: argparse.Namespace) -> None:
+    ms = matrix_set(args)
     if args.real:
-        src_be, tgt_be = C.ScipyBackend(), C.TorchCPUBackend()
-        timer = C.Timer(warmup=1, repeats=3)
+        src_be, tgt_be = C.ScipyBackend(threads=(1,)), C.TorchCPUBackend(threads=(1,))
     else:
         src_be, tgt_be = C.SimCPUBackend(), C.SimAccelBackend()
-        timer = None
     t0 = time.perf_counter()
-    src = C.collect(src_be, op, ms, n_configs=24, seed=args.seed, featurizer=feat, timer=timer)
-    tgt = C.collect(tgt_be, op, ms, n_configs=24, seed=args.seed + 1, featurizer=feat, timer=timer)
+    src = collect_cached(src_be, op, ms, args, args.seed)
+    tgt = collect_cached(tgt_be, op, ms, args, args.seed + 1)
     t_collect = time.perf_counter() - t0
+    print(f"\n{op.upper()} data ({len(ms)} matrices x 24 sampled configurations):")
+    print(describe(src))
+    print(describe(tgt))
+    if args.collect_only:
+        return
     # test matrices are held out of the source set too (no leakage through pretraining)
     perm = np.random.default_rng(args.seed).permutation(len(ms))
     n_test = round(len(ms) / 3)
@@ -123,7 +198,7 @@ def run(op: str, args: argparse.Namespace) -> None:
     for frac in fracs:  # anchors on the same few-shot samples
         for seed in seeds:
             few = train.subsample(frac, seed=seed)
-            for name, scores in anchors(few, test, seed).items():
+            for name, scores in anchors(few, test, seed, src).items():
                 res.rows.append(
                     {
                         "strategy": name,
@@ -141,13 +216,13 @@ def run(op: str, args: argparse.Namespace) -> None:
         f"collect {t_collect:.0f}s, models {time.perf_counter() - t0:.0f}s"
     )
     header = (
-        f"{'strategy':<13}{'frac':>6}{'top1':>8}{'top5':>8}{'oracle':>8}{'captured':>10}"
-        f"{'pair_acc':>10}{'top1/full':>11}{'>=default':>10}{'> t_o':>7}{'> xgb':>7}"
+        f"{'strategy':<13}{'frac':>6}{'top1':>8}{'sd':>7}{'top5':>8}{'oracle':>8}{'captured':>10}"
+        f"{'pair_acc':>10}{'top1/full':>11}{'>=default':>10}{'> t_o':>7}{'> xgb':>7}{'> pool':>7}"
     )
     print(header)
     print("-" * len(header))
-    order = ["default", "random", "best_fixed", "xgb_reg", "xgb_rank", "target_only", "cognate",
-             "naive", "zero_shot", "target_full"]  # fmt: skip
+    order = ["default", "random", "best_fixed", "xgb_reg", "xgb_rank", "xgb_pooled",
+             "target_only", "cognate", "naive", "zero_shot", "target_full"]  # fmt: skip
     top1 = {(r["strategy"], r["frac"], r["seed"]): r["metrics"]["top1"] for r in res.rows}
     for key in sorted(
         summ, key=lambda k: (k[1] if k[0] != "target_full" else 9, order.index(k[0]))
@@ -156,18 +231,30 @@ def run(op: str, args: argparse.Namespace) -> None:
         a = summ[key]
         mine = [top1[(strat, frac if strat != "target_full" else 1.0, s)] for s in seeds]
 
-        def wins(other: str, mine=mine, frac=frac, strat=strat) -> str:
-            base = [top1.get((other, frac, s)) for s in seeds]
-            if strat == other or base[0] is None:
+        def wins(*others: str, mine=mine, frac=frac, strat=strat) -> str:
+            base = [[top1.get((o, frac, s)) for o in others] for s in seeds]
+            if strat in others or None in base[0]:
                 return "-"
-            return f"{sum(m > b for m, b in zip(mine, base, strict=True))}/{len(seeds)}"
+            n = sum(m > max(b) for m, b in zip(mine, base, strict=True))
+            return f"{n}/{len(seeds)}"
 
         print(
-            f"{strat:<13}{frac:>6.2f}{a['top1']:>8.3f}{a['top5']:>8.3f}{a['oracle']:>8.3f}"
+            f"{strat:<13}{frac:>6.2f}{a['top1']:>8.3f}{np.std(mine):>7.3f}{a['top5']:>8.3f}{a['oracle']:>8.3f}"
             f"{a['captured']:>10.3f}{a['pair_acc']:>10.3f}{a['top1'] / ref['top1']:>11.3f}"
             f"{f'{sum(m >= 1.0 for m in mine)}/{len(seeds)}':>10}{wins('target_only'):>7}"
-            f"{wins('xgb_rank'):>7}"
+            f"{wins('xgb_reg', 'xgb_rank'):>7}{wins('xgb_pooled'):>7}"
         )
+    if len(fracs) > 1:  # data-efficiency crossing: first budget within 2% of target_full
+        print(f"first fraction whose top-1 is >= 0.98 x target_full ({ref['top1']:.3f}):")
+        for strat in ("cognate", "target_only", "xgb_reg", "xgb_rank", "xgb_pooled"):
+            hit = [
+                f
+                for f in fracs
+                if (strat, f) in summ and summ[(strat, f)]["top1"] >= 0.98 * ref["top1"]
+            ]
+            print(
+                f"  {strat:<12} {f'{hit[0]:.2f}' if hit else f'not reached up to {max(fracs):.2f}'}"
+            )
 
 
 TIMERS = {
@@ -208,7 +295,9 @@ def timing_check(op: str, args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer matrices, one seed")
-    ap.add_argument("--real", action="store_true", help="measured scipy-cpu -> torch-cpu")
+    ap.add_argument("--real", action="store_true", help="measured scipy-cpu -> torch-cpu, one core")
+    ap.add_argument("--n-matrices", type=int, default=60, help="generated matrices")
+    ap.add_argument("--collect-only", action="store_true", help="collect, describe, stop")
     ap.add_argument("--ops", default="spmm,sddmm")
     ap.add_argument("--epochs", type=int, default=30, help="source epochs (target: 2x)")
     ap.add_argument("--seed", type=int, default=0)

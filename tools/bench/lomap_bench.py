@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -22,37 +23,80 @@ import torch
 from lomap_planner import (
     DiffuserPlanner,
     GaussianDiffusion,
+    HierarchicalPlanner,
     LimitsNormalizer,
     LoMAP,
     PointMazeEnv,
     TemporalUnet,
+    collect_d4rl_dataset,
     collect_maze2d_dataset,
+    d4rl_goal,
     infeasible_plan_fraction,
+    make_hierarchical_windows,
     make_windows,
+    maze2d_set_terminals,
     normalized_score,
     rollout_planner,
+    subsample_frames,
     train_diffusion,
 )
 
 # Horizons in env steps of 10 physics steps (Diffuser: 128/256/384 physics steps).
 HORIZON = {"umaze": 16, "medium": 32, "large": 40}
+#: HD: env steps between subgoals (high-level plans of ceil((H - 1) / JUMP) + 1 states).
+JUMP = 4
+
+
+CACHE = Path(__file__).resolve().parent / ".cache"
+
+
+def train_cached(
+    windows: np.ndarray, adim: int, args: argparse.Namespace, tag: str, goal_features: int = 2
+) -> GaussianDiffusion:
+    """Train a Diffuser on normalised windows, or load it from the on-disk cache.
+
+    Short horizons (the hierarchical levels) get a U-Net without down-sampling.
+    """
+    h, c = windows.shape[1:]
+    mults = (1, 2, 4) if h % 4 == 0 else (1, 2) if h % 2 == 0 else (1,)
+    torch.manual_seed(args.seed)
+    net = TemporalUnet(h, c, dim=args.dim, dim_mults=mults)
+    diff = GaussianDiffusion(net, h, c, adim, n_timesteps=args.diffusion_steps)
+    key = (
+        f"lomap_{tag}_h{h}_c{c}_g{goal_features}_d{args.data_steps}_t{args.train_steps}"
+        f"_w{args.dim}_n{args.diffusion_steps}_s{args.seed}_{args.data}.pt"
+    )
+    path = CACHE / key
+    if args.cache and path.exists():
+        diff.load_state_dict(torch.load(path))
+        return diff.eval()
+    train_diffusion(
+        diff, windows, n_steps=args.train_steps, batch_size=32, lr=2e-3, seed=args.seed,
+        verbose=args.verbose, goal_features=goal_features,
+    )  # fmt: skip
+    if args.cache:
+        CACHE.mkdir(exist_ok=True)
+        torch.save(diff.state_dict(), path)
+    return diff
 
 
 def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]:
     env = PointMazeEnv(layout, frame_skip=10)
     h = HORIZON[layout]
     t0 = time.perf_counter()
-    data = collect_maze2d_dataset(env, args.data_steps, n_streams=64, seed=args.seed)
+    if args.data == "d4rl":  # D4RL's own collector (frame skip 1), subsampled to env steps
+        # one stream cut where the ball leaves the fixed goal (Diffuser's maze2d_set_terminals)
+        raw = collect_d4rl_dataset(layout, args.data_steps * 10, seed=args.seed)
+        data = subsample_frames(maze2d_set_terminals(raw, d4rl_goal(layout)), 10)
+    else:
+        data = collect_maze2d_dataset(env, args.data_steps, n_streams=64, seed=args.seed)
     windows = make_windows(data, h, include_actions=args.with_actions)
     adim = 2 if args.with_actions else 0
     norm = LimitsNormalizer(windows)
     wn = norm.normalize(windows).astype(np.float32)
     t_data = time.perf_counter() - t0
-    torch.manual_seed(args.seed)
-    net = TemporalUnet(h, wn.shape[-1], dim=args.dim, dim_mults=(1, 2, 4))
-    diff = GaussianDiffusion(net, h, wn.shape[-1], adim, n_timesteps=args.diffusion_steps)
     t0 = time.perf_counter()
-    train_diffusion(diff, wn, n_steps=args.train_steps, batch_size=32, lr=2e-3, seed=args.seed)
+    diff = train_cached(wn, adim, args, f"{layout}_flat")
     t_train = time.perf_counter() - t0
     # Official Maze2D configs search neighbours on states only (action_dim_weight: 0).
     weights = np.ones(wn.shape[-1])
@@ -62,12 +106,39 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
     lomap = LoMAP.for_layout(
         layout, wn, action_dim=adim, n_neighbors=args.k, tau=args.tau, search_weights=weights
     )
+    methods = [
+        ("Diffuser", DiffuserPlanner(diff, norm)),
+        ("Diffuser+LoMAP", DiffuserPlanner(diff, norm, lomap=lomap)),
+    ]
+    if args.hd:  # HD: subgoals every JUMP steps + a low level joining them; LoMAP on both
+        k = -(-(h - 1) // JUMP)
+        hw, lw = make_hierarchical_windows(data, k, JUMP, include_actions=args.with_actions)
+        levels = []
+        for name, w, gf in (("high", hw, 2), ("low", lw, lw.shape[-1] - adim)):
+            n_ = LimitsNormalizer(w)
+            w_n = n_.normalize(w).astype(np.float32)
+            d_ = train_cached(w_n, adim, args, f"{layout}_hd_{name}", goal_features=gf)
+            lm = LoMAP.for_layout(
+                layout, w_n, action_dim=adim, n_neighbors=args.k, tau=args.tau,
+                search_weights=weights,
+            )  # fmt: skip
+            levels.append((d_, n_, lm))
+        (dh, nh, lh), (dl, nl, ll) = levels
+        methods += [
+            ("HD", HierarchicalPlanner(DiffuserPlanner(dh, nh), DiffuserPlanner(dl, nl))),
+            (
+                "HD+LoMAP",
+                HierarchicalPlanner(
+                    DiffuserPlanner(dh, nh, lomap=lh), DiffuserPlanner(dl, nl, lomap=ll)
+                ),
+            ),
+        ]
+        t_train = time.perf_counter() - t0
     rows, plans = [], {}
     data_infeasible = infeasible_plan_fraction(
         windows[:: max(1, len(windows) // 2000)], env.walls, slice(adim, adim + 2)
     )
-    for name, lm in [("Diffuser", None), ("Diffuser+LoMAP", lomap)]:
-        planner = DiffuserPlanner(diff, norm, lomap=lm)
+    for name, planner in methods:
         res = rollout_planner(env, planner, n_episodes=args.episodes, seed=args.seed + 1000)
         scores = normalized_score(layout, res["returns"])
         plans[name] = res["plans"]
@@ -117,6 +188,19 @@ def main() -> None:
         "--seeds", type=int, default=1, help="repeat data, training and evaluation over seeds"
     )
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--hd", action="store_true", help="also the hierarchical planner (HD, HD+LoMAP)"
+    )
+    ap.add_argument(
+        "--data",
+        choices=["maze2d", "d4rl"],
+        default="maze2d",
+        help="collector: the package's (frame skip 10) or D4RL's (frame skip 1, subsampled)",
+    )
+    ap.add_argument(
+        "--cache", action="store_true", help="cache trained models in tools/bench/.cache"
+    )
+    ap.add_argument("--verbose", action="store_true", help="training progress bars")
     ap.add_argument("--png", type=str, default=None, help="write plan plots (one PNG per layout)")
     args = ap.parse_args()
     if args.quick:
@@ -154,8 +238,8 @@ def main() -> None:
         )
     print()
     print(
-        f"{'layout':<7} {'infeasible ratio':>17} {'bad-seg ratio':>14} {'score ratio':>12}"
-        f" {'time ratio':>11}  (LoMAP / Diffuser)"
+        f"{'layout':<7} {'method':<15} {'infeasible ratio':>17} {'bad-seg ratio':>14} "
+        f"{'score ratio':>12} {'time ratio':>11}  (+LoMAP / without)"
     )
     for base, lm in zip(all_rows[::2], all_rows[1::2], strict=True):
         inf_ratio = (
@@ -164,35 +248,38 @@ def main() -> None:
         sc_ratio = lm["score"] / base["score"] if base["score"] != 0 else float("nan")
         seg_ratio = lm["bad_seg"] / base["bad_seg"] if base["bad_seg"] > 0 else float("nan")
         print(
-            f"{base['layout']:<7} {inf_ratio:>17.2f} {seg_ratio:>14.2f} {sc_ratio:>12.2f} "
-            f"{lm['plan_ms'] / base['plan_ms']:>11.2f}"
+            f"{base['layout']:<7} {base['method']:<15} {inf_ratio:>17.2f} {seg_ratio:>14.2f} "
+            f"{sc_ratio:>12.2f} {lm['plan_ms'] / base['plan_ms']:>11.2f}"
         )
     if args.seeds > 1:
-        paired_summary(all_rows, args.layouts)
+        paired_summary(all_rows, args.layouts, ["Diffuser"] + (["HD"] if args.hd else []))
 
 
-def paired_summary(rows: list[dict], layouts: list[str]) -> None:
-    """Relative cut in infeasible plans (1 - LoMAP / Diffuser) per seed, mean and 95% CI."""
+def paired_summary(rows: list[dict], layouts: list[str], bases: list[str]) -> None:
+    """Relative cut in infeasible plans (1 - LoMAP / without) per seed, mean and 95% CI."""
     from scipy import stats
 
     print()
-    print(f"{'layout':<7} {'seeds':>5} {'Diffuser inf.':>14} {'+LoMAP inf.':>12} "
-          f"{'relative cut':>13} {'95% CI':>17} {'score diff':>11}")  # fmt: skip
+    print(f"{'layout':<7} {'planner':<9} {'seeds':>5} {'inf.':>7} {'+LoMAP inf.':>12} "
+          f"{'relative cut':>13} {'95% CI':>17} {'score':>7} {'+LoMAP':>7} {'diff':>7}")  # fmt: skip
     for layout in layouts:
-        base = [r for r in rows if r["layout"] == layout and r["method"] == "Diffuser"]
-        lm = [r for r in rows if r["layout"] == layout and r["method"] == "Diffuser+LoMAP"]
-        cut = np.array(
-            [1 - b2["infeasible"] / b1["infeasible"] if b1["infeasible"] > 0 else 0.0
-             for b1, b2 in zip(base, lm, strict=True)]
-        )  # fmt: skip
-        n = len(cut)
-        half = stats.t.ppf(0.975, n - 1) * cut.std(ddof=1) / np.sqrt(n) if n > 1 else np.nan
-        ds = np.mean([b2["score"] - b1["score"] for b1, b2 in zip(base, lm, strict=True)])
-        print(
-            f"{layout:<7} {n:>5} {np.mean([r['infeasible'] for r in base]):>14.3f} "
-            f"{np.mean([r['infeasible'] for r in lm]):>12.3f} {cut.mean():>13.2f} "
-            f"[{cut.mean() - half:>6.2f}, {cut.mean() + half:>6.2f}] {ds:>+11.1f}"
-        )
+        for b in bases:
+            base = [r for r in rows if r["layout"] == layout and r["method"] == b]
+            lm = [r for r in rows if r["layout"] == layout and r["method"] == f"{b}+LoMAP"]
+            cut = np.array(
+                [1 - b2["infeasible"] / b1["infeasible"] if b1["infeasible"] > 0 else 0.0
+                 for b1, b2 in zip(base, lm, strict=True)]
+            )  # fmt: skip
+            n = len(cut)
+            half = stats.t.ppf(0.975, n - 1) * cut.std(ddof=1) / np.sqrt(n) if n > 1 else np.nan
+            s0 = np.mean([r["score"] for r in base])
+            s1 = np.mean([r["score"] for r in lm])
+            print(
+                f"{layout:<7} {b:<9} {n:>5} {np.mean([r['infeasible'] for r in base]):>7.3f} "
+                f"{np.mean([r['infeasible'] for r in lm]):>12.3f} {cut.mean():>13.2f} "
+                f"[{cut.mean() - half:>6.2f}, {cut.mean() + half:>6.2f}] {s0:>7.1f} {s1:>7.1f} "
+                f"{s1 - s0:>+7.1f}"
+            )
 
 
 if __name__ == "__main__":

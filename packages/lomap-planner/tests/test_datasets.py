@@ -152,3 +152,51 @@ def test_load_minari(tmp_path):
     np.testing.assert_array_equal(episode_bounds(data), [[0, 5], [5, 12], [12, 16]])
     with pytest.raises(ValueError, match="Minari"):
         load_minari(tmp_path / "nothing")
+
+
+def test_subsample_frames_keeps_episode_boundaries():
+    from lomap_planner import subsample_frames
+
+    n = 11  # episodes [0, 4) ended by timeout, [4, 9) by terminal, [9, 11) unfinished
+    data = {
+        "observations": np.arange(2 * n, dtype=float).reshape(n, 2),
+        "actions": np.zeros((n, 2)),
+        "rewards": np.arange(n, dtype=float),
+        "terminals": np.zeros(n, bool),
+        "timeouts": np.zeros(n, bool),
+    }
+    data["timeouts"][3] = True
+    data["terminals"][8] = True
+    before = {k: v.copy() for k, v in data.items()}
+    out = subsample_frames(data, 2)
+    np.testing.assert_array_equal(out["rewards"], [0, 2, 4, 6, 8, 9])
+    np.testing.assert_array_equal(out["observations"][:, 0], [0, 4, 8, 12, 16, 18])
+    np.testing.assert_array_equal(out["timeouts"], [0, 1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(out["terminals"], [0, 0, 0, 0, 1, 0])
+    for k, v in before.items():
+        np.testing.assert_array_equal(data[k], v)  # caller's arrays untouched
+    assert subsample_frames(data, 1)["rewards"].tolist() == data["rewards"].tolist()
+    with pytest.raises(ValueError, match="every"):
+        subsample_frames(data, 0)
+
+
+def test_maze2d_set_terminals_cuts_where_the_ball_leaves_the_goal():
+    from lomap_planner import maze2d_set_terminals
+
+    x = np.array([3.0, 1.2, 1.1, 2.0, 1.0, 1.0, 3.0, 3.0])  # distance to goal (1, 0)
+    n = len(x)
+    data = {
+        "observations": np.stack([x, np.zeros(n), np.zeros(n), np.zeros(n)], 1),
+        "actions": np.zeros((n, 2)),
+        "rewards": np.zeros(n),
+        "terminals": np.ones(n, bool),
+        "timeouts": np.zeros(n, bool),
+    }
+    out = maze2d_set_terminals(data, np.array([1.0, 0.0]))
+    # at goal (< 0.5): steps 1, 2, 4, 5; leaving after 2 and after 5
+    np.testing.assert_array_equal(np.flatnonzero(out["timeouts"]), [2, 5])
+    assert not out["terminals"].any() and data["terminals"].all()  # copy, input untouched
+    with pytest.raises(ValueError, match="goal"):
+        maze2d_set_terminals(data, np.zeros(3))
+    with pytest.raises(ValueError, match="threshold"):
+        maze2d_set_terminals(data, np.zeros(2), threshold=0)

@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 from cost_model.features import MatrixFeaturizer
 from cost_model.kernels import Timer, measure
 from cost_model.matrices import MatrixSet
+from cost_model.space import SHARED_KNOBS
 
 __all__ = ["CostDataset", "collect"]
 
@@ -36,6 +37,8 @@ class CostDataset:
     is_default : (N,) bool, the row is the platform's default configuration
     het_sizes : tuple of int, number of values of each het knob
     fingerprint : dict
+    cv : (N,) float64 or None
+        Coefficient of variation of each measurement's timing samples (0 when simulated).
     """
 
     hardware: str
@@ -51,10 +54,14 @@ class CostDataset:
     is_default: np.ndarray
     het_sizes: tuple[int, ...]
     fingerprint: dict = field(default_factory=dict)
+    cv: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = self.runtime.shape[0]
-        for name in ("matrix_index", "hom", "het", "is_default"):
+        names = ("matrix_index", "hom", "het", "is_default") + (
+            ("cv",) if self.cv is not None else ()
+        )
+        for name in names:
             if getattr(self, name).shape[0] != n:
                 raise ValueError(f"{name} must have {n} rows")
         if (n and not np.all(np.isfinite(self.runtime))) or np.any(self.runtime <= 0):
@@ -97,6 +104,7 @@ class CostDataset:
             self.is_default[rows],
             self.het_sizes,
             dict(self.fingerprint),
+            None if self.cv is None else self.cv[rows],
         )
 
     def split(
@@ -147,6 +155,55 @@ class CostDataset:
             rows.append(rng.choice(r, min(q, r.size), replace=False))
         return self._subset(mats, np.concatenate(rows))
 
+    def centred_log_runtime(self) -> np.ndarray:
+        """log runtime minus its matrix mean, shape (N,): what a per-matrix ranking sees."""
+        y = np.log(self.runtime)
+        mean = np.bincount(self.matrix_index, y, self.n_matrices) / np.maximum(
+            np.bincount(self.matrix_index, minlength=self.n_matrices), 1
+        )
+        return y - mean[self.matrix_index]
+
+    def variance_explained(self) -> dict[str, float]:
+        """Share of the within-matrix variance of log runtime that each knob group explains.
+
+        R² of least-squares fits of :meth:`centred_log_runtime` on one-hot knob values plus
+        their pairwise products, pooled over matrices: ``"shared"`` (homogeneous knobs),
+        ``"het"`` (heterogeneous knobs), ``"all"`` (both, with cross products), and per knob
+        ``"<name>"`` (η², one-way). A knob effect that flips sign between matrices counts as
+        unexplained here (the fits do not see the matrix), so these are lower bounds on what
+        a matrix-aware model can learn from each group.
+
+        Returns
+        -------
+        dict of str to float
+        """
+        y = self.centred_log_runtime()
+        tot = float(y @ y)
+        if len(self) < 2 or tot <= 0:
+            raise ValueError("need at least two distinct runtimes per matrix")
+        names = list(SHARED_KNOBS)
+        hom = [self.hom[:, j] for j in range(self.hom.shape[1]) if self.hom_present[j]]
+        hom_names = [names[j] for j in range(self.hom.shape[1]) if self.hom_present[j]]
+        het = [self.het[:, j] for j in range(self.het.shape[1])]
+
+        def r2(cols: list[np.ndarray]) -> float:
+            # one-hot (first level dropped) + pairwise products, intercept
+            oh = [(c == v).astype(np.float64) for c in cols for v in np.unique(c)[1:]]
+            feats = [np.ones(len(y))] + oh + [a * b for i, a in enumerate(oh) for b in oh[i + 1 :]]
+            X = np.stack(feats, 1)
+            coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+            res = y - X @ coef
+            return float(max(0.0, 1 - (res @ res) / tot))
+
+        out = {"shared": r2(hom), "het": r2(het), "all": r2(hom + het)}
+        for name, c in zip(
+            hom_names + [f"het{j}" for j in range(len(het))], hom + het, strict=True
+        ):
+            inv = np.unique(c, return_inverse=True)[1]
+            fit = (np.bincount(inv, y) / np.bincount(inv))[inv]  # group means; y has mean 0
+            out[name] = float((fit @ fit) / tot)
+        return out
+
     def save(self, path: str | Path) -> None:
         """Save to ``.npz`` (names and fingerprint as JSON)."""
         meta = {
@@ -167,6 +224,7 @@ class CostDataset:
             runtime=self.runtime,
             is_default=self.is_default,
             meta=np.array(json.dumps(meta)),
+            **({} if self.cv is None else {"cv": self.cv}),
         )
 
     @classmethod
@@ -188,6 +246,7 @@ class CostDataset:
             z["is_default"],
             tuple(meta["het_sizes"]),
             meta["fingerprint"],
+            z["cv"] if "cv" in z.files else None,
         )
 
 
@@ -250,7 +309,7 @@ def collect(
             seed=seed,
             matrix_id=i,
         ):
-            rows.append((i, space.encode(ms.config), ms.runtime_s, ms.config == default))
+            rows.append((i, space.encode(ms.config), ms.runtime_s, ms.config == default, ms.cv))
     return CostDataset(
         backend.hardware,
         op,
@@ -265,4 +324,5 @@ def collect(
         np.array([r[3] for r in rows]),
         tuple(len(k.values) for k in space.het_knobs),
         backend.fingerprint(),  # type: ignore[attr-defined]
+        np.array([r[4] for r in rows], dtype=np.float64),
     )

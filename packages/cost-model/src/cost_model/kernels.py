@@ -37,6 +37,7 @@ __all__ = [
     "get_backend",
     "make_operands",
     "measure",
+    "pinned",
     "reference",
     "timing_quality",
 ]
@@ -186,13 +187,21 @@ class ScipyBackend:
     SpMM: A in CSR/COO/BSR(b) sliced into row panels, X in column tiles, panels spread over
     a thread pool (scipy's sparse matmul releases the GIL). SDDMM: gather-dot over the
     nonzeros of each row panel (``order``: CSR order or column-sorted).
+
+    Parameters
+    ----------
+    threads : tuple of int, default=(2, 1)
+        Values of the ``threads`` knob, the first being the default's. ``(1,)`` is the
+        single-core regime (with :func:`pinned`): no thread pool, no contention between the
+        timed kernel and its own workers, the quietest timing on a small machine.
     """
 
     hardware = "scipy-cpu"
     simulated = False
 
-    def __init__(self) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=2)
+    def __init__(self, threads: tuple[int, ...] = (2, 1)) -> None:
+        self.threads = _check_threads(threads)
+        self._pool = ThreadPoolExecutor(max_workers=max(self.threads))
 
     def fingerprint(self) -> dict[str, str]:
         return _fingerprint(self.hardware, scipy=scipy.__version__)
@@ -206,7 +215,7 @@ class ScipyBackend:
                 Knob("block", (1, 2, 4, 8), "hom"),
                 Knob("row_panel", (0, 256, 1024, 4096), "hom"),
                 Knob("col_tile", (0, 8, 16, 32), "hom"),
-                Knob("threads", (2, 1), "hom"),
+                Knob("threads", self.threads, "hom"),
                 Knob("x_order", ("C", "F"), "het"),
             ]
             d = {
@@ -214,16 +223,16 @@ class ScipyBackend:
                 "block": 1,
                 "row_panel": 0,
                 "col_tile": 0,
-                "threads": 2,
+                "threads": self.threads[0],
                 "x_order": "C",
             }
         else:
             knobs = [
                 Knob("row_panel", (0, 256, 1024, 4096), "hom"),
-                Knob("threads", (2, 1), "hom"),
+                Knob("threads", self.threads, "hom"),
                 Knob("order", ("row", "col_sorted"), "het"),
             ]
-            d = {"row_panel": 0, "threads": 2, "order": "row"}
+            d = {"row_panel": 0, "threads": self.threads[0], "order": "row"}
         return ScheduleSpace(knobs, d)
 
     def prepare(
@@ -316,13 +325,21 @@ class TorchCPUBackend:
     probed at construction), row panels, column tiles, ``torch.set_num_threads``; het knobs
     ``index_dtype`` (int64/int32 CSR indices) and ``x_layout`` (row/column-major X).
     SDDMM: ``torch.sparse.sampled_addmm`` (CSR) per row panel; het knob ``index_dtype``.
+
+    Parameters
+    ----------
+    threads : tuple of int, default=(2, 1)
+        Values of the ``threads`` knob (``torch.set_num_threads``), the first being the
+        default's; ``(1,)`` is the single-core regime.
     """
 
     hardware = "torch-cpu"
     simulated = False
 
-    def __init__(self) -> None:
+    def __init__(self, threads: tuple[int, ...] = (2, 1)) -> None:
         import torch
+
+        self.threads = _check_threads(threads)
 
         self.torch = torch
         self.formats = ["csr", "coo"]
@@ -368,7 +385,7 @@ class TorchCPUBackend:
                 Knob("block", blocks, "hom"),
                 Knob("row_panel", (0, 256, 1024, 4096), "hom"),
                 Knob("col_tile", (0, 8, 16, 32), "hom"),
-                Knob("threads", (2, 1), "hom"),
+                Knob("threads", self.threads, "hom"),
                 Knob("index_dtype", ("int64", "int32"), "het"),
                 Knob("x_layout", ("row", "col"), "het"),
             ]
@@ -377,7 +394,7 @@ class TorchCPUBackend:
                 "block": 1,
                 "row_panel": 0,
                 "col_tile": 0,
-                "threads": 2,
+                "threads": self.threads[0],
                 "index_dtype": "int64",
                 "x_layout": "row",
             }
@@ -386,10 +403,10 @@ class TorchCPUBackend:
                 raise ValueError("op 'sddmm' is not supported by this torch build on CPU")
             knobs = [
                 Knob("row_panel", (0, 256, 1024, 4096), "hom"),
-                Knob("threads", (2, 1), "hom"),
+                Knob("threads", self.threads, "hom"),
                 Knob("index_dtype", ("int64", "int32"), "het"),
             ]
-            d = {"row_panel": 0, "threads": 2, "index_dtype": "int64"}
+            d = {"row_panel": 0, "threads": self.threads[0], "index_dtype": "int64"}
         return ScheduleSpace(knobs, d)
 
     def prepare(
@@ -446,6 +463,38 @@ class TorchCPUBackend:
             return torch.cat(outs).numpy()
 
         return run_sddmm
+
+
+def _check_threads(threads: tuple[int, ...]) -> tuple[int, ...]:
+    if not isinstance(threads, tuple) or not threads:
+        raise TypeError(f"threads must be a non-empty tuple of ints, got {threads!r}")
+    if len(set(threads)) != len(threads) or any(t not in (1, 2) for t in threads):
+        raise ValueError(f"threads must hold distinct values from (1, 2), got {threads!r}")
+    return threads
+
+
+@contextlib.contextmanager
+def pinned(cpu: int | None = None) -> Iterator[None]:
+    """Pin this process to one CPU (``os.sched_setaffinity``) and restore its affinity after.
+
+    Parameters
+    ----------
+    cpu : int, optional
+        The CPU; default the last one this process may run on (CPU 0 takes most interrupts).
+        A no-op on platforms without ``sched_setaffinity``.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    old = os.sched_getaffinity(0)
+    cpu = max(old) if cpu is None else cpu
+    if cpu not in old:
+        raise ValueError(f"cpu must be one of {sorted(old)}, got {cpu!r}")
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, old)
 
 
 def _fingerprint(hardware: str, **versions: str) -> dict[str, str]:

@@ -12,7 +12,9 @@ from lomap_planner.datasets import (
     load_hdf5,
     load_minari,
     make_windows,
+    maze2d_set_terminals,
     save_hdf5,
+    subsample_frames,
     to_d4rl_frame,
     validate_dataset,
 )
@@ -20,6 +22,7 @@ from lomap_planner.demo import demo
 from lomap_planner.diffusion import GaussianDiffusion, apply_conditioning, cosine_beta_schedule
 from lomap_planner.env import PointMazeEnv, register_envs
 from lomap_planner.geometry import plan_is_infeasible, segments_hit_walls
+from lomap_planner.hierarchical import HierarchicalPlanner, make_hierarchical_windows
 from lomap_planner.layouts import LAYOUTS, get_layout, parse_layout
 from lomap_planner.lomap import LoMAP, local_pca, project_affine
 from lomap_planner.metrics import (
@@ -44,6 +47,7 @@ __all__ = [
     "D4RLWaypointController",
     "DiffuserPlanner",
     "GaussianDiffusion",
+    "HierarchicalPlanner",
     "LimitsNormalizer",
     "LoMAP",
     "NeighborIndex",
@@ -67,7 +71,9 @@ __all__ = [
     "load_hdf5",
     "load_minari",
     "local_pca",
+    "make_hierarchical_windows",
     "make_windows",
+    "maze2d_set_terminals",
     "normalized_score",
     "parse_layout",
     "plan_is_infeasible",
@@ -77,6 +83,7 @@ __all__ = [
     "rollout_planner",
     "save_hdf5",
     "segments_hit_walls",
+    "subsample_frames",
     "to_d4rl_frame",
     "train_diffusion",
     "validate_dataset",

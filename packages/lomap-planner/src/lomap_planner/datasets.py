@@ -440,6 +440,72 @@ def episode_bounds(data: dict[str, np.ndarray]) -> np.ndarray:
     return np.stack([starts, stops], axis=1)
 
 
+def maze2d_set_terminals(
+    data: dict[str, np.ndarray], goal: np.ndarray, threshold: float = 0.5
+) -> dict[str, np.ndarray]:
+    """Diffuser's Maze2D segmentation: one path ends where the ball leaves the goal.
+
+    Diffuser (``datasets/preprocessing.py``, ``maze2d_set_terminals``) ignores the
+    collector's per-target episode ends and cuts the stream only at steps ``t`` with
+    ``‖xy_t − goal‖ < threshold`` and ``‖xy_{t+1} − goal‖ ≥ threshold`` (``goal``: the
+    environment's fixed evaluation goal), which gives the long paths its 128–384-step windows
+    need. Returns a copy with ``timeouts`` set by that rule and ``terminals`` cleared.
+
+    Parameters
+    ----------
+    data : dict
+        D4RL-layout dataset (positions in the frame of ``goal``).
+    goal : ndarray, shape (2,)
+    threshold : float, default=0.5
+    """
+    g = np.asarray(goal, dtype=float)
+    if g.shape != (2,) or not np.isfinite(g).all():
+        raise ValueError(f"goal must be 2 finite numbers, got shape {g.shape}")
+    if not (np.isfinite(threshold) and threshold > 0):
+        raise ValueError(f"threshold must be > 0, got {threshold}")
+    arrs = validate_dataset(data)
+    at_goal = np.linalg.norm(arrs["observations"][:, :2] - g, axis=1) < threshold
+    out = {k: np.array(v) for k, v in arrs.items()}
+    out["timeouts"] = np.zeros(len(at_goal), dtype=bool)
+    out["timeouts"][:-1] = at_goal[:-1] & ~at_goal[1:]
+    out["terminals"] = np.zeros(len(at_goal), dtype=arrs["terminals"].dtype)
+    return out
+
+
+def subsample_frames(data: dict[str, np.ndarray], every: int) -> dict[str, np.ndarray]:
+    """Keep every ``every``-th transition of each episode (a coarser control rate).
+
+    Turns D4RL's frame-skip-1 data into windows of an environment stepped every ``every``
+    physics steps: within each episode rows ``start, start + every, ...`` are kept; per-row
+    arrays (``infos/*`` included) are subsampled alike, and the last kept row of an episode
+    inherits its ``terminals``/``timeouts`` flag so episode boundaries survive. Actions are
+    the first physics step's, so use the result for state-only windows.
+
+    Parameters
+    ----------
+    data : dict
+        D4RL-layout dataset.
+    every : int
+
+    Returns
+    -------
+    dict of ndarray (new arrays; the input is not modified)
+    """
+    if not isinstance(every, (int, np.integer)) or every < 1:
+        raise ValueError(f"every must be a positive int, got {every!r}")
+    arrs = validate_dataset(data)
+    bounds = episode_bounds(arrs)
+    idx = np.concatenate([np.arange(a, b, every) for a, b in bounds])
+    last = np.concatenate([[len(np.arange(a, b, every)) for a, b in bounds]]).cumsum() - 1
+    n = len(arrs["observations"])
+    out = {k: np.array(v[idx]) for k, v in arrs.items() if v.ndim >= 1 and len(v) == n}
+    for k in ("terminals", "timeouts"):
+        ended = np.zeros(len(idx), dtype=bool)
+        ended[last] = arrs[k].astype(bool)[bounds[:, 1] - 1]
+        out[k] = ended.astype(arrs[k].dtype)
+    return out
+
+
 def make_windows(
     data: dict[str, np.ndarray], horizon: int, stride: int = 1, include_actions: bool = True
 ) -> np.ndarray:

@@ -39,6 +39,7 @@ def train_diffusion(
     ema_decay: float = 0.995,
     seed: int = 0,
     verbose: bool = False,
+    goal_features: int = 2,
 ) -> list[float]:
     """Fit the denoiser on normalised windows with Adam; keeps an EMA of the weights.
 
@@ -56,6 +57,10 @@ def train_diffusion(
     seed : int
     verbose : bool
         Show a progress bar.
+    goal_features : int, default=2
+        Leading observation features inpainted at the last step: 2 (the goal position, as
+        Diffuser's Maze2D models) or the full state (a hierarchical planner's low level,
+        which joins two full subgoal states).
 
     Returns
     -------
@@ -76,6 +81,9 @@ def train_diffusion(
         raise ValueError("n_steps and batch_size must be >= 1")
     if not (0.0 <= ema_decay < 1.0):
         raise ValueError(f"ema_decay must be in [0, 1), got {ema_decay}")
+    obs_dim = diffusion.transition_dim - diffusion.action_dim
+    if not isinstance(goal_features, (int, np.integer)) or not 1 <= goal_features <= obs_dim:
+        raise ValueError(f"goal_features must be an int in [1, {obs_dim}], got {goal_features!r}")
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     opt = torch.optim.Adam([p for p in diffusion.model.parameters() if p.requires_grad], lr=lr)
@@ -84,7 +92,7 @@ def train_diffusion(
     diffusion.train()
     for _ in tqdm(range(n_steps), disable=not verbose, desc="train"):
         x0 = w[torch.randint(len(w), (batch_size,), generator=gen)]
-        loss = diffusion.loss(x0, goal_conditions(x0, diffusion.action_dim))
+        loss = diffusion.loss(x0, goal_conditions(x0, diffusion.action_dim, goal_features))
         opt.zero_grad()
         loss.backward()
         opt.step()

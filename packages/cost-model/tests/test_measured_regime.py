@@ -1,0 +1,110 @@
+"""Single-core measured regime (threads knob, CPU pinning), stored timing noise, variance shares,
+and the real source-code matrices."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import cost_model as C
+from cost_model.matrices import source_code_matrices
+
+
+@pytest.mark.parametrize("cls", [C.ScipyBackend, C.TorchCPUBackend])
+def test_single_thread_regime_space(cls) -> None:  # type: ignore[no-untyped-def]
+    be = cls(threads=(1,))
+    for op in ("spmm", "sddmm"):
+        sp_ = be.space(op)
+        assert sp_.default()["threads"] == 1
+        assert {c["threads"] for c in sp_.enumerate()} == {1}
+    assert cls().space("spmm").default()["threads"] == 2  # the old default is unchanged
+    with pytest.raises(ValueError, match="threads"):
+        cls(threads=(1, 1))
+    with pytest.raises(ValueError, match="threads"):
+        cls(threads=(4,))
+    with pytest.raises(TypeError, match="threads"):
+        cls(threads=1)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no sched_setaffinity")
+def test_pinned_restores_affinity() -> None:
+    before = os.sched_getaffinity(0)
+    with C.kernels.pinned():
+        assert os.sched_getaffinity(0) == {max(before)}
+    assert os.sched_getaffinity(0) == before
+    with pytest.raises(ValueError, match="cpu"):
+        with C.kernels.pinned(10_000):
+            pass
+    assert os.sched_getaffinity(0) == before
+
+
+def test_collect_stores_cv_and_subsets_keep_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ms = C.MatrixSet.synthetic(3, seed=0, rows=(100, 200), nnz=(300, 600))
+    be = C.ScipyBackend(threads=(1,))
+    ds = C.collect(be, "spmm", ms, n_configs=4, dense_width=8, timer=C.Timer(0, 3))
+    assert ds.cv is not None and ds.cv.shape == (len(ds),) and np.all(ds.cv >= 0)
+    sub = ds.take_matrices(np.array([2, 0]))
+    np.testing.assert_array_equal(
+        sub.cv, np.concatenate([ds.cv[ds.rows_of(0)], ds.cv[ds.rows_of(2)]])
+    )
+    ds.save(tmp_path / "d.npz")
+    np.testing.assert_array_equal(C.CostDataset.load(tmp_path / "d.npz").cv, ds.cv)
+    sim = C.collect(C.SimCPUBackend(), "spmm", ms, n_configs=4)
+    assert np.all(sim.cv == 0)
+
+
+def _toy(effect: dict, rng: np.random.Generator, noise: float = 0.0) -> C.CostDataset:
+    """4 matrices x all 3 x 2 (format, het) combinations; log runtime = matrix + effects."""
+    rows = [(m, f, h) for m in range(4) for f in range(3) for h in range(2)]
+    mi = np.array([r[0] for r in rows])
+    hom = np.zeros((len(rows), len(C.SHARED_KNOBS)), np.int64)
+    hom[:, 0] = [1 + r[1] for r in rows]
+    het = np.array([[r[2]] for r in rows])
+    logt = np.array([m + effect["format"][f] + effect["het"][h] for m, f, h in rows])
+    logt = logt + noise * rng.standard_normal(len(rows))
+    return C.CostDataset(
+        "toy", "spmm", np.zeros((4, 2, 2), np.float32), np.zeros((4, 1), np.float32),
+        np.zeros((4, 1), np.float32), [f"m{i}" for i in range(4)], mi, hom, het,
+        np.exp(logt), hom[:, 0] == 1, (2,),
+    )  # fmt: skip
+
+
+def test_variance_explained_closed_form() -> None:
+    rng = np.random.default_rng(0)
+    only_shared = _toy({"format": [0.0, 1.0, -1.0], "het": [0.0, 0.0]}, rng)
+    v = only_shared.variance_explained()
+    assert v["shared"] == pytest.approx(1.0) and v["het"] == pytest.approx(0.0, abs=1e-12)
+    assert v["format"] == pytest.approx(1.0) and v["het0"] == pytest.approx(0.0, abs=1e-12)
+    # balanced design: shares add up; format var (2/3) vs het var (0.25) -> 8/11 and 3/11
+    mixed = _toy({"format": [0.0, 1.0, -1.0], "het": [-0.5, 0.5]}, rng)
+    v = mixed.variance_explained()
+    assert v["shared"] == pytest.approx(8 / 11) and v["het"] == pytest.approx(3 / 11)
+    assert v["all"] == pytest.approx(1.0)
+    noisy = _toy({"format": [0.0, 1.0, -1.0], "het": [-0.5, 0.5]}, rng, noise=0.3)
+    assert 0.3 < noisy.variance_explained()["all"] < 1.0
+    flat = _toy({"format": [0.0, 0.0, 0.0], "het": [0.0, 0.0]}, rng)
+    with pytest.raises(ValueError, match="distinct"):
+        flat.variance_explained()
+
+
+def test_source_code_matrices_hand_checked(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "a.py").write_text("a b a\n\nc = b\n")
+    (tmp_path / "pkg" / "b.py").write_text("# a\nx.y(a)\n")
+    mats, names = source_code_matrices(tmp_path, n_line_chunks=2, rows=2, cols=16, vocab_sizes=(3,))
+    assert names == ["lines_0", "lines_1", "bigram_3"]
+    lines0 = mats[0].toarray()  # lines "a b a", "c b" (a.py comes first)
+    assert lines0.shape == (2, 16) and lines0.sum() == 5 and lines0[0].max() == 2
+    # identifiers by frequency: a (4), b (2), then c, x, y (1 each, alphabetical): top-3 a, b, c
+    # transitions within lines: a->b, b->a, c->b (x->y, y->a involve identifiers outside)
+    expect = np.zeros((3, 3), np.float32)
+    expect[0, 1] = expect[1, 0] = expect[2, 1] = 1
+    np.testing.assert_array_equal(mats[2].toarray(), expect)
+    assert all(isinstance(m, sp.csr_array) and m.dtype == np.float32 for m in mats)
+    with pytest.raises(ValueError, match="root"):
+        source_code_matrices(tmp_path / "missing")
+    with pytest.raises(ValueError, match="rows"):
+        source_code_matrices(tmp_path, rows=100)

@@ -1,0 +1,132 @@
+"""Two-level diffusion planner in the style of HD / HD-DA (Chen et al., 2024).
+
+"Simple Hierarchical Planning with Diffusion" plans a sparse sequence of subgoals with a
+high-level Diffuser trained on windows subsampled every ``jump`` steps, then fills each pair
+of consecutive subgoals with a low-level Diffuser trained on ``jump + 1``-step windows whose
+two ends are inpainted. LoMAP's paper evaluates this as its second setting with the manifold
+projection on both levels: pass a :class:`~lomap_planner.lomap.LoMAP` built on each level's
+own (normalised) windows to that level's :class:`~lomap_planner.planner.DiffuserPlanner`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from lomap_planner.datasets import make_windows
+from lomap_planner.planner import DiffuserPlanner
+
+__all__ = ["HierarchicalPlanner", "make_hierarchical_windows"]
+
+
+def make_hierarchical_windows(
+    data: dict[str, np.ndarray], n_subgoals: int, jump: int, include_actions: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Training windows of both levels from one dataset.
+
+    Parameters
+    ----------
+    data : dict
+        D4RL-layout dataset.
+    n_subgoals : int
+        Subgoal intervals ``K`` of a high-level plan (it holds ``K + 1`` states and spans
+        ``K * jump`` steps).
+    jump : int
+        Steps between consecutive subgoals.
+    include_actions : bool, default=False
+
+    Returns
+    -------
+    high : ndarray, shape (n_high, K + 1, C)
+        Every ``jump``-th state of each ``K * jump + 1``-step window.
+    low : ndarray, shape (n_low, jump + 1, C)
+    """
+    if not isinstance(jump, (int, np.integer)) or jump < 1:
+        raise ValueError(f"jump must be a positive int, got {jump!r}")
+    if not isinstance(n_subgoals, (int, np.integer)) or n_subgoals < 1:
+        raise ValueError(f"n_subgoals must be a positive int, got {n_subgoals!r}")
+    high = make_windows(data, n_subgoals * jump + 1, include_actions=include_actions)[:, ::jump]
+    low = make_windows(data, jump + 1, include_actions=include_actions)
+    return np.ascontiguousarray(high), low
+
+
+class HierarchicalPlanner:
+    """Plan subgoals with ``high``, join consecutive subgoals with ``low`` (one batch).
+
+    Parameters
+    ----------
+    high : DiffuserPlanner
+        Horizon ``K + 1`` (subgoals every ``jump`` steps), trained with the goal position
+        inpainted at its last step (as a flat Maze2D Diffuser).
+    low : DiffuserPlanner
+        Horizon ``jump + 1``, trained with full states inpainted at both ends
+        (``train_diffusion(..., goal_features=obs_dim)``).
+
+    Notes
+    -----
+    The plan has ``K * jump + 1`` steps: segment ``k`` contributes its first ``jump`` states
+    and the last segment all ``jump + 1``. Subgoal ``k`` of the high level is inpainted as
+    the end of segment ``k - 1`` and the start of segment ``k``, so the plan passes through
+    every subgoal exactly.
+    """
+
+    def __init__(self, high: DiffuserPlanner, low: DiffuserPlanner) -> None:
+        if not isinstance(high, DiffuserPlanner) or not isinstance(low, DiffuserPlanner):
+            raise TypeError("high and low must be DiffuserPlanner instances")
+        if high.diffusion.transition_dim != low.diffusion.transition_dim:
+            raise ValueError("high and low must plan the same transition features")
+        if high.action_dim != low.action_dim:
+            raise ValueError("high and low must have the same action_dim")
+        if low.diffusion.horizon < 2 or high.diffusion.horizon < 2:
+            raise ValueError("both levels need a horizon >= 2")
+        self.high, self.low = high, low
+        self.last_plan_time = 0.0
+
+    @property
+    def action_dim(self) -> int:
+        return self.high.action_dim
+
+    @property
+    def jump(self) -> int:
+        return self.low.diffusion.horizon - 1
+
+    @property
+    def horizon(self) -> int:
+        """Steps of a full plan: ``K * jump + 1``."""
+        return (self.high.diffusion.horizon - 1) * self.jump + 1
+
+    def plan(self, obs: np.ndarray, goal: np.ndarray, seed: int | None = None) -> np.ndarray:
+        """Sample plans from ``obs`` to ``goal`` through sampled subgoals.
+
+        Parameters
+        ----------
+        obs : ndarray, shape (obs_dim,) or (B, obs_dim)
+        goal : ndarray, shape (2,) or (B, 2)
+        seed : int, optional
+
+        Returns
+        -------
+        ndarray, shape (B, K * jump + 1, act_dim + obs_dim)
+        """
+        t0 = time.perf_counter()
+        sub = self.high.plan(obs, goal, seed=seed)  # (B, K + 1, C), validates the inputs
+        b, kp1, _ = sub.shape
+        k, a = kp1 - 1, self.action_dim
+        states = sub[:, :, a:]
+        states[:, 0] = np.atleast_2d(np.asarray(obs, dtype=float))  # exact start
+        low = self.low
+        start = low._norm_obs(states[:, :-1].reshape(b * k, -1), 0)
+        end = low._norm_obs(states[:, 1:].reshape(b * k, -1), 0)
+        cond = {0: start, low.diffusion.horizon - 1: end}
+        gen = torch.Generator().manual_seed(seed + 1) if seed is not None else None
+        x = low.diffusion.sample(
+            cond, guide=low.guide, guide_scale=low.guide_scale, lomap=low.lomap, generator=gen
+        )
+        seg = np.asarray(low.normalizer.unnormalize(x.double().numpy())).reshape(
+            b, k, self.jump + 1, -1
+        )
+        out = np.concatenate([seg[:, :, :-1].reshape(b, k * self.jump, -1), seg[:, -1, -1:]], 1)
+        self.last_plan_time = time.perf_counter() - t0
+        return out
