@@ -168,7 +168,8 @@ def run(op: str, args: argparse.Namespace) -> None:
     src = collect_cached(src_be, op, ms, args, args.seed)
     tgt = collect_cached(tgt_be, op, ms, args, args.seed + 1)
     t_collect = time.perf_counter() - t0
-    print(f"\n{op.upper()} data ({len(ms)} matrices x 24 sampled configurations):")
+    per = len(tgt) // tgt.n_matrices  # 24 sampled, fewer when the space is smaller
+    print(f"\n{op.upper()} data ({len(ms)} matrices x {per} sampled configurations):")
     print(describe(src))
     print(describe(tgt))
     if args.collect_only:
@@ -211,7 +212,7 @@ def run(op: str, args: argparse.Namespace) -> None:
     ref = summ[("target_full", 1.0)]
     print(
         f"\n{src_be.hardware} -> {tgt_be.hardware}, {op.upper()}: {train.n_matrices} train / "
-        f"{test.n_matrices} test matrices x 24 configs, 5% = "
+        f"{test.n_matrices} test matrices x {len(test) // test.n_matrices} configs, 5% = "
         f"{len(train.subsample(0.05, seed=0))} target triples, seeds {len(seeds)}; "
         f"collect {t_collect:.0f}s, models {time.perf_counter() - t0:.0f}s"
     )

@@ -110,7 +110,8 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
         ("Diffuser", DiffuserPlanner(diff, norm)),
         ("Diffuser+LoMAP", DiffuserPlanner(diff, norm, lomap=lomap)),
     ]
-    if args.hd:  # HD: subgoals every JUMP steps + a low level joining them; LoMAP on both
+    if args.hd:  # HD: subgoals every JUMP steps + a low level joining them
+        # LoMAP on the subgoal planner (the official lomaphd pipeline) or on both levels
         k = -(-(h - 1) // JUMP)
         hw, lw = make_hierarchical_windows(data, k, JUMP, include_actions=args.with_actions)
         levels = []
@@ -129,7 +130,8 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
             (
                 "HD+LoMAP",
                 HierarchicalPlanner(
-                    DiffuserPlanner(dh, nh, lomap=lh), DiffuserPlanner(dl, nl, lomap=ll)
+                    DiffuserPlanner(dh, nh, lomap=lh),
+                    DiffuserPlanner(dl, nl, lomap=ll if args.hd_lomap == "both" else None),
                 ),
             ),
         ]
@@ -192,6 +194,12 @@ def main() -> None:
         "--hd", action="store_true", help="also the hierarchical planner (HD, HD+LoMAP)"
     )
     ap.add_argument(
+        "--hd-lomap",
+        choices=["high", "both"],
+        default="high",
+        help="HD+LoMAP projects the high level only (official lomaphd code) or both levels",
+    )
+    ap.add_argument(
         "--data",
         choices=["maze2d", "d4rl"],
         default="maze2d",
@@ -252,7 +260,33 @@ def main() -> None:
             f"{sc_ratio:>12.2f} {lm['plan_ms'] / base['plan_ms']:>11.2f}"
         )
     if args.seeds > 1:
+        mean_table(all_rows, args.layouts)
         paired_summary(all_rows, args.layouts, ["Diffuser"] + (["HD"] if args.hd else []))
+
+
+def mean_table(rows: list[dict], layouts: list[str]) -> None:
+    """Mean ± std over seeds of every planner's metrics."""
+    print()
+    head = (
+        f"{'layout':<7} {'method':<15} {'seeds':>5} {'infeasible':>13} {'bad segs':>13} "
+        f"{'score':>13} {'ms/plan':>8}"
+    )
+    print(head)
+    print("-" * len(head))
+    for layout in layouts:
+        methods = list(dict.fromkeys(r["method"] for r in rows if r["layout"] == layout))
+        for m in methods:
+            rs = [r for r in rows if r["layout"] == layout and r["method"] == m]
+
+            def ms(key: str, fmt: str, rs=rs) -> str:
+                v = np.array([r[key] for r in rs])
+                return f"{v.mean():{fmt}} ±{v.std(ddof=1) if len(v) > 1 else 0.0:{fmt}}"
+
+            print(
+                f"{layout:<7} {m:<15} {len(rs):>5} {ms('infeasible', '.3f'):>13} "
+                f"{ms('bad_seg', '.3f'):>13} {ms('score', '.1f'):>13} "
+                f"{np.mean([r['plan_ms'] for r in rs]):>8.1f}"
+            )
 
 
 def paired_summary(rows: list[dict], layouts: list[str], bases: list[str]) -> None:
