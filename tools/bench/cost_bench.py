@@ -119,16 +119,20 @@ def collect_cached(be: object, op: str, ms: C.MatrixSet, args: argparse.Namespac
     """Collect (measured: pinned to one core, cached on disk) one platform's dataset."""
     feat = C.MatrixFeaturizer(32)
     if getattr(be, "simulated", False):
-        return C.collect(be, op, ms, n_configs=24, seed=seed, featurizer=feat)
-    path = CACHE / f"cost_{be.hardware}_{op}_{len(ms)}m_seed{seed}_v2.npz"
+        return C.collect(
+            be, op, ms, n_configs=24, seed=seed, featurizer=feat, dense_width=args.dense_width
+        )
+    width = "" if args.dense_width == 64 else f"_w{args.dense_width}"
+    path = CACHE / f"cost_{be.hardware}_{op}_{len(ms)}m_seed{seed}{width}_v2.npz"
     if path.exists():
         ds = C.CostDataset.load(path)
         if ds.matrix_names == list(ms.names):
             return ds
     with C.kernels.pinned():
         ds = C.collect(
-            be, op, ms, n_configs=24, seed=seed, featurizer=feat, timer=REAL_TIMER, verbose=True
-        )
+            be, op, ms, n_configs=24, seed=seed, featurizer=feat, timer=REAL_TIMER, verbose=True,
+            dense_width=args.dense_width,
+        )  # fmt: skip
     CACHE.mkdir(exist_ok=True)
     ds.save(path)
     return ds
@@ -299,6 +303,9 @@ def main() -> None:
     ap.add_argument("--real", action="store_true", help="measured scipy-cpu -> torch-cpu, one core")
     ap.add_argument("--n-matrices", type=int, default=60, help="generated matrices")
     ap.add_argument("--collect-only", action="store_true", help="collect, describe, stop")
+    ap.add_argument(
+        "--dense-width", type=int, default=64, help="SpMM dense columns / SDDMM inner dimension"
+    )
     ap.add_argument("--ops", default="spmm,sddmm")
     ap.add_argument("--epochs", type=int, default=30, help="source epochs (target: 2x)")
     ap.add_argument("--seed", type=int, default=0)
