@@ -3,9 +3,10 @@
 "Simple Hierarchical Planning with Diffusion" plans a sparse sequence of subgoals with a
 high-level Diffuser trained on windows subsampled every ``jump`` steps, then fills each pair
 of consecutive subgoals with a low-level Diffuser trained on ``jump + 1``-step windows whose
-two ends are inpainted. LoMAP's paper evaluates this as its second setting with the manifold
-projection on both levels: pass a :class:`~lomap_planner.lomap.LoMAP` built on each level's
-own (normalised) windows to that level's :class:`~lomap_planner.planner.DiffuserPlanner`.
+two ends are inpainted. LoMAP's paper uses a hierarchical planner as its second setting; the
+official ``lomaphd`` pipeline projects the subgoal (high) level only. Give a level LoMAP by
+passing a :class:`~lomap_planner.lomap.LoMAP` built on that level's own (normalised) windows to
+its :class:`~lomap_planner.planner.DiffuserPlanner`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import torch
 
 from lomap_planner.datasets import make_windows
 from lomap_planner.planner import DiffuserPlanner
@@ -116,17 +116,14 @@ class HierarchicalPlanner:
         k, a = kp1 - 1, self.action_dim
         states = sub[:, :, a:]
         states[:, 0] = np.atleast_2d(np.asarray(obs, dtype=float))  # exact start
-        low = self.low
-        start = low._norm_obs(states[:, :-1].reshape(b * k, -1), 0)
-        end = low._norm_obs(states[:, 1:].reshape(b * k, -1), 0)
-        cond = {0: start, low.diffusion.horizon - 1: end}
-        gen = torch.Generator().manual_seed(seed + 1) if seed is not None else None
-        x = low.diffusion.sample(
-            cond, guide=low.guide, guide_scale=low.guide_scale, lomap=low.lomap, generator=gen
-        )
-        seg = np.asarray(low.normalizer.unnormalize(x.double().numpy())).reshape(
-            b, k, self.jump + 1, -1
-        )
-        out = np.concatenate([seg[:, :, :-1].reshape(b, k * self.jump, -1), seg[:, -1, -1:]], 1)
+        jump = self.jump
+        seg = self.low.sample(
+            {
+                0: states[:, :-1].reshape(b * k, -1),
+                jump: states[:, 1:].reshape(b * k, -1),
+            },
+            seed=None if seed is None else seed + 1,
+        ).reshape(b, k, jump + 1, -1)
+        out = np.concatenate([seg[:, :, :-1].reshape(b, k * jump, -1), seg[:, -1, -1:]], 1)
         self.last_plan_time = time.perf_counter() - t0
         return out

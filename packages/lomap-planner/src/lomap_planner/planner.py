@@ -79,10 +79,23 @@ class DiffuserPlanner:
         if not (np.isfinite(obs).all() and np.isfinite(goal).all()):
             raise ValueError("obs and goal must be finite (no NaN/inf)")
         goal = np.broadcast_to(goal, (len(obs), 2))
-        cond = {
-            0: self._norm_obs(obs, 0),
-            self.diffusion.horizon - 1: self._norm_obs(goal, 0),
-        }
+        return self.sample({0: obs, self.diffusion.horizon - 1: goal}, seed=seed)
+
+    def sample(self, conditions: dict[int, np.ndarray], seed: int | None = None) -> np.ndarray:
+        """Sample plans with unnormalised observation features inpainted at fixed steps.
+
+        Parameters
+        ----------
+        conditions : dict[int, ndarray of shape (B, n)]
+            Time index -> the leading ``n`` observation features known there (unnormalised;
+            :meth:`plan` uses the full start state and the goal position).
+        seed : int, optional
+
+        Returns
+        -------
+        ndarray, shape (B, horizon, act_dim + obs_dim)
+        """
+        cond = {t: self._norm_obs(np.asarray(v, dtype=float), 0) for t, v in conditions.items()}
         gen = torch.Generator().manual_seed(seed) if seed is not None else None
         t0 = time.perf_counter()
         x = self.diffusion.sample(
