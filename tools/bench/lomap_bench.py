@@ -92,20 +92,27 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
         data = collect_maze2d_dataset(env, args.data_steps, n_streams=64, seed=args.seed)
     windows = make_windows(data, h, include_actions=args.with_actions)
     adim = 2 if args.with_actions else 0
-    norm = LimitsNormalizer(windows)
-    wn = norm.normalize(windows).astype(np.float32)
     t_data = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    diff = train_cached(wn, adim, args, f"{layout}_flat")
-    t_train = time.perf_counter() - t0
     # Official Maze2D configs search neighbours on states only (action_dim_weight: 0).
-    weights = np.ones(wn.shape[-1])
+    weights = np.ones(windows.shape[-1])
     if not args.search_actions:
         weights[:adim] = 0.0
-    # the official per-layout configuration: projection window, start/goal search weights x100
-    lomap = LoMAP.for_layout(
-        layout, wn, action_dim=adim, n_neighbors=args.k, tau=args.tau, search_weights=weights
-    )
+
+    def level(w: np.ndarray, tag: str, goal_features: int = 2, with_lomap: bool = True):
+        """Normaliser, trained (or cached) Diffuser and official-config LoMAP of one window set."""
+        norm = LimitsNormalizer(w)
+        wn = norm.normalize(w).astype(np.float32)
+        diff = train_cached(wn, adim, args, f"{layout}_{tag}", goal_features=goal_features)
+        if not with_lomap:
+            return diff, norm, None
+        # the official per-layout configuration: projection window, start/goal weights x100
+        lm = LoMAP.for_layout(
+            layout, wn, action_dim=adim, n_neighbors=args.k, tau=args.tau, search_weights=weights
+        )
+        return diff, norm, lm
+
+    t0 = time.perf_counter()
+    diff, norm, lomap = level(windows, "flat")
     methods = [
         ("Diffuser", DiffuserPlanner(diff, norm)),
         ("Diffuser+LoMAP", DiffuserPlanner(diff, norm, lomap=lomap)),
@@ -114,28 +121,18 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
         # LoMAP on the subgoal planner (the official lomaphd pipeline) or on both levels
         k = -(-(h - 1) // JUMP)
         hw, lw = make_hierarchical_windows(data, k, JUMP, include_actions=args.with_actions)
-        levels = []
-        for name, w, gf in (("high", hw, 2), ("low", lw, lw.shape[-1] - adim)):
-            n_ = LimitsNormalizer(w)
-            w_n = n_.normalize(w).astype(np.float32)
-            d_ = train_cached(w_n, adim, args, f"{layout}_hd_{name}", goal_features=gf)
-            lm = LoMAP.for_layout(
-                layout, w_n, action_dim=adim, n_neighbors=args.k, tau=args.tau,
-                search_weights=weights,
-            )  # fmt: skip
-            levels.append((d_, n_, lm))
-        (dh, nh, lh), (dl, nl, ll) = levels
+        dh, nh, lh = level(hw, "hd_high")
+        dl, nl, ll = level(lw, "hd_low", lw.shape[-1] - adim, args.hd_lomap == "both")
         methods += [
             ("HD", HierarchicalPlanner(DiffuserPlanner(dh, nh), DiffuserPlanner(dl, nl))),
             (
                 "HD+LoMAP",
                 HierarchicalPlanner(
-                    DiffuserPlanner(dh, nh, lomap=lh),
-                    DiffuserPlanner(dl, nl, lomap=ll if args.hd_lomap == "both" else None),
+                    DiffuserPlanner(dh, nh, lomap=lh), DiffuserPlanner(dl, nl, lomap=ll)
                 ),
             ),
         ]
-        t_train = time.perf_counter() - t0
+    t_train = time.perf_counter() - t0
     rows, plans = [], {}
     data_infeasible = infeasible_plan_fraction(
         windows[:: max(1, len(windows) // 2000)], env.walls, slice(adim, adim + 2)
