@@ -11,12 +11,14 @@ matrices, then compares on held-out target matrices (geomean over matrices, mean
 
 Metrics: top-1 / top-5 speedup of the model's choice over the default (CSR) configuration,
 oracle speedup among the measured candidates, fraction of the oracle log-speedup captured,
-pairwise ranking accuracy; ratios are relative to target_full.
+pairwise ranking accuracy; ratios are relative to target_full. Anchors on the same few-shot
+rows: default, random, best fixed configuration, XGBoost regression / pairwise rank, and
+XGBoost pooled over source + target rows (xgboost is a benchmark-only dependency).
 
     uv run python tools/bench/cost_bench.py             # sim-cpu -> sim-accel
     uv run python tools/bench/cost_bench.py --quick
-    uv run python tools/bench/cost_bench.py --real      # scipy-cpu -> torch-cpu, measured
-    uv run python tools/bench/cost_bench.py --timing    # can the measured backends rank configs?
+    uv run --with xgboost python tools/bench/cost_bench.py --real --n-matrices 300   # measured, one core
+    uv run python tools/bench/cost_bench.py --real --n-matrices 300 --collect-only   # data only
 """
 
 from __future__ import annotations
@@ -262,41 +264,6 @@ def run(op: str, args: argparse.Namespace) -> None:
             )
 
 
-TIMERS = {
-    "3 repeats": C.Timer(warmup=1, repeats=3),
-    "7 x >=20 ms": C.Timer(warmup=2, repeats=7, min_time=0.02),
-}
-
-
-def timing_check(op: str, args: argparse.Namespace) -> None:
-    """Noise of the measured backends against the gap between their two best configurations."""
-    ms = C.MatrixSet.synthetic(
-        args.timing_matrices, seed=args.seed, rows=(512, 4096), nnz=(2e3, 4e4)
-    )
-    print(
-        f"\ntiming check, {op.upper()}: {len(ms)} matrices x {args.timing_configs} configurations; "
-        "CV = std/mean of the samples; resolved = both top configurations' CV < half their gap"
-    )
-    header = f"{'backend':<11}{'timer':<14}{'median CV':>10}{'CV<5%':>8}{'median gap':>11}{'resolved':>10}{'s':>6}"
-    print(header)
-    print("-" * len(header))
-    for be in (C.ScipyBackend(), C.TorchCPUBackend()):
-        cfgs = be.space(op).sample(args.timing_configs, seed=args.seed)
-        for name, timer in TIMERS.items():
-            t0 = time.perf_counter()
-            meas = [
-                m
-                for i, A in enumerate(ms.matrices)
-                for m in C.measure(be, op, A, cfgs, timer=timer, matrix_id=i)
-            ]
-            q = C.timing_quality(meas)
-            print(
-                f"{be.hardware:<11}{name:<14}{q['median_cv']:>10.3f}{q['frac_cv_ok']:>8.2f}"
-                f"{np.median(q['gap']):>11.3f}{q['frac_resolved']:>10.2f}"
-                f"{time.perf_counter() - t0:>6.0f}"
-            )
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer matrices, one seed")
@@ -315,17 +282,11 @@ def main() -> None:
     ap.add_argument(
         "--val-frac", type=float, default=0.2, help="early-stopping split of the budget"
     )
-    ap.add_argument("--timing", action="store_true", help="only the timing-noise check")
-    ap.add_argument("--timing-matrices", type=int, default=12)
-    ap.add_argument("--timing-configs", type=int, default=8)
     args = ap.parse_args()
     torch.set_num_threads(1)
     np.set_printoptions(precision=3)
     for op in args.ops.split(","):
-        if args.timing:
-            timing_check(op, args)
-        else:
-            run(op, args)
+        run(op, args)
 
 
 if __name__ == "__main__":
