@@ -515,8 +515,8 @@ def make_var(
         seen, so that flagging it is a real false alarm) inside the simulator, so its
         effects respond through the true dynamics. Labelled 0 (the change is consistent with
         the causal mechanism) and marked in ``intervention``.
-    Other parameters : see :func:`simulate_var`, :func:`inject_anomalies` and
-        :func:`inject_causal_break`.
+    n_train, n_test, lag, sparsity, n_anomalous_vars, ratio, factor, radius, n_breaks, seed
+        As in :func:`simulate_var`, :func:`inject_anomalies` and :func:`inject_causal_break`.
 
     Returns
     -------

@@ -205,13 +205,13 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
 class SARCClassifier(ClassifierMixin, SARCTransformer):
     """SARC: FreqRes features, standardised, then a linear classifier.
 
+    Every parameter but ``classifier`` is that of :class:`SARCTransformer`.
+
     Parameters
     ----------
     classifier : sklearn classifier, optional
         Default ``RidgeClassifierCV(alphas=np.logspace(-3, 3, 10))`` (the ROCKET convention);
         pass e.g. ``LogisticRegression(max_iter=1000)`` for ``predict_proba``.
-    **others
-        As ``SARCTransformer``.
 
     Attributes
     ----------

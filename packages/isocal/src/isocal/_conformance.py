@@ -1,0 +1,104 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()`` and holds every entry
+to one contract (named errors for bad input, no mutation, determinism, pickling).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isocal import (
+    DirichletCalibrator,
+    FIRCalibrator,
+    HistogramBinningCalibrator,
+    MatrixScaling,
+    NAFIRCalibrator,
+    OvRIsotonicCalibrator,
+    SCIRCalibrator,
+    TemperatureScaling,
+    VectorScaling,
+    adaptive_ece,
+    brier_score,
+    classwise_ece,
+    log_loss,
+    top_label_ece,
+)
+
+
+def _probs(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, k)) * 2
+    P = np.exp(logits - logits.max(1, keepdims=True))
+    P /= P.sum(1, keepdims=True)
+    y = np.array([rng.choice(k, p=p) for p in P])
+    y[:k] = np.arange(k)  # every class present
+    return P, y
+
+
+def entries() -> list[dict]:
+    P, y = _probs(40, 3, 0)
+    P_test, _ = _probs(12, 3, 1)
+    fit_arrays = {
+        "probs": {"kind": "float", "ndim": 2},
+        "y": {"kind": "labels", "ndim": 1},
+    }
+    calibrators = [
+        (NAFIRCalibrator, {"max_iter": 50}, {"max_iter": {"type": "int", "bad": [0, -3]},
+                                             "prior_count": {"type": "float", "bad": [-1.0]}}),
+        (SCIRCalibrator, {}, {"max_bins": {"type": "int", "bad": [0, 1]},
+                              "prior_count": {"type": "float", "bad": [-1.0]}}),
+        (FIRCalibrator, {}, {"sum_tol": {"type": "float", "bad": [-1e-3]}}),
+        (OvRIsotonicCalibrator, {}, {"min_prob": {"type": "float", "bad": [-0.1, 1.5]}}),
+        (TemperatureScaling, {}, {"inputs": {"type": "str", "bad": ["probabilities"]}}),
+        (VectorScaling, {"max_iter": 50}, {"max_iter": {"type": "int", "bad": [0]}}),
+        (MatrixScaling, {"max_iter": 50}, {"l2": {"type": "float", "bad": [-1.0]}}),
+        (DirichletCalibrator, {}, {"reg_lambda": {"type": "float", "bad": [-1.0]}}),
+        (HistogramBinningCalibrator, {}, {"n_bins": {"type": "int", "bad": [0]},
+                                          "strategy": {"type": "str", "bad": ["kmeans"]}}),
+    ]
+    out: list[dict] = []
+    for cls, init, params in calibrators:
+        out.append(
+            {
+                "name": cls.__name__,
+                "kind": "estimator",
+                "cls": cls,
+                "init": init,
+                "fit": {"probs": P, "y": y},
+                "methods": {"predict_proba": {"probs": P_test}, "predict": {"probs": P_test}},
+                "arrays": {
+                    **fit_arrays,
+                    "predict_proba:probs": {"kind": "float", "ndim": 2},
+                    "predict:probs": {"kind": "float", "ndim": 2},
+                },
+                "rows": [["predict_proba:probs"], ["probs", "y"]],
+                "order": "equivariant",
+                "params": params,
+            }
+        )
+    metrics = [log_loss, brier_score]
+    for fn in metrics:
+        out.append(
+            {
+                "name": fn.__name__,
+                "call": fn,
+                "kwargs": {"y": y, "probs": P},
+                "arrays": fit_arrays,
+                "rows": [["y", "probs"]],
+                "order": "invariant",
+            }
+        )
+    for fn in (top_label_ece, classwise_ece, adaptive_ece):
+        out.append(
+            {
+                "name": fn.__name__,
+                "call": fn,
+                "kwargs": {"y": y, "probs": P, "n_bins": 5},
+                "arrays": fit_arrays,
+                "rows": [["y", "probs"]],
+                "params": {"n_bins": {"type": "int", "bad": [0, -1]}},
+                "order": "invariant" if fn is not adaptive_ece else None,
+            }
+        )
+    return out

@@ -1,0 +1,130 @@
+"""Results as data: README tables are generated from results/ and the docs site builds."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TEMPLATE = (
+    "## What it implements",
+    "## Install",
+    "## Quick example",
+    "## API",
+    "## Results",
+    "## Fidelity",
+    "## Limitations",
+)
+
+
+def _module(name: str, path: pathlib.Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+sys.path.insert(0, str(ROOT / "tools" / "bench"))
+record = _module("record", ROOT / "tools" / "bench" / "record.py")
+render = _module("render_results", ROOT / "tools" / "render_results.py")
+
+
+def test_every_readme_table_is_generated_from_its_results_file() -> None:
+    problems = render.check()
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    "readme", sorted((ROOT / "packages").glob("*/README.md")), ids=lambda p: p.parent.name
+)
+def test_package_readme_follows_the_template(readme: pathlib.Path) -> None:
+    if readme.parent.name == "aware-ml":
+        pytest.skip("the meta-package has no method of its own")
+    text = readme.read_text()
+    heads = [line.strip() for line in text.splitlines() if line.startswith("## ")]
+    found = [h for h in heads if h in TEMPLATE]
+    assert found == list(TEMPLATE), f"sections {found} (want {list(TEMPLATE)} in this order)"
+
+
+def test_results_files_hold_provenance() -> None:
+    files = sorted((ROOT / "results").glob("*/*.json"))
+    assert files, "no results files"
+    for f in files:
+        rec = json.loads(f.read_text())
+        for key in ("command", "commit", "machine", "load", "columns", "rows", "recorded"):
+            assert key in rec, f"{f.relative_to(ROOT)} lacks {key!r}"
+        assert rec["command"].startswith("uv run python tools/"), rec["command"]
+        assert rec["machine"].get("cpu_count"), f.name
+        assert all(len(r) == len(rec["columns"]) for r in rec["rows"]), f.name
+
+
+def test_recorder_round_trip_and_render(tmp_path: pathlib.Path) -> None:
+    run = record.Run("demo-pkg", argv=["--seeds", "3"], out=tmp_path / "demo-pkg")
+    path = run.table(
+        "main",
+        ["method", "score", "time s"],
+        [["ours", 0.91234, 1.5], ["baseline", float("nan"), None]],
+        fmt=[None, ".3f", ".1f"],
+        seeds=[0, 1, 2],
+        per_seed={"ours": [0.9, 0.91, 0.92]},
+        notes="target: score >= 0.9",
+        timing=True,
+        headline="ours 0.912",
+        echo=False,
+    )
+    rec = json.loads(path.read_text())
+    assert rec["command"].endswith("--seeds 3")
+    assert rec["rows"][1][1] == "nan" and rec["per_seed"]["ours"] == [0.9, 0.91, 0.92]
+    body = render.render_file("demo-pkg/main", tmp_path)
+    assert "| ours | 0.912 | 1.5 |" in body and "| baseline | nan | n/a |" in body
+    assert "target: score >= 0.9" in body and "seeds 0–2" in body
+    # a README block is filled in, then found current; an edited number is found stale
+    text = "x\n<!-- results:demo-pkg/main -->\nold\n<!-- /results -->\n"
+    new, problems = render.render_block(text, tmp_path)
+    assert not problems and "| ours | 0.912 | 1.5 |" in new
+    assert render.render_block(new, tmp_path)[0] == new
+    missing, problems = render.render_block("<!-- results:nope/x -->\n<!-- /results -->", tmp_path)
+    assert problems and "missing" in problems[0]
+
+
+def test_timing_under_load_is_marked(tmp_path: pathlib.Path) -> None:
+    run = record.Run("demo-pkg", argv=[], out=tmp_path / "demo-pkg")
+    run.loads = [9.0]
+    run.sample_load = lambda: None  # keep the fake load
+    run.table("t", ["a"], [[1.0]], timing=True, echo=False)
+    body = render.render_file("demo-pkg/t", tmp_path)
+    assert "Timed under load 9.0" in body
+
+
+def test_loose_table_in_results_section_is_reported() -> None:
+    text = "## Results\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n## Fidelity\n| ok | table |\n"
+    assert len(render._loose_tables(text)) == 3
+
+
+def test_mean_ci_matches_the_t_interval() -> None:
+    m, lo, hi = record.mean_ci([1.0, 2.0, 3.0])
+    assert m == 2.0 and abs((hi - lo) / 2 - 2.4841) < 1e-3  # t(0.975, 2) * 1 / sqrt(3)
+
+
+@pytest.mark.skipif(shutil.which("mkdocs") is None and not (ROOT / ".venv").exists(), reason="")
+def test_docs_site_builds_strictly(tmp_path: pathlib.Path) -> None:
+    env = {"DISABLE_MKDOCS_2_WARNING": "true", "NO_MKDOCS_2_WARNING": "1"}
+    import os
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "api" / "isocal" / "index.html").is_file()
