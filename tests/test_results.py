@@ -90,7 +90,7 @@ def test_recorder_round_trip_and_render(tmp_path: pathlib.Path) -> None:
     new, problems = render.render_block(text, tmp_path)
     assert not problems and "| ours | 0.912 | 1.5 |" in new
     assert render.render_block(new, tmp_path)[0] == new
-    missing, problems = render.render_block("<!-- results:nope/x -->\n<!-- /results -->", tmp_path)
+    _missing, problems = render.render_block("<!-- results:nope/x -->\n<!-- /results -->", tmp_path)
     assert problems and "missing" in problems[0]
 
 

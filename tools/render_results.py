@@ -23,15 +23,13 @@ import sys
 from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "bench"))
-from record import ROOT, markdown_table  # noqa: E402
+from record import ROOT, markdown_table
 
 RESULTS = ROOT / "results"
-BLOCK = re.compile(
-    r"(<!-- results:(?P<key>[\w./-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S
-)
+BLOCK = re.compile(r"(<!-- results:(?P<key>[\w./-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
 OPEN = re.compile(r"<!-- results:([\w./-]+) -->")
 
-__all__ = ["check", "load", "readmes", "render_block", "render_file", "main"]
+__all__ = ["check", "load", "main", "readmes", "render_block", "render_file"]
 
 
 def readmes(root: pathlib.Path = ROOT) -> list[pathlib.Path]:
@@ -72,7 +70,8 @@ def provenance(rec: dict[str, Any], key: str) -> str:
     load = rec.get("load") or {}
     bits = [
         f"`{rec['command']}`",
-        f"commit `{(rec.get('commit') or 'unknown')[:7]}`" + (" + local edits" if rec.get("dirty") else ""),
+        f"commit `{(rec.get('commit') or 'unknown')[:7]}`"
+        + (" + local edits" if rec.get("dirty") else ""),
         (rec.get("recorded") or rec.get("started") or "")[:10],
         _machine(rec.get("machine") or {}),
     ]
@@ -83,9 +82,7 @@ def provenance(rec: dict[str, Any], key: str) -> str:
     if rec.get("wall_s") is not None:
         bits.append(f"{rec['wall_s']:.0f} s into the run")
     line = f"<sub>Source: `results/{key}.json` · " + " · ".join(b for b in bits if b) + "</sub>"
-    cpus = (rec.get("machine") or {}).get("affinity") or (rec.get("machine") or {}).get(
-        "cpu_count"
-    )
+    cpus = (rec.get("machine") or {}).get("affinity") or (rec.get("machine") or {}).get("cpu_count")
     if rec.get("timing") and load.get("max_1min") and cpus and load["max_1min"] > cpus:
         line = (
             f"**Timed under load {load['max_1min']:.1f} on {cpus} CPUs: the times are inflated "

@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import importlib
 
-from aware_ml.registry import PACKAGES, import_name
-
 from conformance_spec import Entry, parse
+
+from aware_ml.registry import PACKAGES, import_name
 
 
 @functools.cache

@@ -115,12 +115,31 @@ class Entry:
 
 KNOWN_KEYS = {
     "function": {"name", "kind", "call", "kwargs"},
-    "estimator": {"name", "kind", "cls", "init", "fit", "methods", "sklearn", "expected_failed",
-                  "pickle", "refit_ok"},
+    "estimator": {
+        "name",
+        "kind",
+        "cls",
+        "init",
+        "fit",
+        "methods",
+        "sklearn",
+        "expected_failed",
+        "pickle",
+        "refit_ok",
+    },
     "loader": {"name", "kind", "write", "read", "check", "corrupt", "export", "same", "errors"},
 }
-COMMON = {"arrays", "rows", "params", "order", "deterministic", "min_rows", "known", "why",
-          "output"}
+COMMON = {
+    "arrays",
+    "rows",
+    "params",
+    "order",
+    "deterministic",
+    "min_rows",
+    "known",
+    "why",
+    "output",
+}
 
 
 def parse(package: str, raw: Mapping[str, Any]) -> Entry:
@@ -200,8 +219,10 @@ def same(a: Any, b: Any) -> bool:
         if not (is_array(a) and is_array(b)):
             return False
         a, b = to_numpy(a), to_numpy(b)
-        return a.shape == b.shape and a.dtype == b.dtype and bool(
-            np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+        return (
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
         )
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
@@ -292,9 +313,11 @@ def permute_output(out: Any, perm: np.ndarray, n: int) -> Any:
         arr = to_numpy(out)
         return arr[perm] if arr.ndim and arr.shape[0] == n else arr
     if isinstance(out, list | tuple) and not (len(out) == n and not is_array(out[0])):
-        return type(out)(permute_output(o, perm, n) for o in out) if isinstance(
-            out, tuple
-        ) else [permute_output(o, perm, n) for o in out]
+        return (
+            type(out)(permute_output(o, perm, n) for o in out)
+            if isinstance(out, tuple)
+            else [permute_output(o, perm, n) for o in out]
+        )
     if isinstance(out, list) and len(out) == n:
         return [out[i] for i in perm]
     if isinstance(out, Mapping):
@@ -311,9 +334,11 @@ def numpyish(out: Any) -> Any:
     if isinstance(out, Mapping):
         return {k: numpyish(v) for k, v in out.items()}
     if isinstance(out, list | tuple):
-        return type(out)(numpyish(v) for v in out) if isinstance(out, tuple) else [
-            numpyish(v) for v in out
-        ]
+        return (
+            type(out)(numpyish(v) for v in out)
+            if isinstance(out, tuple)
+            else [numpyish(v) for v in out]
+        )
     if dataclasses.is_dataclass(out) and not isinstance(out, type):
         return numpyish(dataclasses.asdict(out))
     return out
@@ -356,23 +381,30 @@ def fitted(entry: Entry) -> Any:
     return copy.deepcopy(_FITTED[entry.id])
 
 
-def invoke(entry: Entry, where: str, kwargs: Mapping[str, Any], init: Mapping | None = None,
-           obj: Any = None) -> Outcome:
+def invoke(
+    entry: Entry,
+    where: str,
+    kwargs: Mapping[str, Any],
+    init: Mapping | None = None,
+    obj: Any = None,
+) -> Outcome:
     """Run one call, checking that no caller array was mutated, whatever the outcome."""
     before = _snapshot(kwargs)
     try:
         if entry.kind == "function":
             value = entry.raw["call"](**kwargs)
         elif where == "fit":
-            est = obj if obj is not None else entry.raw["cls"](
-                **{**entry.raw.get("init", {}), **(init or {})}
+            est = (
+                obj
+                if obj is not None
+                else entry.raw["cls"](**{**entry.raw.get("init", {}), **(init or {})})
             )
             est.fit(**kwargs)
             value = {m: est_call(est, m, kw) for m, kw in entry.raw["methods"].items()}
         else:
             est = obj if obj is not None else fitted(entry)
             value = est_call(est, where, kwargs)
-    except Exception as exc:  # noqa: BLE001 - classified by the caller
+    except Exception as exc:
         _assert_unmutated(entry, before, kwargs)
         return Outcome(False, error=exc)
     _assert_unmutated(entry, before, kwargs)

@@ -152,9 +152,7 @@ def test_empty_and_single_row_inputs(entry: Entry, group: str, n: int) -> None:
             (a, c)
             for a, s in e.arrays.items()
             for c in ("add-axis", "drop-axis")
-            if not (
-                c == "drop-axis" and to_numpy(e.example(e.where(a))[arg_name(a)]).ndim == 0
-            )
+            if not (c == "drop-axis" and to_numpy(e.example(e.where(a))[arg_name(a)]).ndim == 0)
         ]
     ),
 )
@@ -342,8 +340,10 @@ def test_row_order(entry: Entry, data) -> None:
     n = nrows(kw[names[0]])
     perm = np.array(data.draw(st.permutations(list(range(n))), label="permutation"))
     changes = {a: take_rows(kw[a], perm) for a in names}
-    base = _main_outputs(entry) if entry.kind == "function" else numpyish(
-        invoke(entry, where, kw).value
+    base = (
+        _main_outputs(entry)
+        if entry.kind == "function"
+        else numpyish(invoke(entry, where, kw).value)
     )
     outcome = invoke(entry, where, _with(entry, where, **changes))
     if not outcome.ok:
@@ -356,7 +356,11 @@ def test_row_order(entry: Entry, data) -> None:
 
 @pytest.mark.parametrize(
     "entry",
-    [pytest.param(e, id=e.id) for e in CALLABLE if e.kind == "estimator" and e.raw.get("pickle", True)],
+    [
+        pytest.param(e, id=e.id)
+        for e in CALLABLE
+        if e.kind == "estimator" and e.raw.get("pickle", True)
+    ],
 )
 def test_pickle_round_trip(entry: Entry) -> None:
     check_pickle(entry)
@@ -435,7 +439,7 @@ def test_loader_rejects_corrupted_files(entry: Entry, how, tmp_path: pathlib.Pat
         if isinstance(exc, IndexError | KeyError):
             raise ContractError(f"{entry.id}: {name} file raised a raw {type(exc).__name__}")
         return
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise ContractError(
             f"{entry.id}: a {name} file raised {type(exc).__name__} ({exc}), not a named error"
         ) from exc

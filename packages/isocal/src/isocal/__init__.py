@@ -28,8 +28,11 @@ from isocal.metrics import (
 from isocal.normalized_isotonic import normalized_isotonic_logloss
 from isocal.plotting import reliability_diagram
 from isocal.scaling import DirichletCalibrator, MatrixScaling, TemperatureScaling, VectorScaling
+from isocal.wrapper import METHODS, CalibratedClassifier
 
 __all__ = [
+    "METHODS",
+    "CalibratedClassifier",
     "DirichletCalibrator",
     "FIRCalibrator",
     "HistogramBinningCalibrator",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from isocal import (
+    CalibratedClassifier,
     DirichletCalibrator,
     FIRCalibrator,
     HistogramBinningCalibrator,
@@ -44,18 +45,33 @@ def entries() -> list[dict]:
         "y": {"kind": "labels", "ndim": 1},
     }
     calibrators = [
-        (NAFIRCalibrator, {"max_iter": 50}, {"max_iter": {"type": "int", "bad": [0, -3]},
-                                             "prior_count": {"type": "float", "bad": [-1.0]}}),
-        (SCIRCalibrator, {}, {"max_bins": {"type": "int", "bad": [0, 1]},
-                              "prior_count": {"type": "float", "bad": [-1.0]}}),
+        (
+            NAFIRCalibrator,
+            {"max_iter": 50},
+            {
+                "max_iter": {"type": "int", "bad": [0, -3]},
+                "prior_count": {"type": "float", "bad": [-1.0]},
+            },
+        ),
+        (
+            SCIRCalibrator,
+            {},
+            {
+                "max_bins": {"type": "int", "bad": [0, 1]},
+                "prior_count": {"type": "float", "bad": [-1.0]},
+            },
+        ),
         (FIRCalibrator, {}, {"sum_tol": {"type": "float", "bad": [-1e-3]}}),
         (OvRIsotonicCalibrator, {}, {"min_prob": {"type": "float", "bad": [-0.1, 1.5]}}),
         (TemperatureScaling, {}, {"inputs": {"type": "str", "bad": ["probabilities"]}}),
         (VectorScaling, {"max_iter": 50}, {"max_iter": {"type": "int", "bad": [0]}}),
         (MatrixScaling, {"max_iter": 50}, {"l2": {"type": "float", "bad": [-1.0]}}),
         (DirichletCalibrator, {}, {"reg_lambda": {"type": "float", "bad": [-1.0]}}),
-        (HistogramBinningCalibrator, {}, {"n_bins": {"type": "int", "bad": [0]},
-                                          "strategy": {"type": "str", "bad": ["kmeans"]}}),
+        (
+            HistogramBinningCalibrator,
+            {},
+            {"n_bins": {"type": "int", "bad": [0]}, "strategy": {"type": "str", "bad": ["kmeans"]}},
+        ),
     ]
     out: list[dict] = []
     for cls, init, params in calibrators:
@@ -75,6 +91,43 @@ def entries() -> list[dict]:
                 "rows": [["predict_proba:probs"], ["probs", "y"]],
                 "order": "equivariant",
                 "params": params,
+            }
+        )
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    labels = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int) + (X[:, 2] > 0.8)
+    for method in ("nafir", "scir", "temperature"):
+        out.append(
+            {
+                "name": f"CalibratedClassifier[{method}]",
+                "kind": "estimator",
+                "cls": CalibratedClassifier,
+                "init": {"method": method, "cv": 3},
+                "fit": {"X": X, "y": labels},
+                "methods": {"predict_proba": {"X": X[:15]}, "predict": {"X": X[:15]}},
+                "arrays": {
+                    "X": {"kind": "float", "ndim": 2},
+                    "y": {
+                        "kind": "any",
+                        "ndim": (1, 2),
+                    },  # a column vector: sklearn warns, as its checks require
+                    "predict_proba:X": {"kind": "float", "ndim": 2},
+                },
+                "rows": [["predict_proba:X"], ["X", "y"]],
+                "order": "equivariant",
+                "params": {
+                    "cv": {"type": "int", "bad": [1, 0]},
+                    "method": {"type": "str", "bad": ["sigmoid-ish"]},
+                },
+                "sklearn": method == "nafir",
+                "expected_failed": {
+                    f"check_sample_weight_equivalence_on_{kind}_data": (
+                        "cross-fitting: a sample of weight 2 and two copies of it fall into "
+                        "different folds, so the fits differ (scikit-learn's "
+                        "CalibratedClassifierCV has the same property)"
+                    )
+                    for kind in ("dense", "sparse")
+                },
             }
         )
     metrics = [log_loss, brier_score]

@@ -59,8 +59,16 @@ class TemperatureScaling(BaseCalibrator):
         def nll(log_beta: float) -> float:
             return float(-(wn @ log_softmax(np.exp(log_beta) * Z, axis=1)[rows, y]))
 
-        # The loss is convex in beta = 1/T, hence unimodal in log(beta).
-        res = minimize_scalar(nll, bounds=(-7.0, 7.0), method="bounded", options={"xatol": 1e-8})
+        # The loss is convex in beta = 1/T, hence unimodal in log(beta). The search interval
+        # doubles while the optimum sits on its edge, so logits on any scale (1e6 x, 1e-6 x)
+        # reach their optimum: T is not capped.
+        lo, hi = -7.0, 7.0
+        for _ in range(8):
+            res = minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-9})
+            at_lo, at_hi = res.x < lo + 1e-3, res.x > hi - 1e-3
+            if not (at_lo or at_hi):
+                break
+            lo, hi = (2 * lo if at_lo else lo), (2 * hi if at_hi else hi)
         self.temperature_ = float(np.exp(-res.x))
 
     def _predict(self, P: np.ndarray) -> np.ndarray:
