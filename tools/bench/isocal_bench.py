@@ -371,7 +371,9 @@ def crossfit(model, X_tr, y_tr, X_te, y_te, seed: int) -> dict:
         test["uncal"] += P_te
         frozen = FrozenEstimator(est)
         for m in ("sigmoid", "isotonic", "temperature"):
-            cal = CalibratedClassifierCV(frozen, method=m).fit(X_tr[held], y_held)
+            # one split, calibrate on all of the held-out fold: the prefit semantics
+            whole = [(np.arange(len(held)), np.arange(len(held)))]
+            cal = CalibratedClassifierCV(frozen, method=m, cv=whole).fit(X_tr[held], y_held)
             test[f"sk-{m}"] += full_proba(cal, X_te, K)
         test["TS"] += TemperatureScaling().fit(P_held, y_held).predict_proba(P_te)
         Q = OvRIsotonicCalibrator().fit(P_held, y_held).predict_proba(P_te)

@@ -1,45 +1,65 @@
 """Input checks shared by the estimators: clear errors that name the argument."""
 
+import numbers
+
 import numpy as np
 from numpy.typing import ArrayLike
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, column_or_1d
 
-__all__ = ["check_X", "check_X_y", "check_ids", "check_known_ids", "check_sample_ids"]
+__all__ = [
+    "check_X",
+    "check_X_y",
+    "check_ids",
+    "check_known_ids",
+    "check_sample_ids",
+    "is_int",
+    "is_real",
+]
 
 
-def check_X(X: ArrayLike, *, n_features: int | None = None, name: str = "X") -> np.ndarray:
-    """Return ``X`` as a finite float64 2-D array; callers never write to it."""
-    if not _is_numeric(X):
-        raise TypeError(f"{name}: expected a numeric array, got dtype {np.asarray(X).dtype}")
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(
-            f"{name}: expected a 2-D array of shape (n_samples, n_features), got {X.ndim}-D"
-        )
-    if X.shape[0] == 0:
-        raise ValueError(f"{name}: empty input (0 samples)")
-    if X.shape[1] == 0:
-        raise ValueError(f"{name}: 0 features")
-    if not np.isfinite(X).all():
-        raise ValueError(f"{name}: contains NaN or inf")
+def _named(name: str, fn, *args, **kwargs):
+    """Run a scikit-learn validator so that its message also names the argument."""
+    try:
+        return fn(*args, **kwargs)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"{name}: {exc}") from exc
+
+
+def check_X(
+    X: ArrayLike, *, n_features: int | None = None, name: str = "X", owner: object = None
+) -> np.ndarray:
+    """Return ``X`` as a finite float64 2-D array (a copy when converted; never written to).
+
+    Messages carry both the argument's name and scikit-learn's wording (its estimator checks
+    match on it): sparse input, complex or object dtype, 1-D input, empty input, NaN/inf.
+    """
+    if isinstance(X, str | bytes):
+        raise TypeError(f"{name}: expected a numeric array, got {type(X).__name__}")
+    X = _named(name, check_array, X, dtype=np.float64, ensure_all_finite=True)
     if n_features is not None and X.shape[1] != n_features:
+        who = type(owner).__name__ if owner is not None else "the model"
         raise ValueError(
-            f"{name}: has {X.shape[1]} features, but the model was fitted with {n_features}"
+            f"{name}: X has {X.shape[1]} features, but {who} is expecting {n_features} features "
+            "as input"
         )
     return X
 
 
 def check_X_y(
-    X: ArrayLike, y: ArrayLike, *, n_features: int | None = None
+    X: ArrayLike, y: ArrayLike, *, n_features: int | None = None, owner: object = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a labelled batch: 2-D finite ``X`` and 1-D ``y`` of the same length."""
-    X = check_X(X, n_features=n_features)
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y: expected a 1-D array of labels, got shape {y.shape}")
+    """Validate a labelled batch: 2-D finite ``X`` and class labels ``y`` of the same length."""
+    if y is None:
+        who = type(owner).__name__ if owner is not None else "this estimator"
+        raise ValueError(f"y: {who} requires y to be passed, but the target y is None")
+    X = check_X(X, n_features=n_features, owner=owner)
+    y = _named("y", column_or_1d, y, warn=True)
     if len(y) != len(X):
         raise ValueError(f"y: has {len(y)} labels but X has {len(X)} samples")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("y: contains NaN or inf")
+    _named("y", check_classification_targets, y)
     return X, y
 
 
@@ -84,8 +104,11 @@ def check_known_ids(sample_ids: ArrayLike, alive: np.ndarray) -> np.ndarray:
     return ids
 
 
-def _is_numeric(X: ArrayLike) -> bool:
-    try:
-        return np.asarray(X).dtype.kind in "biuf"
-    except (TypeError, ValueError):
-        return False
+def is_real(value: object) -> bool:
+    """A real number (numpy scalars included), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def is_int(value: object) -> bool:
+    """An integer (numpy integers included), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)

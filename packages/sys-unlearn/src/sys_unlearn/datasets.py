@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from sys_unlearn._validation import is_int
+
 __all__ = ["make_margin_stream"]
 
 
@@ -34,9 +36,9 @@ def make_margin_stream(
     X : ndarray of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,), labels in {0, 1}
     """
-    if not (isinstance(n_samples, int | np.integer) and n_samples >= 1):
+    if not (is_int(n_samples) and n_samples >= 1):
         raise ValueError(f"n_samples: must be a positive int, got {n_samples!r}")
-    if not (isinstance(n_features, int | np.integer) and n_features >= 2):
+    if not (is_int(n_features) and n_features >= 2):
         raise ValueError(f"n_features: must be an int >= 2, got {n_features!r}")
     if not 0 <= margin < 1:
         raise ValueError(f"margin: must be in [0, 1), got {margin!r}")

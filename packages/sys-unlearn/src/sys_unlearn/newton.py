@@ -22,7 +22,7 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from sys_unlearn._validation import check_known_ids, check_X, check_X_y
+from sys_unlearn._validation import check_known_ids, check_X, check_X_y, is_real
 
 __all__ = ["NewtonRemovalLogisticRegression"]
 
@@ -77,21 +77,20 @@ class NewtonRemovalLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> "NewtonRemovalLogisticRegression":
         """Minimize the perturbed objective with L-BFGS on all of ``(X, y)``."""
-        X, y = check_X_y(X, y)
-        if not (isinstance(self.lam, int | float) and np.isfinite(self.lam) and self.lam > 0):
+        X, y = check_X_y(X, y, owner=self)
+        if not (is_real(self.lam) and np.isfinite(self.lam) and self.lam > 0):
             raise ValueError(f"lam: must be a positive finite number, got {self.lam!r}")
-        if not (
-            isinstance(self.noise, int | float) and np.isfinite(self.noise) and self.noise >= 0
-        ):
+        if not (is_real(self.noise) and np.isfinite(self.noise) and self.noise >= 0):
             raise ValueError(f"noise: must be a non-negative finite number, got {self.noise!r}")
-        if not (isinstance(self.epsilon, int | float) and self.epsilon > 0):
+        if not (is_real(self.epsilon) and self.epsilon > 0):
             raise ValueError(f"epsilon: must be a positive number, got {self.epsilon!r}")
-        if not (isinstance(self.delta, int | float) and 0 < self.delta < 1):
+        if not (is_real(self.delta) and 0 < self.delta < 1):
             raise ValueError(f"delta: must be in (0, 1), got {self.delta!r}")
         self.classes_ = np.unique(y)
         if self.classes_.size != 2:
             raise ValueError(
-                f"y: certified Newton removal is binary; got {self.classes_.size} classes"
+                "y: Only binary classification is supported (certified Newton removal is "
+                f"binary); got {self.classes_.size} classes"
             )
         self.n_features_in_ = X.shape[1]
         Z = np.hstack([X, np.ones((len(X), 1))]) if self.fit_intercept else X.copy()
@@ -143,10 +142,15 @@ class NewtonRemovalLogisticRegression(ClassifierMixin, BaseEstimator):
         self.residual_norm_ = float(np.linalg.norm(self._objective(w + step)[1]))
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # binary by construction
+        return tags
+
     def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Logits ``X @ coef_.T + intercept_``, shape (n_samples,)."""
         check_is_fitted(self, "coef_")
-        X = check_X(X, n_features=self.n_features_in_)
+        X = check_X(X, n_features=self.n_features_in_, owner=self)
         return X @ self.coef_[0] + self.intercept_[0]
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
@@ -156,7 +160,8 @@ class NewtonRemovalLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Predicted labels, shape (n_samples,)."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        scores = self.decision_function(X)
+        return self.classes_[(scores > 0).astype(int)]
 
     @property
     def stored_ids_(self) -> np.ndarray:

@@ -21,6 +21,13 @@ Memory bound. Each query has ``lev >= tau^2 / beta``. For a linear oracle with
 ``||x|| <= 1`` and ridge ``lambda >= 1``, the elliptical potential lemma gives
 ``|Q| <= 2 d log(1 + T / (d lambda)) / min(1, tau^2 / beta)`` -- tested.
 
+Incremental oracle. ``features=`` (a data-independent feature map such as
+``sklearn.kernel_approximation.RBFSampler`` or ``PolynomialFeatures``) makes the oracle ridge
+regression on ``phi(x)``: the sampler then runs in closed form on the features, block-vectorized
+like the default linear oracle, and a deletion's replay costs ``O(|Q| D^2)`` (milliseconds)
+instead of ``|Q|`` refits of a general regressor. The map is fitted on one all-zero row, so it
+cannot depend on (deleted) data; a map whose fit needs data (``Nystroem``) is rejected.
+
 Exact unlearning for any oracle. The query rule depends on labels through ``f_hat``, so
 deleting a stored point can change what a fresh run would store. ``unlearn`` therefore replays
 the sampler over the surviving stored points in stream order: the result is *by construction*
@@ -35,7 +42,7 @@ from sklearn.linear_model import Ridge
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from sys_unlearn._validation import check_ids, check_sample_ids, check_X, check_X_y
+from sys_unlearn._validation import check_ids, check_sample_ids, check_X, check_X_y, is_int, is_real
 
 __all__ = ["OracleSelectiveSamplingClassifier", "memory_bound"]
 
@@ -62,6 +69,12 @@ def memory_bound(n_features: int, horizon: int, tau: float, beta: float, reg: fl
     -------
     float
     """
+    for name, value in (("n_features", n_features), ("horizon", horizon)):
+        if not is_int(value) or value < 1:
+            raise ValueError(f"{name}: must be a positive int, got {value!r}")
+    for name, value in (("tau", tau), ("beta", beta), ("reg", reg)):
+        if not is_real(value) or not np.isfinite(value) or value <= 0:
+            raise ValueError(f"{name}: must be a positive finite number, got {value!r}")
     c = min(1.0, tau**2 / beta)
     return 2.0 * n_features * np.log(1.0 + horizon / (n_features * reg)) / c
 
@@ -82,6 +95,10 @@ class OracleSelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
         Weight ``w`` of the perturbing point in the width computation.
     horizon : int or None, default=None
         Stream length ``T``; ``fit`` defaults it to ``n_samples``.
+    features : sklearn transformer or None, default=None
+        A data-independent feature map ``phi`` (e.g. ``RBFSampler(n_components=50,
+        random_state=0)``): the oracle becomes ridge regression on ``phi(x)``, solved
+        incrementally in closed form. Mutually exclusive with ``oracle``.
     verbose : int, default=0
         ``1`` shows a progress bar over the stream.
 
@@ -89,6 +106,7 @@ class OracleSelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (2,)
     oracle_ : the oracle fitted on the stored points (``None`` before any query)
+    features_ : the fitted feature map (``None`` without ``features``)
     stored_ids_ : ndarray of shape (n_stored,)
     threshold_ : float
         ``tau``.
@@ -101,6 +119,7 @@ class OracleSelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
         beta: float = 1.0,
         weight: float = 1.0,
         horizon: int | None = None,
+        features=None,
         verbose: int = 0,
     ) -> None:
         self.oracle = oracle
@@ -108,6 +127,7 @@ class OracleSelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
         self.beta = beta
         self.weight = weight
         self.horizon = horizon
+        self.features = features
         self.verbose = verbose
 
     def fit(
@@ -126,20 +146,22 @@ class OracleSelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        X, y = check_X_y(X, y)
+        X, y = check_X_y(X, y, owner=self)
         ids = check_sample_ids(sample_ids, len(X))
         for name, value in (("kappa", self.kappa), ("beta", self.beta), ("weight", self.weight)):
-            if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
+            if not (is_real(value) and np.isfinite(value) and value > 0):
                 raise ValueError(f"{name}: must be a positive finite number, got {value!r}")
         if self.kappa > 1:
             raise ValueError(f"kappa: must be in (0, 1], got {self.kappa!r}")
-        if self.horizon is not None and not (
-            isinstance(self.horizon, int | np.integer) and self.horizon >= 1
-        ):
+        if self.horizon is not None and not (is_int(self.horizon) and self.horizon >= 1):
             raise ValueError(f"horizon: must be a positive int or None, got {self.horizon!r}")
         classes = np.unique(y)
         if classes.size != 2:
-            raise ValueError(f"y: Algorithm 2 is binary; got {classes.size} classes")
+            raise ValueError(
+                "y: Only binary classification is supported (Algorithm 2 is binary); got "
+                f"{classes.size} classes"
+            )
+        self.features_ = self._fit_features(X.shape[1])
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
         self.horizon_ = int(self.horizon or len(X))
@@ -184,30 +206,54 @@ class OracleSelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X: ArrayLike) -> np.ndarray:
         """``f_hat(x)``, shape (n_samples,)."""
         check_is_fitted(self, "classes_")
-        X = check_X(X, n_features=self.n_features_in_)
-        return np.zeros(len(X)) if self.oracle_ is None else self.oracle_.predict(X)
+        X = check_X(X, n_features=self.n_features_in_, owner=self)
+        if self.oracle_ is None:
+            return np.zeros(len(X))
+        return self.oracle_.predict(self._phi(X))
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Predicted labels, shape (n_samples,)."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        scores = self.decision_function(X)
+        return self.classes_[(scores > 0).astype(int)]
 
     def width(self, X: ArrayLike) -> np.ndarray:
         """The confidence width ``Delta(x)`` given the stored points, shape (n_samples,)."""
         check_is_fitted(self, "classes_")
-        X = check_X(X, n_features=self.n_features_in_)
+        X = check_X(X, n_features=self.n_features_in_, owner=self)
         f_hat = self.decision_function(X)
-        return np.array(
-            [self._width(self._X, self._s, x, f) for x, f in zip(X, f_hat, strict=True)]
-        )
+        XQ, P = self._phi(self._X), self._phi(X)
+        return np.array([self._width(XQ, self._s, x, f) for x, f in zip(P, f_hat, strict=True)])
 
     def memory_bytes(self) -> int:
         """Bytes stored: the queried points, labels and ids."""
         check_is_fitted(self, "classes_")
         return int(self._X.nbytes + self._s.nbytes + self._ids.nbytes)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # binary by construction
+        return tags
+
     # ------------------------------------------------------------------ internals
     def _base(self) -> RegressorMixin:
         return Ridge(alpha=1.0, fit_intercept=False) if self.oracle is None else self.oracle
+
+    def _fit_features(self, n_features: int):
+        if self.features is None:
+            return None
+        if self.oracle is not None:
+            raise ValueError("features: give either a feature map or an oracle, not both")
+        if not hasattr(self.features, "transform"):
+            raise TypeError("features: expected a scikit-learn transformer")
+        try:  # one all-zero row: the map cannot depend on (deletable) data
+            return clone(self.features).fit(np.zeros((1, n_features)))
+        except ValueError as exc:
+            raise ValueError(
+                f"features: the map must be data-independent (fit on one zero row failed: {exc})"
+            ) from exc
+
+    def _phi(self, X: np.ndarray) -> np.ndarray:
+        return X if self.features_ is None else np.asarray(self.features_.transform(X), float)
 
     def _fit_oracle(self, X: np.ndarray, t: np.ndarray, w: np.ndarray | None = None):
         return clone(self._base()).fit(X, t, sample_weight=w)
@@ -229,7 +275,7 @@ class OracleSelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
     def _run(self, X: np.ndarray, s: np.ndarray, order: np.ndarray, disable: bool) -> np.ndarray:
         """One pass of the sampler; returns the indices (into X) it stores."""
         if self.oracle is None:
-            return self._run_ridge(X[order], s[order])
+            return self._run_ridge(self._phi(X[order]), s[order])
         picked: list[int] = []
         oracle = None
         for t in tqdm(order, disable=disable, desc="selective sampling", leave=False):
@@ -280,4 +326,4 @@ class OracleSelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
 
     def _set_state(self, X: np.ndarray, s: np.ndarray, ids: np.ndarray) -> None:
         self._X, self._s, self._ids = X.copy(), s.copy(), ids.copy()
-        self.oracle_ = self._fit_oracle(self._X, self._s) if len(self._X) else None
+        self.oracle_ = self._fit_oracle(self._phi(self._X), self._s) if len(self._X) else None

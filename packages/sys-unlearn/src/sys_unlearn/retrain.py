@@ -33,10 +33,10 @@ class RetrainingClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> "RetrainingClassifier":
         """Store ``(X, y)`` and fit the estimator on all of it."""
-        X, y = check_X_y(X, y)
+        X, y = check_X_y(X, y, owner=self)
         self.classes_ = np.unique(y)
         if self.classes_.size < 2:
-            raise ValueError(f"y: needs at least 2 classes, got {self.classes_.tolist()}")
+            raise ValueError(f"y: needs at least 2 classes, got {self.classes_.size} class(es)")
         self.n_features_in_ = X.shape[1]
         self._X, self._y = X.copy(), y.copy()
         self._alive = np.ones(len(X), dtype=bool)
@@ -64,12 +64,14 @@ class RetrainingClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Predicted labels, shape (n_samples,)."""
         check_is_fitted(self, "estimator_")
-        return self.estimator_.predict(check_X(X, n_features=self.n_features_in_))
+        return self.estimator_.predict(check_X(X, n_features=self.n_features_in_, owner=self))
 
     def decision_function(self, X: ArrayLike) -> np.ndarray:
         """The retrained estimator's decision function."""
         check_is_fitted(self, "estimator_")
-        return self.estimator_.decision_function(check_X(X, n_features=self.n_features_in_))
+        return self.estimator_.decision_function(
+            check_X(X, n_features=self.n_features_in_, owner=self)
+        )
 
     def memory_bytes(self) -> int:
         """Bytes stored: the whole remaining data set (the model itself is not counted)."""

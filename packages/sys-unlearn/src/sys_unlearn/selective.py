@@ -32,13 +32,15 @@ without ``U`` (given the same ids and ``horizon``). Unknown ids are therefore in
 from never-stored ids and are accepted as no-ops.
 """
 
+import warnings
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from sys_unlearn._validation import check_ids, check_sample_ids, check_X, check_X_y
+from sys_unlearn._validation import check_ids, check_sample_ids, check_X, check_X_y, is_int, is_real
 
 __all__ = ["SelectiveSamplingClassifier"]
 
@@ -107,13 +109,15 @@ class SelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        X, y = check_X_y(X, y)
+        X, y = check_X_y(X, y, owner=self)
         ids = check_sample_ids(sample_ids, len(X))
         self._check_params()
         classes = np.unique(y)
         if classes.size < 2:
-            raise ValueError(f"y: needs at least 2 classes, got {classes.tolist()}")
-        self._reset(X.shape[1], classes, self.horizon or len(X))
+            raise ValueError(f"y: needs at least 2 classes, got {classes.size} class(es)")
+        horizon = self.horizon or len(X)
+        self._check_scale(X, float(horizon) ** (-self.kappa))
+        self._reset(X.shape[1], classes, horizon)
         self._learn(X, y, ids)
         return self
 
@@ -142,7 +146,7 @@ class SelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         first = not hasattr(self, "classes_")
-        X, y = check_X_y(X, y, n_features=None if first else self.n_features_in_)
+        X, y = check_X_y(X, y, n_features=None if first else self.n_features_in_, owner=self)
         if sample_ids is None:
             raise ValueError("sample_ids: partial_fit needs the ids of the batch's points")
         ids = check_sample_ids(sample_ids, len(X))
@@ -157,11 +161,12 @@ class SelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
                 )
             classes = np.unique(np.asarray(classes))
             if classes.size < 2:
-                raise ValueError(f"classes: needs at least 2 classes, got {classes.tolist()}")
+                raise ValueError(f"classes: needs at least 2 classes, got {classes.size} class(es)")
             self._check_params()
         unseen = np.setdiff1d(np.unique(y), classes if first else self.classes_)
         if unseen.size:
             raise ValueError(f"y: labels {unseen.tolist()} are not in classes")
+        self._check_scale(X, float(self.horizon if first else self.horizon_) ** (-self.kappa))
         if first:
             self._reset(X.shape[1], classes, self.horizon)
         self._learn(X, y, ids)
@@ -185,7 +190,7 @@ class SelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         check_is_fitted(self, "classes_")
-        if isinstance(sample_ids, int | np.integer):  # the per-request fast path
+        if is_int(sample_ids):  # the per-request fast path
             row = self._row.get(int(sample_ids))
             if row is not None:
                 self._delete_rows(np.array([row]))
@@ -233,7 +238,7 @@ class SelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples,) if binary else (n_samples, n_classes)
         """
         check_is_fitted(self, "classes_")
-        X = check_X(X, n_features=self.n_features_in_)
+        X = check_X(X, n_features=self.n_features_in_, owner=self)
         scores = X @ self.coef_.T + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 
@@ -250,13 +255,11 @@ class SelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ internals
     def _check_params(self) -> None:
-        if not (isinstance(self.kappa, int | float) and 0 < self.kappa <= 1):
+        if not (is_real(self.kappa) and 0 < self.kappa <= 1):
             raise ValueError(f"kappa: must be in (0, 1], got {self.kappa!r}")
-        if self.horizon is not None and not (
-            isinstance(self.horizon, int | np.integer) and self.horizon >= 1
-        ):
+        if self.horizon is not None and not (is_int(self.horizon) and self.horizon >= 1):
             raise ValueError(f"horizon: must be a positive int or None, got {self.horizon!r}")
-        if not (isinstance(self.reg, int | float) and np.isfinite(self.reg) and self.reg > 0):
+        if not (is_real(self.reg) and np.isfinite(self.reg) and self.reg > 0):
             raise ValueError(f"reg: must be a positive finite number, got {self.reg!r}")
 
     def _reset(self, n_features: int, classes: np.ndarray, horizon: int) -> None:
@@ -285,6 +288,26 @@ class SelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
         Y = -np.ones((len(y), self.classes_.size))
         Y[np.arange(len(y)), idx] = 1.0
         return Y
+
+    def _check_scale(self, X: np.ndarray, threshold: float) -> None:
+        """The analysis assumes ``||x|| <= 1``: say so when the data are far from that scale."""
+        if not len(X):
+            return
+        top = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
+        if top**2 / self.reg < threshold:
+            raise ValueError(
+                f"X: the largest row norm is {top:.3g}, so ||x||^2 / reg < threshold "
+                f"({threshold:.3g}) and no feature can ever trigger a query (the learner "
+                "would store almost nothing and predict a constant); Algorithm 1 assumes "
+                "||x|| <= 1: rescale X so that its largest row norm is about 1"
+            )
+        if top > 1.0 + 1e-6:
+            warnings.warn(
+                f"X: rows have norm up to {top:.3g}; Algorithm 1's query rule and memory bound "
+                f"assume ||x|| <= 1 (divide X by {top:.3g} for the paper's guarantees)",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def _learn(self, X: np.ndarray, y: np.ndarray, ids: np.ndarray) -> None:
         Z, Y = self._augment(X), self._code(y)

@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import RidgeClassifier
 from sklearn.utils.validation import check_is_fitted
 
-from sys_unlearn._validation import check_known_ids, check_X, check_X_y
+from sys_unlearn._validation import check_known_ids, check_X, check_X_y, is_int
 
 __all__ = ["SISAClassifier"]
 
@@ -48,14 +48,15 @@ class SISAClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> "SISAClassifier":
         """Split ``(X, y)`` into shards and train one model per shard."""
-        X, y = check_X_y(X, y)
-        if not (isinstance(self.n_shards, int | np.integer) and 1 <= self.n_shards <= len(X)):
+        X, y = check_X_y(X, y, owner=self)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(f"y: needs at least 2 classes, got {classes.size} class(es)")
+        if not (is_int(self.n_shards) and 1 <= self.n_shards <= len(X)):
             raise ValueError(
                 f"n_shards: must be an int in [1, n_samples={len(X)}], got {self.n_shards!r}"
             )
-        self.classes_ = np.unique(y)
-        if self.classes_.size < 2:
-            raise ValueError(f"y: needs at least 2 classes, got {self.classes_.tolist()}")
+        self.classes_ = classes
         self.n_features_in_ = X.shape[1]
         rng = np.random.default_rng(self.random_state)
         self.shard_of_ = rng.permutation(len(X)) % self.n_shards
@@ -77,7 +78,7 @@ class SISAClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Majority vote over the shards' predictions, shape (n_samples,)."""
         check_is_fitted(self, "estimators_")
-        X = check_X(X, n_features=self.n_features_in_)
+        X = check_X(X, n_features=self.n_features_in_, owner=self)
         votes = np.zeros((len(X), self.classes_.size))
         for est in self.estimators_:
             if est is None:

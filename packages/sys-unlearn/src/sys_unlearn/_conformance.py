@@ -1,0 +1,124 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.kernel_approximation import RBFSampler
+
+from sys_unlearn import (
+    NewtonRemovalLogisticRegression,
+    OracleSelectiveSamplingClassifier,
+    RetrainingClassifier,
+    SelectiveSamplingClassifier,
+    SISAClassifier,
+    make_margin_stream,
+    memory_bound,
+)
+
+_BINARY_ONLY = {
+    # scikit-learn's partial_fit checks call partial_fit(X, y) without ids; this learner keeps
+    # no counter of what it has read (a counter would reveal deletions), so it needs them
+    "SelectiveSamplingClassifier": {
+        c: "partial_fit needs sample_ids: the learner keeps no counter of the points it read "
+        "(a counter would reveal deletions), so it cannot number a batch itself"
+        for c in (
+            "check_fit_score_takes_y",
+            "check_n_features_in_after_fitting",
+            "check_estimators_partial_fit_n_features",
+        )
+    },
+}
+
+
+def entries() -> list[dict]:
+    X, y = make_margin_stream(300, 5, margin=0.05, random_state=0)
+    X_test, _ = make_margin_stream(40, 5, margin=0.05, random_state=1)
+    arrays = {
+        "X": {"kind": "float", "ndim": 2},
+        "y": {"kind": "labels", "ndim": (1, 2)},  # a column vector warns, as scikit-learn does
+        "predict:X": {"kind": "float", "ndim": 2},
+        "decision_function:X": {"kind": "float", "ndim": 2},
+    }
+    models = [
+        (SelectiveSamplingClassifier, {"kappa": 0.3},
+         {"kappa": {"type": "float", "bad": [0.0, 1.5, -1.0]},
+          "reg": {"type": "float", "bad": [0.0, float("nan")]},
+          "horizon": {"type": "int", "bad": [0, -5], "good": 300}}),
+        (RetrainingClassifier, {}, {}),
+        (SISAClassifier, {"n_shards": 3},
+         {"n_shards": {"type": "int", "bad": [0, 10**6]}}),
+        (NewtonRemovalLogisticRegression, {"lam": 1e-3},
+         {"lam": {"type": "float", "bad": [0.0, -1.0]},
+          "delta": {"type": "float", "bad": [0.0, 1.0]}}),
+        (OracleSelectiveSamplingClassifier, {"kappa": 0.5},
+         {"kappa": {"type": "float", "bad": [0.0, 2.0]},
+          "beta": {"type": "float", "bad": [0.0, float("inf")]},
+          "horizon": {"type": "int", "bad": [0], "good": 300}}),
+    ]  # fmt: skip
+    out = []
+    for cls, init, params in models:
+        methods = {"predict": {"X": X_test}}
+        if hasattr(cls, "decision_function"):
+            methods["decision_function"] = {"X": X_test}
+        out.append(
+            {
+                "name": cls.__name__,
+                "kind": "estimator",
+                "cls": cls,
+                "init": init,
+                "fit": {"X": X, "y": y},
+                "methods": methods,
+                "arrays": {
+                    k: v for k, v in arrays.items() if k.split(":")[0] in {"X", "y", *methods}
+                },
+                "rows": [["predict:X"], ["X", "y"]],
+                "order": "equivariant",
+                "params": params,
+                "sklearn": True,
+                "expected_failed": _BINARY_ONLY.get(cls.__name__, {}),
+            }
+        )
+    out.append(
+        {
+            "name": "OracleSelectiveSamplingClassifier[features]",
+            "kind": "estimator",
+            "cls": OracleSelectiveSamplingClassifier,
+            "init": {"features": RBFSampler(n_components=20, random_state=0), "kappa": 0.5},
+            "fit": {"X": X, "y": y},
+            "methods": {"predict": {"X": X_test}, "decision_function": {"X": X_test}},
+            "arrays": arrays,
+            "rows": [["predict:X"], ["X", "y"]],
+            "order": "equivariant",
+        }
+    )
+    out.append(
+        {
+            "name": "make_margin_stream",
+            "call": make_margin_stream,
+            "kwargs": {"n_samples": 50, "n_features": 4, "margin": 0.1, "random_state": 0},
+            "params": {
+                "n_samples": {"type": "int", "bad": [0, -1]},
+                "n_features": {"type": "int", "bad": [1]},
+                "margin": {"type": "float", "bad": [-0.1, float("nan")]},
+                "label_noise": {"type": "float", "bad": [-0.1, 1.5]},
+            },
+        }
+    )
+    out.append(
+        {
+            "name": "memory_bound",
+            "call": memory_bound,
+            "kwargs": {"n_features": 10, "horizon": 1000, "tau": 0.1, "beta": 1.0, "reg": 1.0},
+            "params": {
+                "n_features": {"type": "int", "bad": [0]},
+                "horizon": {"type": "int", "bad": [0]},
+                "tau": {"type": "float", "bad": [0.0, -1.0]},
+                "beta": {"type": "float", "bad": [0.0]},
+                "reg": {"type": "float", "bad": [0.0]},
+            },
+        }
+    )
+    return out
