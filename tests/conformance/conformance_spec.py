@@ -22,7 +22,8 @@ method's keywords); ``rows`` (groups of arrays sharing their first axis); ``para
 (``{name: {type: int|float|bool|str|strs, bad: [values]}}``; an estimator's params are
 constructor keywords, a function's are keywords); ``order`` (``"equivariant"``: outputs follow a
 row permutation of the first ``rows`` group, ``"invariant"``: they do not change, ``None``);
-``deterministic`` (default True); ``min_rows`` (inputs with fewer rows may be rejected);
+``deterministic`` (default True); ``min_rows`` (inputs with fewer rows must be rejected; an int,
+or ``{first key of a rows group: n}``, default 1);
 ``known`` (``[{kwargs, check, why}]`` known-answer cases: ``check(output)`` must hold, or, with
 ``raises``, the call must raise a named error).
 
@@ -83,7 +84,7 @@ class Entry:
     params: dict[str, dict[str, Any]]
     order: str | None
     deterministic: bool
-    min_rows: int
+    min_rows: int | dict[str, int]
 
     @property
     def id(self) -> str:

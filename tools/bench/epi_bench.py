@@ -19,149 +19,246 @@ peak MAE with each region's training mean as threshold. Seeds vary the simulator
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import numpy as np
 import torch
+from record import Run, fmt_ci, fmt_sd
 
 from epi_ode import EARTHForecaster, NeuralCDEForecaster
 from epi_ode.baselines import (
     ARRidge,
     ColaGNNLite,
     GRUForecaster,
+    LSTMForecaster,
     NetworkSIRFit,
     Persistence,
+    RegionSEIRFit,
     RegionSIRFit,
 )
-from epi_ode.data import make_windows, simulate_metapopulation
+from epi_ode.data import load_colagnn, make_windows, simulate_metapopulation
 from epi_ode.metrics import evaluate
 
-PAPER = {  # Table 1-2 as read by a third party (spec §6); a different dataset and scale
-    "US-Regions RMSE h=5/10/15": "1080 / 1244 / 1301",
-    "Australia-COVID h=5 EARTH vs best baseline": "156.8 vs 204.3",
-    "ablation (Australia-COVID h=5) full / EANO / GLTG / neither": "156.8 / 178.6 / 232.4 / 267.4",
-}
+PAPER = (  # Table 1-2 as read by a third party (spec §6); a different dataset and scale
+    "Paper (different data and scale): US-Regions RMSE h=5/10/15 1080 / 1244 / 1301; "
+    "Australia-COVID h=5 EARTH 156.8 vs best baseline 204.3; ablation (Australia-COVID h=5) "
+    "full / EANO / GLTG / neither 156.8 / 178.6 / 232.4 / 267.4."
+)
+ABLATIONS = ["EARTH", "EARTH: EANO only (no GLTG)", "EARTH: GLTG only (no EANO)", "EARTH: neither",
+             "neural CDE (no EANO/GLTG/attn)"]  # fmt: skip
+F1_MODELS = ["persistence", "ridge AR", "GRU", "LSTM", "Cola-GNN-lite", "SIR per region",
+             "SEIR per region", "network SIR (true mobility)", "neural CDE (no EANO/GLTG/attn)",
+             "EARTH"]  # fmt: skip
 
 
-def models(a, h, seed, sim, which):
+def models(a, h, seed, sim):
     W = a.window
     earth = dict(window=W, horizon=h, hidden=a.hidden, epochs=a.epochs, batch_size=a.batch,
                  patience=a.patience, lr=a.lr, random_state=seed, num_threads=1)  # fmt: skip
     rnn = dict(window=W, horizon=h, epochs=200, patience=30, random_state=seed)
-    table = {
+    mobility = getattr(sim, "mobility", None)
+    return {
         "persistence": lambda: Persistence(W, h),
         "ridge AR": lambda: ARRidge(W, h),
         "GRU": lambda: GRUForecaster(**rnn),
+        "LSTM": lambda: LSTMForecaster(**rnn),
         "Cola-GNN-lite": lambda: ColaGNNLite(**rnn),
         "SIR per region": lambda: RegionSIRFit(W, h),
-        "network SIR (true mobility)": lambda: NetworkSIRFit(W, h, mobility=sim.mobility),
+        "SEIR per region": lambda: RegionSEIRFit(W, h),
+        "network SIR (true mobility)": lambda: NetworkSIRFit(W, h, mobility=mobility),
         "neural CDE (no EANO/GLTG/attn)": lambda: NeuralCDEForecaster(**earth),
         "EARTH": lambda: EARTHForecaster(**earth),
         "EARTH: EANO only (no GLTG)": lambda: EARTHForecaster(**earth, use_gltg=False),
         "EARTH: GLTG only (no EANO)": lambda: EARTHForecaster(**earth, use_eano=False),
         "EARTH: neither": lambda: EARTHForecaster(**earth, use_eano=False, use_gltg=False),
+        "EARTH dopri5": lambda: EARTHForecaster(**{**earth, "epochs": 5}, solver="dopri5"),
     }
-    return {k: table[k] for k in which}
 
 
-def run(a, h, seed, which, missing=0.0):
+@functools.cache
+def data(a, seed, missing):
+    if a.data:
+        Y, A = load_colagnn(a.data, a.adjacency)
+        return Y, A, Y, None
     sim = simulate_metapopulation(a.regions, a.weeks, seed=seed, missing_rate=missing)
-    w = make_windows(sim.cases, a.window, h)
-    Ytr, Yva = sim.cases[: w.train_end], sim.cases[w.train_end : w.val_end]
     # test truth: the complete report (missingness only hides inputs)
     full = sim if missing == 0 else simulate_metapopulation(a.regions, a.weeks, seed=seed)
-    truth = full.cases[w.t_test]
-    out = {}
-    for name, make in models(a, h, seed, sim, which).items():
-        t0 = time.process_time()
-        m = make().fit(Ytr, sim.adjacency, Y_val=Yva)
-        pred = m.predict(w.X_test)
-        r = evaluate(truth, pred, peak_threshold=np.nanmean(Ytr, axis=0))
-        r["cpu"] = time.process_time() - t0
-        hist = getattr(m, "history_", None)
-        if hist:
-            r["epochs"] = len(hist)
-            r["best_epoch"] = int(np.argmin([e["val_loss"] for e in hist])) + 1
-            r["s_per_epoch"] = float(np.mean([e["seconds"] for e in hist]))
-        out[name] = r
-    return out
+    return sim.cases, sim.adjacency, full.cases, sim
 
 
-def table(results, names, title, ref="EARTH"):
-    print(f"\n### {title}\n")
-    print(
-        "| model | RMSE | MAE | PCC | peak MAE | RMSE / EARTH's (paired) | CPU s per fit | epochs run (best) |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
+@functools.cache
+def fit_one(a, name, h, seed, missing=0.0):
+    """Fit one model (cached: the curve part's h = 5 fits serve f1 too)."""
+    cases, adjacency, truth_cases, sim = data(a, seed, missing)
+    w = make_windows(cases, a.window, h)
+    Ytr, Yva = cases[: w.train_end], cases[w.train_end : w.val_end]
+    t0 = time.process_time()
+    m = models(a, h, seed, sim)[name]().fit(Ytr, adjacency, Y_val=Yva)
+    pred = m.predict(w.X_test)
+    r = evaluate(truth_cases[w.t_test], pred, peak_threshold=np.nanmean(Ytr, axis=0))
+    r["cpu"] = time.process_time() - t0
+    hist = getattr(m, "history_", None)
+    if hist:
+        r["epochs"] = len(hist)
+        r["best_epoch"] = int(np.argmin([e["val_loss"] for e in hist])) + 1
+        r["s_per_epoch"] = float(np.mean([e["seconds"] for e in hist]))
+        r["val_curve"] = [e["val_loss"] for e in hist]
+    print(f"  {name} h={h} seed={seed} missing={missing}: RMSE {r['RMSE']:.1f} "
+          f"({r['cpu']:.0f} CPU s)", flush=True)  # fmt: skip
+    return r
+
+
+def horizon_table(run, a, key, names, h, missing=0.0, title="", headline=None):
+    seeds = list(range(a.seeds))
+    res = {n: [fit_one(a, n, h, s, missing) for s in seeds] for n in names}
+    run.sample_load()
+    ref = res["EARTH"]
+    rows = []
     for n in names:
-        rs = [r[n] for r in results]
-
-        def f(k, rs=rs):
-            return f"{np.mean([r[k] for r in rs]):.1f} ± {np.std([r[k] for r in rs]):.1f}"
-
-        pcc = f"{np.mean([r['PCC'] for r in rs]):.3f} ± {np.std([r['PCC'] for r in rs]):.3f}"
-        ratio = [r[n]["RMSE"] / r[ref]["RMSE"] for r in results]
+        rs = res[n]
+        ratio = [r["RMSE"] / e["RMSE"] for r, e in zip(rs, ref, strict=True)]
         ep = (f"{np.mean([r['epochs'] for r in rs]):.0f} ({np.mean([r['best_epoch'] for r in rs]):.0f})"
               if "epochs" in rs[0] else "-")  # fmt: skip
-        print(f"| {n} | {f('RMSE')} | {f('MAE')} | {pcc} | {f('peak_MAE')} | "
-              f"{np.mean(ratio):.3f} ± {np.std(ratio):.3f} | {np.mean([r['cpu'] for r in rs]):.1f} | {ep} |")  # fmt: skip
-    if "s_per_epoch" in results[0].get(ref, {}):
-        print(f"\n{ref}: {np.mean([r[ref]['s_per_epoch'] for r in results]):.2f} CPU s per epoch "
-              f"(1 thread, hidden {ARGS.hidden}, batch {ARGS.batch})")  # fmt: skip
+        rows.append([n, fmt_sd([r["RMSE"] for r in rs], 1), fmt_sd([r["MAE"] for r in rs], 1),
+                     fmt_sd([r["PCC"] for r in rs], 3), fmt_sd([r["peak_MAE"] for r in rs], 1),
+                     fmt_ci(ratio, 3), float(np.mean([r["cpu"] for r in rs])), ep])  # fmt: skip
+    best = min(names, key=lambda n: np.mean([r["RMSE"] for r in res[n]]))
+    run.table(
+        key,
+        [
+            "model",
+            "RMSE",
+            "MAE",
+            "PCC",
+            "peak MAE",
+            "RMSE / EARTH's [95% CI, paired]",
+            "CPU s per fit",
+            "epochs run (best)",
+        ],
+        rows,
+        fmt=[None] * 6 + [".1f", None],
+        seeds=seeds,
+        per_seed={
+            n: {k: [r[k] for r in res[n]] for k in ("RMSE", "MAE", "PCC", "peak_MAE")}
+            for n in names
+        },
+        title=title,
+        notes=f"Mean ± std over seeds; lowest mean RMSE: {best}.",
+        headline=headline(res) if headline else None,
+    )
+    return res
+
+
+def curve(run, a):
+    h = 5
+    res = horizon_table(
+        run, a, "ablation", ABLATIONS, h,
+        title=f"Ablations at h = {h} after up to {a.epochs} epochs (paper Table 2)",
+        headline=lambda res: (
+            f"simulated 10-region SIRS, {a.seeds} seeds, h = 5, <= {a.epochs} epochs: EARTH RMSE "
+            f"{np.mean([r['RMSE'] for r in res['EARTH']]):.1f}; neither-mechanism ablation / "
+            f"EARTH {np.mean([r['RMSE'] / e['RMSE'] for r, e in zip(res['EARTH: neither'], res['EARTH'], strict=True)]):.3f}"
+        ),
+    )  # fmt: skip
+    # do the mechanisms matter? each ablation's paired RMSE difference against its seed spread
+    ref = np.array([r["RMSE"] for r in res["EARTH"]])
+    rows = []
+    for n in ABLATIONS[1:]:
+        d = np.array([r["RMSE"] for r in res[n]]) - ref
+        spread = float(np.std(ref, ddof=1)) if len(ref) > 1 else float("nan")
+        rows.append([n, fmt_ci(d, 1, sign=True), spread, bool(abs(d.mean()) > spread)])
+    run.table(
+        "ablation_verdict",
+        ["ablation", "RMSE − EARTH's [95% CI]", "EARTH's seed spread (sd)", "|Δ| > spread"],
+        rows,
+        fmt=[None, None, ".1f", None],
+        seeds=list(range(a.seeds)),
+        title="Do EANO and GLTG matter at this budget?",
+    )
+    marks = sorted({1, 2, 5, 10, 20, 40, 60, 80, 100, 150, 200} & set(range(1, a.epochs + 1)))
+    rows = []
+    for n in ABLATIONS:
+        curves = [r["val_curve"] for r in res[n]]
+        row = [n]
+        for e in marks:  # a run stopped early keeps its last value
+            row.append(float(np.mean([c[min(e, len(c)) - 1] for c in curves])))
+        rows.append(row)
+    run.table(
+        "training_curve",
+        ["model", *(f"epoch {e}" for e in marks)],
+        rows,
+        fmt=[None] + [".4f"] * len(marks),
+        seeds=list(range(a.seeds)),
+        per_seed={n: [r["val_curve"] for r in res[n]] for n in ABLATIONS},
+        title="Validation loss (normalised L1) by epoch, mean over seeds",
+        notes="A run stopped early by patience keeps its last value in later columns.",
+    )
 
 
 def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--parts", default="f1,f2,f3")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--parts", default="curve,f1,f3,dopri5")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--horizons", type=int, nargs="*", default=[3, 5, 10])
     ap.add_argument("--regions", type=int, default=10)
     ap.add_argument("--weeks", type=int, default=520)
     ap.add_argument("--window", type=int, default=20)
     ap.add_argument("--hidden", type=int, default=16)
-    ap.add_argument("--epochs", type=int, default=40)
-    ap.add_argument("--patience", type=int, default=10)
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=1e-3, help="EARTH and the neural CDE")
-    ap.add_argument("--models", default=None, help="comma-separated subset of F1's models")
+    ap.add_argument("--epochs", type=int, default=60)
+    ap.add_argument("--patience", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=3e-3, help="EARTH and the neural CDE")
+    ap.add_argument("--data", default=None, help="a Cola-GNN-layout series (T x N .txt)")
+    ap.add_argument("--adjacency", default=None, help="its N x N adjacency .txt")
     ap.add_argument("--quick", action="store_true")
-    a = ARGS = ap.parse_args()
+    a = ap.parse_args()
     if a.quick:
-        a.regions, a.weeks, a.hidden, a.epochs, a.horizons, a.seeds = 5, 208, 8, 10, [4], 2
+        a.regions, a.weeks, a.hidden, a.epochs, a.horizons, a.seeds = 5, 208, 8, 10, [5], 2
+    if a.data and not a.adjacency:
+        ap.error("--data needs --adjacency")
     torch.set_num_threads(1)
+    run = Run("epi-ode")
     parts = a.parts.split(",")
     print(f"# EARTH benchmark: {a.regions} regions, {a.weeks} weeks, window {a.window}, "
           f"{a.seeds} seeds, EARTH hidden {a.hidden}, <= {a.epochs} epochs (patience "
-          f"{a.patience}), batch {a.batch}, lr {a.lr}; GRU / Cola-GNN <= 200 epochs (patience 30)")  # fmt: skip
-    print("paper (different data and scale): " + "; ".join(f"{k}: {v}" for k, v in PAPER.items()))
-    base = ["persistence", "ridge AR", "GRU", "Cola-GNN-lite", "SIR per region",
-            "network SIR (true mobility)", "neural CDE (no EANO/GLTG/attn)", "EARTH"]  # fmt: skip
-    if a.models:
-        base = [m for m in base if m in a.models.split(",")]
+          f"{a.patience}), batch {a.batch}, lr {a.lr}; RNNs <= 200 epochs (patience 30)\n{PAPER}")  # fmt: skip
+    args = argparse.Namespace(**vars(a))
+    frozen = _Frozen(args)
+    if "curve" in parts:
+        curve(run, frozen)
     if "f1" in parts:
         for h in a.horizons:
-            res = [run(a, h, s, base) for s in range(a.seeds)]
-            table(res, base, f"F1: horizon {h} (test RMSE etc. over {a.seeds} seeds, mean ± std)")
-    if "f2" in parts:
-        abl = [
-            "EARTH",
-            "EARTH: EANO only (no GLTG)",
-            "EARTH: GLTG only (no EANO)",
-            "EARTH: neither",
-        ]
-        h = 5 if 5 in a.horizons else a.horizons[0]
-        res = [run(a, h, s, abl) for s in range(a.seeds)]
-        table(res, abl, f"F2: ablations, horizon {h}")
+            horizon_table(run, frozen, f"horizon_{h}", F1_MODELS, h,
+                          title=f"F1: horizon {h}, test metrics over {a.seeds} seeds")  # fmt: skip
     if "f3" in parts:
-        h = 5 if 5 in a.horizons else a.horizons[0]
         for rate in (0.3, 0.5):
-            res = [run(a, h, s, ["GRU", "EARTH"], missing=rate) for s in range(a.seeds)]
-            table(
-                res,
-                ["GRU", "EARTH"],
-                f"F3: {int(rate * 100)} % of reports missing (MCAR), horizon {h}; GRU on forward-filled inputs",
-            )
+            horizon_table(run, frozen, f"missing_{int(rate * 100)}", ["GRU", "EARTH"], 5, rate,
+                          title=f"F3: {int(rate * 100)} % of reports missing (MCAR), h = 5; GRU "
+                          "on forward-filled inputs")  # fmt: skip
+    if "dopri5" in parts:
+        r = fit_one(frozen, "EARTH dopri5", 5, 0)
+        run.table(
+            "dopri5",
+            ["solver", "epochs", "CPU s per epoch", "test RMSE after 5 epochs"],
+            [["dopri5 (rtol 1e-3, atol 1e-4)", r["epochs"], r["s_per_epoch"], r["RMSE"]]],
+            fmt=[None, None, ".1f", ".1f"],
+            timing=True,
+            title="The adaptive solver finishes a fit",
+        )
+
+
+class _Frozen:
+    """Hashable view of the arguments (the fit cache keys on it)."""
+
+    def __init__(self, ns):
+        self.__dict__.update(vars(ns))
+
+    def __hash__(self):
+        return hash(tuple(sorted((k, str(v)) for k, v in self.__dict__.items())))
+
+    def __eq__(self, other):
+        return self.__dict__ == other.__dict__
 
 
 if __name__ == "__main__":

@@ -391,7 +391,10 @@ def real(run: Run, datasets: list[str], n_seeds: int) -> None:
         for seed in range(n_seeds):
             X_tr, y_tr, X_te, y_te = real_split(dname, seed)
             for mname, model in base_models(seed).items():
-                res = crossfit(model, X_tr, y_tr, X_te, y_te, seed)
+                res = run.cached(
+                    f"real/{dname}/{seed}/{mname}",
+                    lambda m=model: crossfit(m, X_tr, y_tr, X_te, y_te, seed),
+                )
                 cells.setdefault((dname, int(y_tr.max()) + 1, mname), []).append(res)
                 print(f"  {dname} seed {seed} {mname}: NA-FIR {res['NA-FIR'][0]:.4f} "
                       f"sk-temperature {res['sk-temperature'][0]:.4f}", flush=True)  # fmt: skip

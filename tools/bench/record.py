@@ -15,6 +15,7 @@ single spec for every numeric cell, so the files keep numbers as numbers.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import math
 import numbers
@@ -263,6 +264,29 @@ class Run:
         path = self.out / f"{name}.json"
         path.write_text(json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n")
         return path
+
+    def cached(self, key: str, compute: Any) -> Any:
+        """``compute()``'s JSON-able result, stored under ``tools/bench/.cache/<package>/``.
+
+        The cache is keyed by ``key`` and a hash of the package's source, so a rerun after a
+        crash resumes where it stopped, and any code change starts afresh.
+        """
+        folder = ROOT / "tools" / "bench" / ".cache" / self.package / self._source_hash()
+        path = folder / (hashlib.sha1(key.encode()).hexdigest()[:16] + ".json")
+        if path.is_file():
+            return json.loads(path.read_text())["value"]
+        value = compute()
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"key": key, "value": _jsonable(value)}))
+        return value
+
+    def _source_hash(self) -> str:
+        if not hasattr(self, "_src_hash"):
+            h = hashlib.sha1()
+            for f in sorted((ROOT / "packages" / self.package / "src").rglob("*.py")):
+                h.update(f.read_bytes())
+            self._src_hash = h.hexdigest()[:12]
+        return self._src_hash
 
     def figure(self, fig: Any, name: str, *, dpi: int = 110) -> pathlib.Path:
         """Save a matplotlib figure as ``<out>/<name>.png`` (the docs site shows it)."""

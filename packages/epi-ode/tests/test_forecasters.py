@@ -102,6 +102,7 @@ def test_persistence_and_ar_closed_forms():
     Y[:2] = rng.normal(size=(2, N))
     for t in range(2, T):  # AR(2), noise-free: ridge with alpha=0 must recover it exactly
         Y[t] = 1.2 * Y[t - 1] - 0.5 * Y[t - 2] + 0.1
+    Y += 5.0  # counts are non-negative (the forecasters reject negative ones); AR stays exact
     w = make_windows(Y, window=6, horizon=1)
     ar = ARRidge(6, 1, alpha=0.0).fit(Y[: w.train_end], np.eye(N), Y_val=Y[w.train_end : w.val_end])
     np.testing.assert_allclose(ar.predict(w.X_test), w.y_test, atol=1e-6)
@@ -172,3 +173,103 @@ def test_demo_and_plots(tmp_path, small):
     assert (tmp_path / "f.png").exists() and (tmp_path / "g.png").exists()
     with pytest.raises(ValueError, match="trace"):
         plot_graph_trace(np.ones((4, 5)))
+
+
+def _sine_counts(T=160, N=3, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(T)[:, None]
+    return 50 + 30 * np.sin(2 * np.pi * t / 26 + np.arange(N)) + rng.normal(0, 1, (T, N))
+
+
+def test_trajectory_output_and_rollout():
+    Y = _sine_counts()
+    A = np.ones((3, 3))
+    traj = ARRidge(12, 3, alpha=0.1, output="trajectory").fit(Y[:120], A)
+    ctx = Y[100:112]
+    path = traj.predict(ctx, horizon=3)
+    assert path.shape == (3, 3)
+    # the direct forecast of a trajectory model is its last step
+    np.testing.assert_allclose(traj.predict(ctx), path[-1])
+    # beyond h the model rolls forward in blocks of h: the first h steps do not change
+    long = traj.predict(np.stack([ctx, Y[90:102]]), horizon=7)
+    assert long.shape == (2, 7, 3)
+    np.testing.assert_allclose(long[0, :3], path)
+    # a one-step direct model rolls out recursively: step 2 = the forecast from the extended context
+    one = ARRidge(12, 1, alpha=0.1).fit(Y[:120], A)
+    two = one.predict(ctx, horizon=2)
+    np.testing.assert_allclose(two[1], one.predict(np.vstack([ctx, two[:1]])))
+
+
+def test_direct_multi_step_model_refuses_a_trajectory():
+    Y = _sine_counts()
+    m = ARRidge(12, 4).fit(Y[:120], np.ones((3, 3)))
+    with pytest.raises(ValueError, match=r"horizon: .*output='trajectory'"):
+        m.predict(Y[100:112], horizon=4)
+
+
+def test_negative_counts_rejected_and_forecasts_non_negative():
+    Y = _sine_counts()
+    bad = Y.copy()
+    bad[5, 1] = -3
+    with pytest.raises(ValueError, match="negative counts"):
+        ARRidge(12, 1).fit(bad[:120], np.ones((3, 3)))
+    m = ARRidge(12, 1).fit(Y[:120], np.ones((3, 3)))
+    with pytest.raises(ValueError, match="negative"):
+        m.predict(-Y[100:112])
+    falling = np.linspace(40, 0.5, 12)[:, None] * np.ones((1, 3))
+    assert (m.predict(falling, horizon=1) >= 0).all()
+
+
+def test_earth_trajectory_fits_and_is_deterministic():
+    Y = _sine_counts(T=90)
+    A = np.ones((3, 3))
+    fc = EARTHForecaster(window=8, horizon=3, epochs=2, batch_size=16, output="trajectory",
+                         dtw_neighbors=1)  # fmt: skip
+    fc.fit(Y[:70], A)
+    out = fc.predict(Y[60:68], horizon=5)
+    assert out.shape == (5, 3) and np.isfinite(out).all()
+    np.testing.assert_array_equal(out, fc.predict(Y[60:68], horizon=5))
+
+
+def test_dopri5_fit_finishes():
+    Y = _sine_counts(T=60)
+    fc = EARTHForecaster(window=6, horizon=1, epochs=1, batch_size=32, solver="dopri5",
+                         dtw_neighbors=0)  # fmt: skip
+    fc.fit(Y[:48], np.ones((3, 3)))
+    assert np.isfinite(fc.predict(Y[40:46])).all()
+
+
+def test_lstm_and_seir_baselines_fit_and_forecast():
+    from epi_ode.baselines import LSTMForecaster, RegionSEIRFit
+
+    Y = _sine_counts(T=80)
+    A = np.ones((3, 3))
+    for m in (LSTMForecaster(8, 2, hidden=4, epochs=3), RegionSEIRFit(8, 2, max_iter=20)):
+        out = m.fit(Y[:60], A).predict(np.stack([Y[50:58], Y[40:48]]))
+        assert out.shape == (2, 3) and np.isfinite(out).all() and (out >= 0).all()
+    traj = RegionSEIRFit(8, 3, max_iter=20, output="trajectory").fit(Y[:60], A)
+    assert traj.predict(Y[50:58], horizon=3).shape == (3, 3)
+
+
+def test_adaptive_solver_steps_are_not_destroyed_by_dropout():
+    """Dropout masks are locked per solve under dopri5: a deterministic right-hand side."""
+    import torch
+
+    from epi_ode import EARTH
+
+    rng = np.random.default_rng(0)
+    Z = torch.as_tensor(rng.uniform(0, 1, (4, 12, 3)), dtype=torch.float32)
+    counts = {}
+    for solver in ("rk4", "dopri5"):
+        m = EARTH(3, np.ones((3, 3)), hidden=8, heads=2, solver=solver)  # training mode
+        n = [0]
+        f = m.field.forward
+
+        def counted(t, y, f=f, n=n):
+            n[0] += 1
+            return f(t, y)
+
+        m.field.forward = counted
+        m(Z).sum().backward()
+        counts[solver] = n[0]
+    assert counts["dopri5"] <= 4 * counts["rk4"], counts

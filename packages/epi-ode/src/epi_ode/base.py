@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import warnings
 
@@ -66,6 +67,16 @@ class BaseForecaster:
     def _check_common(self):
         check_int(self.window, "window", 4)
         check_int(self.horizon, "horizon", 1)
+        if self._output() not in ("direct", "trajectory"):
+            raise ValueError(f"output must be 'direct' or 'trajectory', got {self._output()!r}")
+
+    def _output(self) -> str:
+        return getattr(self, "output", "direct")
+
+    @property
+    def _n_out(self) -> int:
+        """Forecast steps the network emits: 1 (direct, step h) or h (trajectory, steps 1..h)."""
+        return self.horizon if self._output() == "trajectory" else 1
 
     def fit(self, Y_train, adjacency, Y_val=None, **fit_params):
         """Fit on a training series and select on a validation series.
@@ -85,14 +96,14 @@ class BaseForecaster:
         self
         """
         self._check_common()
-        Y = check_series(Y_train, "Y_train")
+        Y = check_series(Y_train, "Y_train", nonnegative=True)
         N = Y.shape[1]
         A = check_adjacency(adjacency, N)
         if Y_val is None:
             cut = round(0.8 * len(Y))
             Y, Yv = Y[:cut], Y[cut:]
         else:
-            Yv = check_series(Y_val, "Y_val", n_regions=N)
+            Yv = check_series(Y_val, "Y_val", n_regions=N, nonnegative=True)
         need = self.window + self.horizon + 2
         if len(Y) < need:
             raise ValueError(
@@ -110,11 +121,19 @@ class BaseForecaster:
         if len(t_va) == 0:
             raise ValueError("Y_val leaves no validation window")
         rows = np.arange(self.window) - self.horizon - self.window + 1
-        Xtr, ytr = Z[t_tr[:, None] + rows], Z[t_tr]
-        Xva, yva = Z[t_va[:, None] + rows], Z[t_va]
-        self.n_regions_, self.scaler_, self.adjacency_ = N, scaler, A
-        self.train_series_ = Y
-        self._fit_windows(Xtr, ytr, Xva, yva, **fit_params)
+        Xtr, Xva = Z[t_tr[:, None] + rows], Z[t_va[:, None] + rows]
+        if self._output() == "trajectory":  # targets: steps 1..h after each window, (n, h, N)
+            ahead = np.arange(self.horizon) - self.horizon + 1
+            ytr, yva = Z[t_tr[:, None] + ahead], Z[t_va[:, None] + ahead]
+        else:
+            ytr, yva = Z[t_tr], Z[t_va]
+        # fit a shallow copy and adopt its state only on success: a rejected fit (a bad
+        # hyper-parameter found while training) leaves an already fitted model unchanged
+        fitted = copy.copy(self)
+        fitted.n_regions_, fitted.scaler_, fitted.adjacency_ = N, scaler, A
+        fitted.train_series_ = Y
+        fitted._fit_windows(Xtr, ytr, Xva, yva, **fit_params)
+        self.__dict__.update(fitted.__dict__)
         return self
 
     # ------------------------------------------------------------------ predict
@@ -122,20 +141,49 @@ class BaseForecaster:
         if not hasattr(self, "scaler_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
 
-    def predict(self, context) -> np.ndarray:
-        """Forecast ``horizon`` steps after each context's last row.
+    def predict(self, context, horizon: int | None = None) -> np.ndarray:
+        """Forecast after each context's last row: step ``h`` directly, or a trajectory.
 
         Parameters
         ----------
         context : array (W', N) or (n, W', N), W' >= window
             Raw counts (NaN = missing); the last ``window`` rows are used.
+        horizon : int, optional
+            ``None``: the forecast ``h = self.horizon`` steps ahead, shape (N,) or (n, N).
+            An int ``k``: the whole trajectory of steps 1..k, shape (k, N) or (n, k, N). A model
+            fitted with ``output="trajectory"`` emits steps 1..h at once and rolls forward in
+            blocks of h beyond that (its forecasts become the next context); a direct model can
+            roll out only when ``h == 1``.
 
         Returns
         -------
-        ndarray (N,) or (n, N)
+        ndarray
+            Non-negative forecasts (counts cannot be negative; the network's raw output is
+            clipped at 0).
         """
         self._check_fitted()
         single = np.ndim(context) == 2
         X = check_windows(context, "context", self.n_regions_, self.window)[:, -self.window :]
-        yhat = self.scaler_.inverse(self._predict_windows(self.scaler_.transform(X)))
+        if np.nanmin(X) < 0:
+            raise ValueError("context contains negative counts")
+        Z = self.scaler_.transform(X)
+        if horizon is None:
+            out = self._predict_windows(Z)
+            out = out[:, -1] if out.ndim == 3 else out
+        else:
+            k = check_int(horizon, "horizon", 1)
+            if self._output() == "direct" and self.horizon != 1:
+                raise ValueError(
+                    f"horizon: this model forecasts {self.horizon} steps ahead directly "
+                    f"(output='direct'); fit it with output='trajectory' (or horizon=1) for a "
+                    f"{k}-step trajectory"
+                )
+            steps: list[np.ndarray] = []
+            while sum(s.shape[1] for s in steps) < k:
+                out = self._predict_windows(Z)
+                block = out if out.ndim == 3 else out[:, None]
+                steps.append(block)
+                Z = np.concatenate([Z, block], axis=1)[:, -self.window :]
+            out = np.concatenate(steps, axis=1)[:, :k]
+        yhat = np.maximum(self.scaler_.inverse(out), 0.0)
         return yhat[0] if single else yhat

@@ -42,6 +42,12 @@ class EARTHForecaster(BaseForecaster):
     infection, use_eano, use_gltg, use_cross_attention, solver, adjoint, time_channel,
     ar_source, persistence_init, dropout, sir_dropout :
         Passed to :class:`~epi_ode.model.EARTH`.
+    output : {"direct", "trajectory"}
+        ``"direct"``: the network forecasts step h only (the reference); ``"trajectory"``: it
+        forecasts steps 1..h at once, and ``predict(context, horizon=k)`` returns them (rolling
+        forward beyond h).
+    rtol, atol : float
+        Tolerances of the adaptive ``dopri5`` solver.
     random_state : int
         Seeds the initialisation, dropout and batch order (global torch RNG is left untouched).
     verbose : int
@@ -64,8 +70,11 @@ class EARTHForecaster(BaseForecaster):
                  use_eano: bool = True, use_gltg: bool = True, use_cross_attention: bool = True,
                  solver: str = "rk4", adjoint: bool = False, time_channel: bool = True,
                  ar_source: str = "values", persistence_init: bool = True, dropout: float = 0.5,
-                 sir_dropout: float = 0.4, random_state: int = 0, verbose: int = 0, num_threads: int | None = None):  # fmt: skip
+                 sir_dropout: float = 0.4, random_state: int = 0, verbose: int = 0,
+                 num_threads: int | None = None, output: str = "direct", rtol: float = 1e-3,
+                 atol: float = 1e-4):  # fmt: skip
         self.window, self.horizon, self.hidden, self.heads = window, horizon, hidden, heads
+        self.rtol, self.atol = rtol, atol
         self.epochs, self.lr, self.weight_decay = epochs, lr, weight_decay
         self.batch_size, self.patience = batch_size, patience
         self.dtw_neighbors, self.dtw_radius, self.dtw_keep = dtw_neighbors, dtw_radius, dtw_keep
@@ -75,6 +84,7 @@ class EARTHForecaster(BaseForecaster):
         self.persistence_init = persistence_init
         self.dropout, self.sir_dropout = dropout, sir_dropout
         self.random_state, self.verbose, self.num_threads = random_state, verbose, num_threads
+        self.output = output
 
     def _check_common(self):
         super()._check_common()
@@ -99,7 +109,8 @@ class EARTHForecaster(BaseForecaster):
                      use_cross_attention=self.use_cross_attention, dropout=self.dropout,
                      sir_dropout=self.sir_dropout, solver=self.solver, adjoint=self.adjoint,
                      time_channel=self.time_channel, ar_source=self.ar_source,
-                     persistence_init=self.persistence_init)  # fmt: skip
+                     persistence_init=self.persistence_init, rtol=self.rtol, atol=self.atol,
+                     n_out=self._n_out)  # fmt: skip
 
     def _threads(self):
         old = torch.get_num_threads()
@@ -166,10 +177,11 @@ class NeuralCDEForecaster(EARTHForecaster):
     def __init__(self, window: int = 20, horizon: int = 4, hidden: int = 16, epochs: int = 60,
                  lr: float = 1e-3, weight_decay: float = 5e-4, batch_size: int = 32,
                  patience: int = 15, solver: str = "rk4", dropout: float = 0.5,
-                 random_state: int = 0, verbose: int = 0, num_threads: int | None = None):  # fmt: skip
+                 random_state: int = 0, verbose: int = 0, num_threads: int | None = None,
+                 output: str = "direct"):  # fmt: skip
         super().__init__(window=window, horizon=horizon, hidden=hidden, heads=1, epochs=epochs,
                          lr=lr, weight_decay=weight_decay, batch_size=batch_size,
                          patience=patience, dtw_neighbors=0, use_eano=False, use_gltg=False,
                          use_cross_attention=False, solver=solver, dropout=dropout,
                          random_state=random_state, verbose=verbose,
-                         num_threads=num_threads)  # fmt: skip
+                         num_threads=num_threads, output=output)  # fmt: skip

@@ -52,11 +52,15 @@ def evaluate(y_true, y_pred, peak_threshold=None) -> dict[str, float]:
     Returns
     -------
     dict with ``RMSE, MAE, PCC, RMSE_states, PCC_states, R2, peak_MAE``
+        PCC and R2 are NaN when undefined (a constant truth or forecast); regions whose PCC
+        is undefined are left out of ``PCC_states``.
     """
     t, p = _pair(y_true, y_pred)
     ok = np.isfinite(t)
-    if not ok.any():
-        raise ValueError("y_true has no observed value")
+    if len(t) < 2:
+        raise ValueError("y_true needs at least 2 rows (PCC and R2 are undefined on one)")
+    if ok.sum() < 2:
+        raise ValueError("y_true needs at least 2 observed values (PCC and R2 are undefined)")
     err = np.where(ok, p - t, 0.0)
     n_ok = ok.sum(axis=0)
     rmse_state = np.sqrt((err**2).sum(axis=0) / np.maximum(n_ok, 1))

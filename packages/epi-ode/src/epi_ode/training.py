@@ -50,15 +50,17 @@ def train_network(model, Xtr, ytr, Xva, yva, *, epochs, lr, weight_decay, batch_
         model.train()
         total, n = 0.0, 0
         for idx in torch.randperm(len(Xtr), generator=gen).split(batch_size):
+            if torch.isnan(ytr[idx]).all():  # no observed target: no gradient (not a NaN loss)
+                continue
             loss = masked_l1(model(Xtr[idx]), ytr[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()
             total, n = total + loss.item() * len(idx), n + len(idx)
         val = _evaluate(model, Xva, yva, 4 * batch_size)
-        history.append({"epoch": epoch + 1, "train_loss": total / n, "val_loss": val,
+        history.append({"epoch": epoch + 1, "train_loss": total / max(n, 1), "val_loss": val,
                         "seconds": time.process_time() - t0})  # fmt: skip
-        bar.set_postfix(train=f"{total / n:.4f}", val=f"{val:.4f}")
+        bar.set_postfix(train=f"{total / max(n, 1):.4f}", val=f"{val:.4f}")
         if val < best - 1e-6:
             best, best_state, stale = val, copy.deepcopy(model.state_dict()), 0
         else:

@@ -20,7 +20,7 @@ def _as_float(a, name: str) -> np.ndarray:
 
 def check_int(value, name: str, low: int, high: int | None = None) -> int:
     """``value`` as an int in ``[low, high]``; bools and non-integers raise ``TypeError``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < low or (high is not None and value > high):
         rng = f">= {low}" if high is None else f"in [{low}, {high}]"
@@ -28,8 +28,12 @@ def check_int(value, name: str, low: int, high: int | None = None) -> int:
     return int(value)
 
 
-def check_series(Y, name: str = "Y", n_regions: int | None = None, min_length: int = 1):
+def check_series(
+    Y, name: str = "Y", n_regions: int | None = None, min_length: int = 1, nonnegative=False
+):
     """A (T, N) float64 copy; NaN marks a missing count, inf raises.
+
+    ``nonnegative=True`` rejects negative values (counts and rates cannot be negative).
 
     Raises
     ------
@@ -49,6 +53,11 @@ def check_series(Y, name: str = "Y", n_regions: int | None = None, min_length: i
         raise ValueError(f"{name} has {a.shape[1]} regions, expected {n_regions}")
     if a.shape[0] < min_length:
         raise ValueError(f"{name} needs at least {min_length} time steps, got {a.shape[0]}")
+    if nonnegative and np.nanmin(a) < 0:
+        row, col = np.argwhere(a < 0)[0]
+        raise ValueError(
+            f"{name} contains negative counts (first at row {row}, region {col}: {a[row, col]:g})"
+        )
     empty = np.flatnonzero(np.isnan(a).all(axis=0))
     if empty.size:
         raise ValueError(f"{name}: region {int(empty[0])} has no observed value")

@@ -80,10 +80,12 @@ def check_probs(
         raise ValueError(f"{name}: need at least {min_samples} samples, got {arr.shape[0]}")
     if n_classes is not None and arr.shape[1] != n_classes:
         raise ValueError(f"{name}: expected {n_classes} columns (as in fit), got {arr.shape[1]}")
-    if np.any(arr < 0):
+    if np.any(arr < -sum_tol):
         raise ValueError(f"{name}: contains negative probabilities")
     if np.any(arr > 1 + sum_tol):
         raise ValueError(f"{name}: contains probabilities greater than 1")
+    # rounding noise of other libraries' normalisations (-1e-17) is clipped, not rejected
+    np.clip(arr, 0.0, None, out=arr)
     dev = np.abs(arr.sum(axis=1) - 1.0)
     if np.any(dev > sum_tol):
         bad = int(np.argmax(dev))

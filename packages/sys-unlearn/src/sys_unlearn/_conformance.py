@@ -5,7 +5,6 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
-import numpy as np
 from sklearn.kernel_approximation import RBFSampler
 
 from sys_unlearn import (

@@ -1,0 +1,148 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from epi_ode import EARTHForecaster
+from epi_ode.baselines import ARRidge, GRUForecaster, Persistence
+from epi_ode.data import load_colagnn, load_ilinet, read_wide_csv, save_colagnn
+from epi_ode.metrics import evaluate
+
+
+def _series(T: int = 60, N: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    t = np.arange(T)[:, None]
+    return 40 + 25 * np.sin(2 * np.pi * t / 20 + np.arange(N)) + rng.normal(0, 1, (T, N))
+
+
+def _ilinet(folder) -> str:
+    path = folder / "ILINet.csv"
+    path.write_text(
+        "PERCENTAGE OF VISITS FOR INFLUENZA-LIKE-ILLNESS REPORTED BY SENTINEL PROVIDERS\n"
+        "REGION TYPE,REGION,YEAR,WEEK,% WEIGHTED ILI,ILITOTAL,TOTAL PATIENTS\n"
+        "HHS Regions,Region 1,2020,52,1.5,100,5000\n"
+        "HHS Regions,Region 2,2020,52,2.5,200,6000\n"
+        "HHS Regions,Region 1,2020,53,1.6,110,5100\n"
+        "HHS Regions,Region 2,2021,1,X,X,6100\n"
+        "HHS Regions,Region 1,2021,1,1.4,90,5050\n"
+    )
+    return path
+
+
+def entries() -> list[dict]:
+    Y = _series()
+    A = np.ones((3, 3))
+    ctx = np.stack([Y[40:50], Y[44:54], Y[30:40]])
+    common = {
+        "fit": {"Y_train": Y, "adjacency": A},
+        "methods": {"predict": {"context": ctx}},
+        "arrays": {
+            "Y_train": {"kind": "float", "ndim": 2, "nan_ok": True},  # NaN = a missing report
+            "adjacency": {"kind": "float", "ndim": 2},
+            "predict:context": {"kind": "float", "ndim": (2, 3), "nan_ok": True},
+        },
+        "rows": [["predict:context"], ["Y_train"]],
+        "order": "equivariant",
+        "min_rows": {"Y_train": 14},  # window + horizon + 2 rows of training series
+    }
+    out = [
+        {"name": "ARRidge", "kind": "estimator", "cls": ARRidge,
+         "init": {"window": 8, "horizon": 2},
+         "params": {"window": {"type": "int", "bad": [3, 0]},
+                    "horizon": {"type": "int", "bad": [0]},
+                    "alpha": {"type": "float", "bad": [-1.0, float("nan")]},
+                    "output": {"type": "str", "bad": ["path"]}}, **common},
+        {"name": "Persistence", "kind": "estimator", "cls": Persistence,
+         "init": {"window": 8, "horizon": 2}, **common},
+        {"name": "GRUForecaster", "kind": "estimator", "cls": GRUForecaster,
+         "init": {"window": 8, "horizon": 2, "hidden": 4, "epochs": 2, "batch_size": 1},
+         "params": {"hidden": {"type": "int", "bad": [0]},
+                    "epochs": {"type": "int", "bad": [0]},
+                    "batch_size": {"type": "int", "bad": [0]}}, **common},
+        {"name": "EARTHForecaster", "kind": "estimator", "cls": EARTHForecaster,
+         "init": {"window": 8, "horizon": 2, "epochs": 1, "hidden": 8, "heads": 2,
+                  "dtw_neighbors": 1, "output": "trajectory"},
+         "params": {"heads": {"type": "int", "bad": [3]},
+                    "dropout": {"type": "float", "bad": [1.0, -0.1]},
+                    "rtol": {"type": "float", "bad": [0.0]},
+                    "solver": {"type": "str", "bad": ["rk45"]}}, **common},
+    ]  # fmt: skip
+    out.append(
+        {
+            "name": "evaluate",
+            "call": evaluate,
+            "kwargs": {"y_true": Y[:20], "y_pred": Y[:20] + 1.0},
+            "arrays": {"y_true": {"kind": "float", "nan_ok": True}, "y_pred": "float"},
+            "rows": [["y_true", "y_pred"]],
+            "order": "invariant",
+            "min_rows": 2,
+        }
+    )
+
+    def write_colagnn(folder):
+        save_colagnn(folder / "x.txt", Y, folder / "x-adj.txt", A)
+        return folder / "x.txt"
+
+    out += [
+        {
+            "name": "load_colagnn",
+            "kind": "loader",
+            "write": write_colagnn,
+            "read": lambda p: load_colagnn(p, p.with_name("x-adj.txt")),
+            "check": lambda r: np.testing.assert_allclose(r[0], Y, rtol=1e-15),
+            "export": lambda r, folder: (
+                (
+                    folder.mkdir(),
+                    save_colagnn(folder / "x.txt", r[0], folder / "x-adj.txt", r[1]),
+                )
+                and folder / "x.txt"
+            ),
+            # plain text without a row count: a cut at a row boundary is a shorter, valid file,
+            # so truncation is checked through the ragged last row it usually leaves
+            "corrupt": [
+                "header",
+                "empty",
+                ("ragged-last-row", lambda p: p.write_text(p.read_text().rsplit(",", 1)[0] + "\n")),
+                ("mixed-delimiter", lambda p: p.write_text(p.read_text().replace(",", ";", 1))),
+            ],
+        },
+        {
+            "name": "read_wide_csv",
+            "kind": "loader",
+            "write": lambda f: (f / "w.csv").write_text("a,b\n1,2\n3,\n5,6\n") and f / "w.csv",
+            "read": read_wide_csv,
+            "check": lambda r: (
+                np.testing.assert_array_equal(r[0], [[1, 2], [3, np.nan], [5, 6]])
+                or r[1] == ["a", "b"]
+            ),
+            "corrupt": [
+                "empty",
+                ("ragged", lambda p: p.write_text("a,b\n1,2\n3\n")),
+                ("text-field", lambda p: p.write_text("a,b\n1,2\n3,x4\n")),
+            ],
+        },
+        {
+            "name": "load_ilinet",
+            "kind": "loader",
+            "write": _ilinet,
+            "read": load_ilinet,
+            "check": lambda s: np.testing.assert_array_equal(
+                s.values, [[100, 200], [110, np.nan], [90, np.nan]]
+            ),
+            "corrupt": [
+                "truncate",
+                "empty",
+                "header",
+                (
+                    "duplicate-week",
+                    lambda p: p.write_text(p.read_text() + p.read_text().splitlines()[-1] + "\n"),
+                ),
+                ("negative", lambda p: p.write_text(p.read_text().replace(",90,", ",-90,"))),
+            ],
+        },
+    ]
+    return out
