@@ -440,7 +440,9 @@ def test_loader_rejects_corrupted_files(entry: Entry, how, tmp_path: pathlib.Pat
         obj = entry.raw["read"](path)
     except errors as exc:
         if isinstance(exc, IndexError | KeyError):
-            raise ContractError(f"{entry.id}: {name} file raised a raw {type(exc).__name__}")
+            raise ContractError(
+                f"{entry.id}: {name} file raised a raw {type(exc).__name__}"
+            ) from exc
         return
     except Exception as exc:
         raise ContractError(

@@ -34,6 +34,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 import warnings  # noqa: E402
@@ -393,7 +394,7 @@ def real(run: Run, datasets: list[str], n_seeds: int) -> None:
             for mname, model in base_models(seed).items():
                 res = run.cached(
                     f"real/{dname}/{seed}/{mname}",
-                    lambda m=model: crossfit(m, X_tr, y_tr, X_te, y_te, seed),
+                    functools.partial(crossfit, model, X_tr, y_tr, X_te, y_te, seed),
                 )
                 cells.setdefault((dname, int(y_tr.max()) + 1, mname), []).append(res)
                 print(f"  {dname} seed {seed} {mname}: NA-FIR {res['NA-FIR'][0]:.4f} "
