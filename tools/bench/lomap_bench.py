@@ -1,14 +1,20 @@
 """Benchmark: Diffuser vs Diffuser + LoMAP on the Maze2D layouts (CPU, small scale).
 
-For each layout: collect a D4RL-style dataset with the waypoint controller, train a
-small Diffuser temporal U-Net, then evaluate plain sampling and LoMAP sampling
-(same model, same seeds) in closed loop.  Reports the infeasible-plan fraction
-(plans with a segment crossing a wall), the D4RL normalised score, and planning
-time, with LoMAP/Diffuser ratios.
+For each layout and seed: collect a D4RL-style dataset (D4RL's own collector by default), train
+a Diffuser temporal U-Net, then evaluate plain sampling and LoMAP sampling (same model, same
+start states, same sampling seeds) in closed loop. Reports the infeasible-plan fraction (plans
+with a segment crossing a wall or leaving the map), wall-crossing segments, the D4RL normalised
+score beside the published Diffuser and LoMAP numbers, and planning time.
 
-    uv run python tools/bench/lomap_bench.py            # ~5 min
-    uv run python tools/bench/lomap_bench.py --quick    # ~1 min
-    uv run python tools/bench/lomap_bench.py --layouts medium large --seeds 3   # paired CI
+LoMAP's cut in infeasible plans is estimated two ways: the per-seed ratio (mean and t-interval
+over seeds) and the plan-level paired estimator: every plan of the plain and the LoMAP sampler
+shares its start and goal, the cut is ``1 - sum(LoMAP infeasible) / sum(plain infeasible)``
+pooled over all plans, and its 95% interval comes from a cluster bootstrap (seeds resampled,
+then plans within each seed).
+
+    uv run python tools/bench/lomap_bench.py            # medium + large, 3 seeds (~2.5 h, cached)
+    uv run python tools/bench/lomap_bench.py --quick    # umaze, 1 seed, small (~1 min)
+    uv run python tools/bench/lomap_bench.py --layouts medium --seeds 5 --hd   # + HD, HD+LoMAP
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from record import Run, fmt_ci, fmt_sd
 
 from lomap_planner import (
     DiffuserPlanner,
@@ -41,6 +48,13 @@ from lomap_planner import (
     train_diffusion,
 )
 
+#: Published normalised scores (Diffuser: Janner et al. 2022, Table 1; LoMAP: the paper's
+#: Table 1 as the README reads it; None where not read).
+PUBLISHED = {
+    "umaze": {"Diffuser": "113.9 ± 3.1", "Diffuser+LoMAP": None},
+    "medium": {"Diffuser": "121.5 ± 2.7", "Diffuser+LoMAP": None},
+    "large": {"Diffuser": "123.0 ± 6.4", "Diffuser+LoMAP": "151.9 ± 2.7"},
+}
 # Horizons in env steps of 10 physics steps (Diffuser: 128/256/384 physics steps).
 HORIZON = {"umaze": 16, "medium": 32, "large": 40}
 #: HD: env steps between subgoals (high-level plans of ceil((H - 1) / JUMP) + 1 states).
@@ -93,10 +107,6 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
     windows = make_windows(data, h, include_actions=args.with_actions)
     adim = 2 if args.with_actions else 0
     t_data = time.perf_counter() - t0
-    # Official Maze2D configs search neighbours on states only (action_dim_weight: 0).
-    weights = np.ones(windows.shape[-1])
-    if not args.search_actions:
-        weights[:adim] = 0.0
 
     def level(w: np.ndarray, tag: str, goal_features: int = 2, with_lomap: bool = True):
         """Normaliser, trained (or cached) Diffuser and official-config LoMAP of one window set."""
@@ -105,10 +115,9 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
         diff = train_cached(wn, adim, args, f"{layout}_{tag}", goal_features=goal_features)
         if not with_lomap:
             return diff, norm, None
-        # the official per-layout configuration: projection window, start/goal weights x100
-        lm = LoMAP.for_layout(
-            layout, wn, action_dim=adim, n_neighbors=args.k, tau=args.tau, search_weights=weights
-        )
+        # the official per-layout configuration: projection window, start/goal (x, y) x100,
+        # actions weighted 0 in the search (action_dim_weight: 0)
+        lm = LoMAP.for_layout(layout, wn, action_dim=adim, n_neighbors=args.k, tau=args.tau)
         return diff, norm, lm
 
     t0 = time.perf_counter()
@@ -145,6 +154,7 @@ def run_layout(layout: str, args: argparse.Namespace) -> tuple[list[dict], dict]
             {
                 "layout": layout,
                 "method": name,
+                "plan_infeasible": res["infeasible"].astype(bool).tolist(),
                 "infeasible": float(res["infeasible"].mean()),
                 "bad_seg": float(res["bad_segments"].mean()),
                 "score": float(scores.mean()),
@@ -166,11 +176,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--quick", action="store_true", help="umaze only, fewer steps (~1 min)")
-    ap.add_argument("--layouts", nargs="+", default=["umaze", "medium", "large"])
+    ap.add_argument("--layouts", nargs="+", default=["medium", "large"])
     ap.add_argument("--data-steps", type=int, default=20000)
-    ap.add_argument("--train-steps", type=int, default=800)
+    ap.add_argument("--train-steps", type=int, default=6000)
     ap.add_argument("--diffusion-steps", type=int, default=20)
-    ap.add_argument("--dim", type=int, default=16)
+    ap.add_argument("--dim", type=int, default=32)
     ap.add_argument("--episodes", type=int, default=48)
     ap.add_argument("--k", type=int, default=10, help="LoMAP neighbours")
     ap.add_argument("--tau", type=float, default=0.99, help="LoMAP explained variance")
@@ -179,12 +189,9 @@ def main() -> None:
         action="store_true",
         help="diffuse [action, state] windows as Diffuser does (default: states only)",
     )
-    ap.add_argument(
-        "--search-actions", action="store_true", help="include actions in the kNN search"
-    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
-        "--seeds", type=int, default=1, help="repeat data, training and evaluation over seeds"
+        "--seeds", type=int, default=3, help="repeat data, training and evaluation over seeds"
     )
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument(
@@ -199,7 +206,7 @@ def main() -> None:
     ap.add_argument(
         "--data",
         choices=["maze2d", "d4rl"],
-        default="maze2d",
+        default="d4rl",
         help="collector: the package's (frame skip 10) or D4RL's (frame skip 1, subsampled)",
     )
     ap.add_argument(
@@ -210,6 +217,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.layouts, args.data_steps, args.train_steps, args.episodes = ["umaze"], 8000, 300, 24
+        args.dim, args.seeds, args.data = 16, 1, "maze2d"
+    run = Run("lomap-planner")
     torch.set_num_threads(args.threads)
     all_rows = []
     runs = [(layout, args.seed + k) for layout in args.layouts for k in range(args.seeds)]
@@ -232,85 +241,100 @@ def main() -> None:
             )
             adim = extra["adim"]
             plot_plans(extra["walls"], extra["plans"], path, pos_slice=slice(adim, adim + 2))
-    print()
-    head = f"{'layout':<7} {'method':<15} {'infeasible':>10} {'bad segs':>8} {'score':>13} {'ms/plan':>8}"
-    print(head)
-    print("-" * len(head))
-    for r in all_rows:
-        print(
-            f"{r['layout']:<7} {r['method']:<15} {r['infeasible']:>10.3f} {r['bad_seg']:>8.3f} "
-            f"{r['score']:>7.1f} ±{r['score_se']:>4.1f} {r['plan_ms']:>8.1f}"
-        )
-    print()
-    print(
-        f"{'layout':<7} {'method':<15} {'infeasible ratio':>17} {'bad-seg ratio':>14} "
-        f"{'score ratio':>12} {'time ratio':>11}  (+LoMAP / without)"
-    )
-    for base, lm in zip(all_rows[::2], all_rows[1::2], strict=True):
-        inf_ratio = (
-            lm["infeasible"] / base["infeasible"] if base["infeasible"] > 0 else float("nan")
-        )
-        sc_ratio = lm["score"] / base["score"] if base["score"] != 0 else float("nan")
-        seg_ratio = lm["bad_seg"] / base["bad_seg"] if base["bad_seg"] > 0 else float("nan")
-        print(
-            f"{base['layout']:<7} {base['method']:<15} {inf_ratio:>17.2f} {seg_ratio:>14.2f} "
-            f"{sc_ratio:>12.2f} {lm['plan_ms'] / base['plan_ms']:>11.2f}"
-        )
-    if args.seeds > 1:
-        mean_table(all_rows, args.layouts)
-        paired_summary(all_rows, args.layouts, ["Diffuser"] + (["HD"] if args.hd else []))
+    report(run, all_rows, args)
 
 
-def mean_table(rows: list[dict], layouts: list[str]) -> None:
-    """Mean ± std over seeds of every planner's metrics."""
-    print()
-    head = (
-        f"{'layout':<7} {'method':<15} {'seeds':>5} {'infeasible':>13} {'bad segs':>13} "
-        f"{'score':>13} {'ms/plan':>8}"
-    )
-    print(head)
-    print("-" * len(head))
-    for layout in layouts:
+def report(run: Run, rows: list[dict], args: argparse.Namespace) -> None:
+    """The mean table beside the published numbers, and both estimators of LoMAP's cut."""
+    seeds = sorted({r["seed"] for r in rows})
+    table = []
+    for layout in args.layouts:
         methods = list(dict.fromkeys(r["method"] for r in rows if r["layout"] == layout))
         for m in methods:
             rs = [r for r in rows if r["layout"] == layout and r["method"] == m]
-
-            def ms(key: str, fmt: str, rs=rs) -> str:
-                v = np.array([r[key] for r in rs])
-                return f"{v.mean():{fmt}} ±{v.std(ddof=1) if len(v) > 1 else 0.0:{fmt}}"
-
-            print(
-                f"{layout:<7} {m:<15} {len(rs):>5} {ms('infeasible', '.3f'):>13} "
-                f"{ms('bad_seg', '.3f'):>13} {ms('score', '.1f'):>13} "
-                f"{np.mean([r['plan_ms'] for r in rs]):>8.1f}"
-            )
-
-
-def paired_summary(rows: list[dict], layouts: list[str], bases: list[str]) -> None:
-    """Relative cut in infeasible plans (1 - LoMAP / without) per seed, mean and 95% CI."""
-    from scipy import stats
-
-    print()
-    print(f"{'layout':<7} {'planner':<9} {'seeds':>5} {'inf.':>7} {'+LoMAP inf.':>12} "
-          f"{'relative cut':>13} {'95% CI':>17} {'score':>7} {'+LoMAP':>7} {'diff':>7}")  # fmt: skip
-    for layout in layouts:
+            table.append([layout, m, fmt_sd([r["infeasible"] for r in rs]),
+                          fmt_sd([r["bad_seg"] for r in rs]), fmt_sd([r["score"] for r in rs], 1),
+                          PUBLISHED.get(layout, {}).get(m), float(np.mean([r["plan_ms"] for r in rs]))])  # fmt: skip
+    cfg = (f"{args.data} data, {args.data_steps} env steps, U-Net width {args.dim}, "
+           f"{args.train_steps} training steps, {args.diffusion_steps} diffusion steps, "
+           f"{args.episodes} episodes per seed")  # fmt: skip
+    large = [r for r in rows if r["layout"] == args.layouts[-1]]
+    run.table(
+        "main",
+        [
+            "layout",
+            "planner",
+            "infeasible plans",
+            "wall-crossing segments",
+            "score",
+            "published score",
+            "ms / plan",
+        ],
+        table,
+        fmt=[None] * 6 + [".1f"],
+        seeds=seeds,
+        per_seed=rows,
+        title="Closed-loop Maze2D: mean ± std over seeds",
+        notes=f"{cfg}. Published: Diffuser ~1M training steps, 256 diffusion steps, GPU.",
+        headline="; ".join(
+            f"{args.layouts[-1]}: {m} infeasible {np.mean([r['infeasible'] for r in large if r['method'] == m]):.2f}, "
+            f"score {np.mean([r['score'] for r in large if r['method'] == m]):.1f}"
+            for m in ("Diffuser", "Diffuser+LoMAP")
+        ),
+    )
+    bases = ["Diffuser"] + (["HD"] if args.hd else [])
+    out = []
+    rng = np.random.default_rng(0)
+    for layout in args.layouts:
         for b in bases:
             base = [r for r in rows if r["layout"] == layout and r["method"] == b]
             lm = [r for r in rows if r["layout"] == layout and r["method"] == f"{b}+LoMAP"]
-            cut = np.array(
-                [1 - b2["infeasible"] / b1["infeasible"] if b1["infeasible"] > 0 else 0.0
-                 for b1, b2 in zip(base, lm, strict=True)]
-            )  # fmt: skip
-            n = len(cut)
-            half = stats.t.ppf(0.975, n - 1) * cut.std(ddof=1) / np.sqrt(n) if n > 1 else np.nan
-            s0 = np.mean([r["score"] for r in base])
-            s1 = np.mean([r["score"] for r in lm])
-            print(
-                f"{layout:<7} {b:<9} {n:>5} {np.mean([r['infeasible'] for r in base]):>7.3f} "
-                f"{np.mean([r['infeasible'] for r in lm]):>12.3f} {cut.mean():>13.2f} "
-                f"[{cut.mean() - half:>6.2f}, {cut.mean() + half:>6.2f}] {s0:>7.1f} {s1:>7.1f} "
-                f"{s1 - s0:>+7.1f}"
-            )
+            ratio = [1 - q["infeasible"] / p["infeasible"] if p["infeasible"] > 0 else 0.0
+                     for p, q in zip(base, lm, strict=True)]  # fmt: skip
+            pairs = [(np.array(p["plan_infeasible"]), np.array(q["plan_infeasible"]))
+                     for p, q in zip(base, lm, strict=True)]  # fmt: skip
+            cut, lo, hi = plan_level_cut(pairs, rng)
+            out.append([layout, b, fmt_ci(ratio, 2), f"{cut:.2f} [{lo:.2f}, {hi:.2f}]",
+                        sum(int(p.sum()) for p, _ in pairs), sum(int(q.sum()) for _, q in pairs),
+                        sum(len(p) for p, _ in pairs),
+                        fmt_ci([q["score"] - p["score"] for p, q in zip(base, lm, strict=True)], 1, sign=True)])  # fmt: skip
+    run.table(
+        "cut",
+        [
+            "layout",
+            "planner",
+            "per-seed cut [95% t-CI]",
+            "plan-level cut [95% cluster bootstrap]",
+            "infeasible plans without",
+            "with LoMAP",
+            "plans",
+            "score Δ [95% CI]",
+        ],
+        out,
+        seeds=seeds,
+        title="LoMAP's relative cut in infeasible plans (1 - with / without)",
+        notes="Target (issue #47): a cut >= 30% with the interval excluding 0 on medium and large.",
+    )
+
+
+def plan_level_cut(pairs, rng, n_boot: int = 4000) -> tuple[float, float, float]:
+    """Pooled paired cut over plans, with a two-stage cluster bootstrap (seeds, then plans)."""
+
+    def cut(ps):
+        a = sum(int(p.sum()) for p, _ in ps)
+        b = sum(int(q.sum()) for _, q in ps)
+        return 1.0 - b / a if a else 0.0
+
+    boot = []
+    for _ in range(n_boot):
+        chosen = [pairs[i] for i in rng.integers(0, len(pairs), len(pairs))]
+        sample = []
+        for p, q in chosen:
+            idx = rng.integers(0, len(p), len(p))
+            sample.append((p[idx], q[idx]))
+        boot.append(cut(sample))
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return cut(pairs), float(lo), float(hi)
 
 
 if __name__ == "__main__":

@@ -58,14 +58,20 @@ def test_frames_round_trip_and_do_not_mutate(medium):
 def test_d4rl_format_file_has_no_wall_crossing_windows(medium, tmp_path):
     env, d = medium
     path = tmp_path / "maze2d-medium-like.hdf5"
-    save_hdf5(to_d4rl_frame(d), path)  # a file in D4RL's frame, like the real ones
-    good = load_hdf5(path, d4rl_frame=True)
-    raw = load_hdf5(path)  # the same file read as if it were in the package frame
-    np.testing.assert_allclose(
-        good["observations"][:, :2] - raw["observations"][:, :2], D4RL_FRAME_OFFSET, atol=1e-6
-    )
+    save_hdf5(to_d4rl_frame(d), path, frame=None)  # D4RL's frame, no attributes: a real file
+    good = load_hdf5(path)  # detected and moved to the package frame by default
+    explicit = load_hdf5(path, frame="d4rl")
+    np.testing.assert_array_equal(good["observations"], explicit["observations"])
+    np.testing.assert_allclose(good["observations"], d["observations"], atol=1e-6)
     windows = make_windows(good, 32, stride=4, include_actions=False)
     assert not plan_is_infeasible(windows, env.walls).any()
+    # forced into the wrong frame the positions sit 0.2 off the cell centres: loud, never silent
+    with pytest.warns(UserWarning, match="-0.20"):
+        load_hdf5(path, frame="package")
+    # and a package-frame file without attributes is recognised as such
+    save_hdf5(d, tmp_path / "plain.hdf5", frame=None)
+    np.testing.assert_array_equal(load_hdf5(tmp_path / "plain.hdf5")["observations"],
+                                  d["observations"])  # fmt: skip
 
 
 def test_bad_inputs():

@@ -52,12 +52,12 @@ def test_load_hdf5_bad_files(tmp_path, tiny_data):
     with h5py.File(path, "w") as f:
         for k in ("observations", "actions", "rewards", "terminals"):
             f.create_dataset(k, data=tiny_data[k])
-    no_timeouts = load_hdf5(path)  # accepted, as d4rl does: no timeouts -> all False
+    no_timeouts = load_hdf5(path, layout="tiny")  # accepted as d4rl does: no timeouts -> False
     assert not no_timeouts["timeouts"].any()
     with h5py.File(path, "a") as f:
         f.create_dataset("timeouts", data=tiny_data["timeouts"][:-3])
     with pytest.raises(ValueError, match="timeouts has length"):
-        load_hdf5(path)
+        load_hdf5(path, layout="tiny")
 
 
 def test_validate_dataset_errors(tiny_data):
@@ -128,28 +128,46 @@ def _write_minari(path, episodes):
             g.create_dataset("truncations", data=trunc)
 
 
-def test_load_minari(tmp_path):
-    from lomap_planner import episode_bounds, load_minari
+def test_load_minari_round_trips_world_coordinates(tmp_path, tiny_data):
+    """A Minari file in gymnasium-robotics world coordinates reads back in the package frame."""
+    import json
 
-    rng = np.random.default_rng(0)
-    eps = []
-    for t in (5, 7, 4):  # Minari keeps T + 1 observations per episode
-        eps.append(
-            (
-                rng.normal(size=(t + 1, 4)),
-                rng.normal(size=(t + 1, 2)),
-                rng.normal(size=(t, 2)),
-                rng.normal(size=t),
-                np.zeros(t, bool),
-                np.zeros(t, bool),
+    import h5py
+
+    from lomap_planner import episode_bounds, get_layout, load_minari
+
+    walls = get_layout("tiny")
+    h, w = walls.shape
+    obs, act = tiny_data["observations"][:40], tiny_data["actions"][:40]
+    goal = tiny_data["infos/goal"][:40]
+
+    def world(p):  # package (i, j) -> world (x, y): origin at the maze centre, y up
+        return np.stack([p[:, 1] - (w / 2 - 0.5), (h / 2 - 0.5) - p[:, 0]], axis=1)
+
+    w_obs = np.concatenate([world(obs[:, :2]), np.stack([obs[:, 3], -obs[:, 2]], 1)], 1)
+    w_act = np.stack([act[:, 1], -act[:, 0]], 1)
+    path = tmp_path / "data" / "main_data.hdf5"
+    path.parent.mkdir()
+    with h5py.File(path, "w") as f:
+        spec = {"kwargs": {"maze_map": walls.astype(int).tolist()}}
+        f.attrs["env_spec"] = json.dumps(spec)
+        for e, (a, b) in enumerate([(0, 15), (15, 15), (15, 40)]):  # the middle one is empty
+            g = f.create_group(f"episode_{e}")
+            og = g.create_group("observations")
+            extra = w_obs[b - 1 : b] if b > a else w_obs[a : a + 1]
+            og.create_dataset("observation", data=np.concatenate([w_obs[a:b], extra]))
+            og.create_dataset(
+                "desired_goal", data=np.concatenate([world(goal[a:b]), world(goal[:1])])
             )
-        )
-    (tmp_path / "data").mkdir()
-    _write_minari(tmp_path / "data" / "main_data.hdf5", eps[::-1][::-1])
+            g.create_dataset("actions", data=w_act[a:b])
+            g.create_dataset("rewards", data=np.zeros(b - a))
+            g.create_dataset("terminations", data=np.zeros(b - a, bool))
+            g.create_dataset("truncations", data=np.zeros(b - a, bool))
     data = load_minari(tmp_path)
-    assert data["observations"].shape == (16, 4) and data["infos/goal"].shape == (16, 2)
-    np.testing.assert_array_equal(data["observations"][:5], eps[0][0][:5])
-    np.testing.assert_array_equal(episode_bounds(data), [[0, 5], [5, 12], [12, 16]])
+    np.testing.assert_allclose(data["observations"], obs, atol=1e-5)
+    np.testing.assert_allclose(data["actions"], act, atol=1e-6)
+    np.testing.assert_allclose(data["infos/goal"], goal, atol=1e-5)
+    np.testing.assert_array_equal(episode_bounds(data), [[0, 15], [15, 40]])
     with pytest.raises(ValueError, match="Minari"):
         load_minari(tmp_path / "nothing")
 

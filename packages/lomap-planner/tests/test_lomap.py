@@ -164,7 +164,7 @@ def test_lomap_bad_input():
     with pytest.raises(ValueError, match="windows"):
         LoMAP(bad)
     lm = LoMAP(w, n_neighbors=5)
-    with pytest.raises(ValueError, match="x and x0_hat"):
+    with pytest.raises(ValueError, match="x"):
         lm.project(torch.rand(2, 3, 2), torch.rand(2, 3, 2), 0.5)
     with pytest.raises(ValueError, match="alpha_bar"):
         lm.project(torch.rand(2, 4, 2), torch.rand(2, 4, 2), 0.0)

@@ -36,7 +36,10 @@ def test_for_layout_uses_the_official_settings():
     lm = LoMAP.for_layout("medium", w, action_dim=2)
     assert lm.proj_range == OFFICIAL_PROJ_RANGE["medium"] == (0.3, 0.4)
     assert lm.n_neighbors == 10 and lm.tau == 0.99
-    assert lm.search_weights[:2].sum() == 0 and lm.time_weights[0] == lm.time_weights[-1] == 100
+    dw = lm._weights.numpy()
+    assert dw[:, :2].sum() == 0  # actions weighted 0
+    assert (dw[[0, -1], 2:4] == 100).all() and (dw[[0, -1], 4:] == 1).all()  # x, y only
+    assert (dw[1:-1, 2:] == 1).all()
     assert LoMAP.for_layout("umaze", w).proj_range == (0.3, 0.8)
     assert LoMAP.for_layout("large", w).proj_range == (0.5, 0.8)
     with pytest.raises(ValueError, match="layout"):

@@ -7,6 +7,7 @@ from lomap_planner.datasets import (
     collect_maze2d_dataset,
     d4rl_goal,
     d4rl_sparse_rewards,
+    detect_frame,
     episode_bounds,
     from_d4rl_frame,
     load_hdf5,
@@ -17,12 +18,14 @@ from lomap_planner.datasets import (
     subsample_frames,
     to_d4rl_frame,
     validate_dataset,
+    wall_fraction,
 )
 from lomap_planner.demo import demo
 from lomap_planner.diffusion import GaussianDiffusion, apply_conditioning, cosine_beta_schedule
 from lomap_planner.env import PointMazeEnv, register_envs
 from lomap_planner.geometry import plan_is_infeasible, segments_hit_walls
 from lomap_planner.hierarchical import HierarchicalPlanner, make_hierarchical_windows
+from lomap_planner.hooks import LoMAPProjector
 from lomap_planner.layouts import LAYOUTS, get_layout, parse_layout
 from lomap_planner.lomap import LoMAP, local_pca, project_affine
 from lomap_planner.metrics import (
@@ -50,6 +53,7 @@ __all__ = [
     "HierarchicalPlanner",
     "LimitsNormalizer",
     "LoMAP",
+    "LoMAPProjector",
     "NeighborIndex",
     "PhysicsParams",
     "PointMazeEnv",
@@ -63,6 +67,7 @@ __all__ = [
     "d4rl_goal",
     "d4rl_sparse_rewards",
     "demo",
+    "detect_frame",
     "episode_bounds",
     "from_d4rl_frame",
     "get_layout",
@@ -87,6 +92,7 @@ __all__ = [
     "to_d4rl_frame",
     "train_diffusion",
     "validate_dataset",
+    "wall_fraction",
 ]
 
 __version__ = "0.1.0"

@@ -10,7 +10,7 @@ terminates).  Keys follow the D4RL layout.
 MuJoCo ``qpos`` of a ball whose body sits at ``(1.2, 1.2)`` while wall ``(i, j)`` sits at
 ``(i + 1, j + 1)``, so in a real ``maze2d-*.hdf5`` file cell ``(i, j)`` is centred at
 ``(i - 0.2, j - 0.2)``; :func:`from_d4rl_frame` / :func:`to_d4rl_frame` (and
-``load_hdf5(..., d4rl_frame=True)``) shift positions, goals and ``qpos`` by that 0.2.
+:func:`load_hdf5`, which detects the frame) shift positions, goals and ``qpos`` by that 0.2.
 D4RL's rewards (``scripts/generation/relabel_maze2d_rewards.py``) are
 ``‖obs_t[:2] − goal‖ ≤ 0.5`` on the *current* observation with the environment's fixed goal
 ``(g_i, g_j)`` in D4RL's frame, i.e. ``(g_i + 0.2, g_j + 0.2)`` here (:func:`d4rl_goal`,
@@ -20,6 +20,8 @@ D4RL's rewards (``scripts/generation/relabel_maze2d_rewards.py``) are
 from __future__ import annotations
 
 import os
+import re
+import warnings
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,7 @@ from tqdm.auto import tqdm
 from lomap_planner.controller import D4RLWaypointController, WaypointController
 from lomap_planner.env import D4RL_MAX_EPISODE_STEPS, PointMazeEnv
 from lomap_planner.layouts import DEFAULT_GOALS, free_cells, get_layout
-from lomap_planner.physics import PhysicsParams, point_mass_step
+from lomap_planner.physics import PhysicsParams, in_wall, point_mass_step
 
 __all__ = [
     "D4RL_FRAME_OFFSET",
@@ -37,6 +39,8 @@ __all__ = [
     "collect_maze2d_dataset",
     "d4rl_goal",
     "d4rl_sparse_rewards",
+    "centre_offset",
+    "detect_frame",
     "episode_bounds",
     "from_d4rl_frame",
     "load_hdf5",
@@ -45,6 +49,7 @@ __all__ = [
     "save_hdf5",
     "to_d4rl_frame",
     "validate_dataset",
+    "wall_fraction",
 ]
 
 REQUIRED_KEYS = ("observations", "actions", "rewards", "terminals", "timeouts")
@@ -99,6 +104,8 @@ def d4rl_sparse_rewards(observations: np.ndarray, goal: np.ndarray) -> np.ndarra
     g = np.asarray(goal, dtype=float)
     if obs.ndim != 2 or obs.shape[1] < 2:
         raise ValueError(f"observations must have shape (n, >=2), got {obs.shape}")
+    if not np.isfinite(obs).all():
+        raise ValueError("observations contains NaN or inf")
     if g.shape != (2,) or not np.all(np.isfinite(g)):
         raise ValueError(f"goal must be a finite array of shape (2,), got {g.shape}")
     return (np.linalg.norm(obs[:, :2] - g, axis=1) <= 0.5).astype(np.float32)
@@ -340,56 +347,225 @@ def validate_dataset(data: dict[str, Any]) -> dict[str, np.ndarray]:
     return arrs
 
 
-def save_hdf5(data: dict[str, np.ndarray], path: str | os.PathLike) -> None:
-    """Write a dataset to HDF5 with D4RL keys (``infos/goal`` becomes a group)."""
+def save_hdf5(
+    data: dict[str, np.ndarray],
+    path: str | os.PathLike,
+    layout: str | None = None,
+    frame: str | None = "package",
+) -> None:
+    """Write a dataset to HDF5 with D4RL keys (``infos/goal`` becomes a group).
+
+    The file records the data's ``frame`` (``"package"``, ``"d4rl"``; ``None`` writes no
+    attribute, like a real D4RL file) and, if given, its ``layout``, so :func:`load_hdf5`
+    reads it back without guessing.
+    """
+    if frame not in ("package", "d4rl", None):
+        raise ValueError(f"frame must be 'package', 'd4rl' or None, got {frame!r}")
     import h5py
 
     arrs = validate_dataset(data)
     with h5py.File(path, "w") as f:
         for k, v in arrs.items():
             f.create_dataset(k, data=v, compression="gzip")
+        if frame is not None:
+            f.attrs["lomap_frame"] = frame
+        if layout is not None:
+            get_layout(layout)  # validates the name or spec
+            f.attrs["layout"] = layout
 
 
-def load_hdf5(path: str | os.PathLike, d4rl_frame: bool = False) -> dict[str, np.ndarray]:
-    """Read any D4RL-layout HDF5 file (e.g. a real ``maze2d-large-v1.hdf5``).
+WALL_TOLERANCE = 0.01  # at most 1% of rows may sit in wall cells (or off the map)
 
-    Returns every dataset in the file keyed by its full path (``infos/goal``...),
-    after :func:`validate_dataset`; files without ``timeouts`` are accepted (as d4rl does).
-    ``d4rl_frame=True`` declares the file to be in D4RL's frame (real D4RL files) and moves it
-    to the package frame (:func:`from_d4rl_frame`), where the layouts' walls are.
+
+def wall_fraction(positions: np.ndarray, walls: np.ndarray) -> float:
+    """Fraction of ``(x, y)`` positions inside a wall cell or off the map (package frame)."""
+    p = np.asarray(positions, dtype=float)[:, :2]
+    n_rows, n_cols = walls.shape
+    off = (
+        (p[:, 0] < -0.5) | (p[:, 1] < -0.5) | (p[:, 0] >= n_rows - 0.5) | (p[:, 1] >= n_cols - 0.5)
+    )
+    return float(np.mean(off | in_wall(p, walls)))
+
+
+def centre_offset(positions: np.ndarray) -> float:
+    """Mean signed offset of ``(x, y)`` positions from their cell centres (package frame).
+
+    Data in the package frame scatter around the centres (offset near 0); D4RL ``qpos`` read
+    as if it were the package frame sits 0.2 below them (offset near -0.2).
+    """
+    p = np.asarray(positions, dtype=float)[:, :2]
+    return float(np.mean(p - np.floor(p + 0.5)))
+
+
+def detect_frame(
+    data: dict[str, Any], layout: str | None = None, source: str = "data"
+) -> tuple[str, str, float]:
+    """Which frame (and layout) a Maze2D dataset is in, by where its positions fall.
+
+    Every candidate -- the package frame and D4RL's (``qpos``, 0.2 off the cell centres), for
+    ``layout`` or, if it is None, every named layout -- is scored by the fraction of rows whose
+    position lies in a wall cell or off the map. Candidates within 0.5% of the best are told
+    apart by how far the positions' mean sits from the cell centres (:func:`centre_offset`):
+    a trajectory stream fills its cells symmetrically in its own frame.
+
+    Returns
+    -------
+    layout, frame, wall_fraction : str, {"package", "d4rl"}, float
+
+    Raises
+    ------
+    ValueError
+        When even the best candidate puts more than 1% of the rows in walls: the file is in
+        neither frame (or another maze), and reading it would silently yield infeasible data.
+    """
+    obs = np.asarray(data["observations"], dtype=float)
+    names = [layout] if layout is not None else [n for n in DEFAULT_GOALS if n != "tiny"]
+    shifted = obs[:, :2] + D4RL_FRAME_OFFSET
+    offsets = {"package": abs(centre_offset(obs)), "d4rl": abs(centre_offset(shifted))}
+    scores = {}
+    for name in names:
+        walls = get_layout(name)
+        scores[(name, "package")] = wall_fraction(obs, walls)
+        scores[(name, "d4rl")] = wall_fraction(shifted, walls)
+    best = min(scores.values())
+    if best > WALL_TOLERANCE:
+        table = ", ".join(f"{n}/{f}: {100 * v:.1f}%" for (n, f), v in scores.items())
+        raise ValueError(
+            f"{source}: no frame puts <= {100 * WALL_TOLERANCE:.0f}% of the rows in free cells "
+            f"(rows in walls or off the map per layout/frame: {table}); pass layout= and "
+            "frame= if this is another maze"
+        )
+    close = [k for k, v in scores.items() if v <= best + 0.005]
+    best_layout, frame = min(close, key=lambda k: (offsets[k[1]], scores[k]))
+    return str(best_layout), frame, scores[(best_layout, frame)]
+
+
+def _to_package_frame(data, frame, layout, source):
+    if frame not in ("auto", "package", "d4rl"):
+        raise ValueError(f"frame must be 'auto', 'package' or 'd4rl', got {frame!r}")
+    auto = frame == "auto"
+    if auto:
+        layout, frame, _ = detect_frame(data, layout, source)
+    out = from_d4rl_frame(data) if frame == "d4rl" else data
+    if layout is not None:
+        frac = wall_fraction(out["observations"], get_layout(layout))
+        if frac > WALL_TOLERANCE:
+            raise ValueError(
+                f"{source}: {100 * frac:.1f}% of the rows lie in walls of layout {layout!r} in "
+                f"the {frame} frame (> {100 * WALL_TOLERANCE:.0f}%): wrong frame or layout"
+            )
+    off = centre_offset(out["observations"])
+    if abs(off) > 0.1 and auto:
+        raise ValueError(
+            f"{source}: in the best frame ({frame}) the positions still sit {off:+.2f} from the "
+            "cell centres on average: neither the package's nor D4RL's frame fits this file"
+        )
+    if abs(off) > 0.1:
+        warnings.warn(
+            f"{source}: positions sit {off:+.2f} from the cell centres on average in the "
+            f"{frame} frame; a D4RL file read in the package frame sits at -0.20 (use "
+            "frame='auto' or 'd4rl')",
+            UserWarning,
+            stacklevel=3,
+        )
+    return out
+
+
+def load_hdf5(
+    path: str | os.PathLike, frame: str = "auto", layout: str | None = None
+) -> dict[str, np.ndarray]:
+    """Read a D4RL-layout HDF5 file (e.g. a real ``maze2d-large-v1.hdf5``) in the package frame.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    frame : {"auto", "d4rl", "package"}, default="auto"
+        The file's frame. ``"auto"`` detects it (:func:`detect_frame`): real D4RL files are in
+        D4RL's ``qpos`` frame and are moved to the package frame; files this package wrote are
+        in the package frame already.
+    layout : str, optional
+        The maze; default: ``maze2d-<layout>`` in the file name, else detected.
+
+    Returns
+    -------
+    dict
+        Every dataset in the file keyed by its full path (``infos/goal``...), validated; files
+        without ``timeouts`` are accepted (as d4rl does).
+
+    Raises
+    ------
+    ValueError
+        Missing keys, bad shapes, NaN; or more than 1% of the rows in walls in every frame.
     """
     import h5py
 
     if not os.path.exists(path):
         raise ValueError(f"path {os.fspath(path)!r} does not exist")
+    name = os.path.basename(os.fspath(path))
+    if layout is None:
+        m = re.search(r"maze2d-(umaze|medium|large)", name)
+        layout = m.group(1) if m else None
     data: dict[str, np.ndarray] = {}
-    with h5py.File(path, "r") as f:
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise OSError(f"{name}: not a readable HDF5 file ({exc})") from exc
+    with f:
 
-        def visit(name: str, obj: Any) -> None:
+        def visit(key: str, obj: Any) -> None:
             if isinstance(obj, h5py.Dataset):
-                data[name] = obj[()]
+                data[key] = obj[()]
 
         f.visititems(visit)
+        written = f.attrs.get("lomap_frame")  # a file this package wrote says its frame
+        if layout is None and "layout" in f.attrs:
+            layout = str(f.attrs["layout"])
     data = validate_dataset(data)
-    return from_d4rl_frame(data) if d4rl_frame else data
+    if frame == "auto" and written is not None:
+        frame = str(written)
+    return _to_package_frame(data, frame, layout, name)
 
 
-def load_minari(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Read a Minari dataset (``main_data.hdf5`` with one group per episode) as D4RL arrays.
+def _minari_maze(f) -> np.ndarray | None:
+    """The maze map stored with a Minari dataset (its ``env_spec`` kwargs), if any."""
+    import json
+
+    for holder in (f.attrs, f.get("metadata", {}).attrs if "metadata" in f else {}):
+        spec = holder.get("env_spec") if hasattr(holder, "get") else None
+        if spec is None:
+            continue
+        try:
+            spec = json.loads(spec if isinstance(spec, str) else spec.decode())
+        except (ValueError, AttributeError):
+            continue
+        maze = (spec.get("kwargs") or {}).get("maze_map")
+        if maze is not None:
+            return np.array([[c == 1 or c == "1" for c in row] for row in maze], dtype=bool)
+    return None
+
+
+def load_minari(path: str | os.PathLike, layout: str | None = None) -> dict[str, np.ndarray]:
+    """Read a Minari PointMaze dataset (``main_data.hdf5``) as D4RL arrays in the package frame.
+
+    gymnasium-robotics puts the maze's centre at the origin with ``y`` up; the package (like
+    D4RL) puts cell ``(i, j)`` at ``(i, j)``. Positions, velocities, actions and goals are
+    converted with the dataset's own maze map (its ``env_spec``), else ``layout``, else the
+    named layout that puts the fewest rows in walls; more than 1% of the rows in walls raises.
 
     Parameters
     ----------
     path : str or PathLike
         The ``main_data.hdf5`` file, or the dataset directory holding ``data/main_data.hdf5``.
+    layout : str, optional
+        The maze, when the file carries no maze map.
 
     Returns
     -------
     dict
-        ``observations`` (the ``observation`` entry of dict observations, e.g. PointMaze's
-        (x, y, vx, vy)), ``actions``, ``rewards``, ``terminals`` (Minari ``terminations``),
-        ``timeouts`` (``truncations``, and the last step of every episode), and
-        ``infos/goal`` from ``desired_goal`` when present. Minari stores ``T + 1``
-        observations per episode; the last (post-terminal) one is dropped.
+        ``observations`` (x, y, vx, vy), ``actions``, ``rewards``, ``terminals`` (Minari
+        ``terminations``), ``timeouts`` (``truncations``, and the last step of every episode),
+        ``infos/goal`` from ``desired_goal`` when present. Minari stores ``T + 1`` observations
+        per episode; the last (post-terminal) one is dropped. Empty episodes are skipped.
     """
     import h5py
 
@@ -401,14 +577,21 @@ def load_minari(path: str | os.PathLike) -> dict[str, np.ndarray]:
     cols: dict[str, list[np.ndarray]] = {
         k: [] for k in ("observations", "actions", "rewards", "terminals", "timeouts", "infos/goal")
     }
-    with h5py.File(path, "r") as f:
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise OSError(f"{os.path.basename(path)}: not a readable HDF5 file ({exc})") from exc
+    with f:
+        maze = _minari_maze(f)
         names = sorted((k for k in f if k.startswith("episode_")), key=lambda k: int(k[8:]))
         if not names:
             raise ValueError(f"{path!r} holds no episode_* groups")
         for name in names:
             ep = f[name]
-            obs = ep["observations"]
             t = len(ep["actions"])
+            if t == 0:  # an empty episode: one reset observation, no transition
+                continue
+            obs = ep["observations"]
             if isinstance(obs, h5py.Group):
                 cols["observations"].append(obs["observation"][:t])
                 if "desired_goal" in obs:
@@ -421,8 +604,43 @@ def load_minari(path: str | os.PathLike) -> dict[str, np.ndarray]:
             trunc = ep["truncations"][()].astype(bool).copy()
             trunc[-1] = True  # episode boundary
             cols["timeouts"].append(trunc)
-    out = {k: np.concatenate(v) for k, v in cols.items() if v}
-    return validate_dataset(out)
+    if not cols["actions"]:
+        raise ValueError(f"{path!r}: every episode is empty")
+    out = validate_dataset({k: np.concatenate(v) for k, v in cols.items() if v})
+    walls = maze if maze is not None else (get_layout(layout) if layout is not None else None)
+    if walls is None:  # pick the named layout whose world frame fits the data
+        scores = {n: wall_fraction(_world_to_package(out, get_layout(n))["observations"],
+                                   get_layout(n)) for n in DEFAULT_GOALS if n != "tiny"}  # fmt: skip
+        best = min(scores, key=scores.get)
+        walls = get_layout(best)
+    converted = _world_to_package(out, walls)
+    frac = wall_fraction(converted["observations"], walls)
+    if frac > WALL_TOLERANCE:
+        raise ValueError(
+            f"{os.path.basename(path)}: {100 * frac:.1f}% of the rows lie in walls after the "
+            "world-to-maze conversion (> 1%); pass the dataset's layout="
+        )
+    return converted
+
+
+def _world_to_package(data: dict[str, np.ndarray], walls: np.ndarray) -> dict[str, np.ndarray]:
+    """gymnasium-robotics world coordinates (origin at the maze centre, y up) to cells (i, j)."""
+    h, w = walls.shape
+    out = {k: np.array(v, copy=True) for k, v in data.items()}
+
+    def pos(xy):
+        return np.stack([h / 2 - 0.5 - xy[:, 1], xy[:, 0] + w / 2 - 0.5], axis=1)
+
+    obs = out["observations"].astype(float)
+    obs[:, :2] = pos(obs[:, :2])
+    if obs.shape[1] >= 4:
+        obs[:, 2:4] = np.stack([-data["observations"][:, 3], data["observations"][:, 2]], 1)
+    out["observations"] = obs.astype(np.float32)
+    a = np.asarray(data["actions"], dtype=float)
+    out["actions"] = np.stack([-a[:, 1], a[:, 0]], axis=1).astype(np.float32)
+    if "infos/goal" in out:
+        out["infos/goal"] = pos(np.asarray(data["infos/goal"], float)).astype(np.float32)
+    return out
 
 
 def episode_bounds(data: dict[str, np.ndarray]) -> np.ndarray:

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 __all__ = ["plan_is_infeasible", "segments_hit_walls", "wall_boxes"]
+
+
+def _check_margin(margin: float) -> None:
+    if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not (
+        np.isfinite(margin) and 0 <= margin < 0.5
+    ):
+        raise ValueError(f"margin must be a number in [0, 0.5), got {margin!r}")
 
 
 def wall_boxes(walls: np.ndarray, margin: float = 0.0) -> np.ndarray:
@@ -40,8 +49,14 @@ def segments_hit_walls(
     """
     p0 = np.asarray(starts, dtype=float)
     p1 = np.asarray(ends, dtype=float)
-    if p0.shape != p1.shape or p0.shape[-1] != 2:
-        raise ValueError("starts and ends must have the same shape (..., 2)")
+    if p0.shape != p1.shape or p0.ndim == 0 or p0.shape[-1] != 2:
+        raise ValueError(
+            f"starts and ends must have the same shape (..., 2), got {p0.shape} and {p1.shape}"
+        )
+    for name, arr in (("starts", p0), ("ends", p1)):
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} contains NaN or inf")
+    _check_margin(margin)
     batch = p0.shape[:-1]
     p0, d = p0.reshape(-1, 1, 2), (p1 - p0).reshape(-1, 1, 2)
     boxes = wall_boxes(walls, margin)
@@ -61,7 +76,10 @@ def segments_hit_walls(
 
 
 def plan_is_infeasible(plans: np.ndarray, walls: np.ndarray, margin: float = 0.0) -> np.ndarray:
-    """Whether each planned path has a segment that crosses a wall.
+    """Whether each planned path has a segment that crosses a wall or leaves the map.
+
+    A plan with any point outside the maze's grid is infeasible (the map ends there; a plan in
+    the wrong frame often lies outside it entirely).
 
     Parameters
     ----------
@@ -77,7 +95,10 @@ def plan_is_infeasible(plans: np.ndarray, walls: np.ndarray, margin: float = 0.0
     x = np.asarray(plans, dtype=float)
     if x.ndim != 3 or x.shape[-1] < 2 or x.shape[1] < 2:
         raise ValueError(f"plans must have shape (n_plans, horizon>=2, >=2), got {x.shape}")
-    if not np.isfinite(x[..., :2]).all():
+    if not np.isfinite(x).all():
         raise ValueError("plans contain NaN or inf")
+    _check_margin(margin)
     pos = x[..., :2]
-    return segments_hit_walls(pos[:, :-1], pos[:, 1:], walls, margin).any(-1)
+    n_rows, n_cols = np.asarray(walls).shape
+    off = ((pos < -0.5) | (pos > np.array([n_rows - 0.5, n_cols - 0.5]))).any(-1).any(-1)
+    return off | segments_hit_walls(pos[:, :-1], pos[:, 1:], walls, margin).any(-1)

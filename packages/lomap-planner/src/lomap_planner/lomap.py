@@ -127,8 +127,13 @@ class LoMAP:
         search only (e.g. 0 on action channels, as the official Maze2D configs'
         ``action_dim_weight: 0``).  The PCA always uses the full windows.
     time_weights : array-like of shape (horizon,), optional
-        Per-timestep search weights (the official Maze2D configs weight the first
-        and last state, the inpainted start and goal, by 100; see :meth:`for_layout`).
+        Per-timestep search weights; with ``search_weights`` they form the outer product
+        ``time_weights[:, None] * search_weights[None, :]``.
+    dim_weights : array-like of shape (horizon, transition_dim), optional
+        The full search-weight array, as the official code builds it (``dim_weights``): it
+        replaces ``search_weights`` and ``time_weights``. The official Maze2D configs weight
+        only the ``(x, y)`` of the first and last state by 100 and the actions by 0 (see
+        :meth:`for_layout`), which no outer product can express.
     search_kwargs : dict, optional
         Passed to :class:`~lomap_planner.neighbors.NeighborIndex` (e.g. ``nprobe``).
     """
@@ -139,26 +144,30 @@ class LoMAP:
     ) -> LoMAP:
         """LoMAP with the official Maze2D configuration of ``layout``.
 
-        Projection windows umaze (0.3, 0.8), medium (0.3, 0.4), large (0.5, 0.8); start and
-        goal states weighted x100 in the search; actions (the first ``action_dim`` channels)
-        weighted 0; k = 10, tau = 0.99, cosine similarity. ``kwargs`` override any of these.
+        Projection windows umaze (0.3, 0.8), medium (0.3, 0.4), large (0.5, 0.8); in the
+        search, the ``(x, y)`` of the first and last state (the inpainted start and goal) are
+        weighted x100 and the actions (the first ``action_dim`` channels) 0, as the official
+        ``dim_weights[[0, -1], :2] = sg_weight`` (its observations come first, ours after the
+        actions); k = 10, tau = 0.99, cosine similarity. ``kwargs`` override any of these.
         """
         if layout not in OFFICIAL_PROJ_RANGE:
             raise ValueError(f"layout must be one of {sorted(OFFICIAL_PROJ_RANGE)}, got {layout!r}")
         w = np.asarray(windows)
         if w.ndim != 3:
             raise ValueError("windows must have shape (n, horizon, transition_dim)")
-        sw = np.ones(w.shape[2])
-        sw[:action_dim] = 0.0
-        tw = np.ones(w.shape[1])
-        tw[0] = tw[-1] = 100.0
+        if w.shape[2] < action_dim + 2:
+            raise ValueError(
+                f"windows need action_dim + 2 = {action_dim + 2} channels (actions, then x, y)"
+            )
+        dw = np.ones(w.shape[1:])
+        dw[:, :action_dim] = 0.0  # action_dim_weight: 0
+        dw[[0, -1], action_dim : action_dim + 2] = 100.0  # sg_weight on the start/goal (x, y)
         cfg = {
             "n_neighbors": 10,
             "tau": 0.99,
             "proj_range": OFFICIAL_PROJ_RANGE[layout],
             "metric": "cosine",
-            "search_weights": sw,
-            "time_weights": tw,
+            "dim_weights": dw,
         }
         return cls(windows, **{**cfg, **kwargs})
 
@@ -173,6 +182,7 @@ class LoMAP:
         backend: str = "torch",
         search_weights: np.ndarray | None = None,
         time_weights: np.ndarray | None = None,
+        dim_weights: np.ndarray | None = None,
         search_kwargs: dict | None = None,
     ) -> None:
         w = torch.as_tensor(
@@ -231,7 +241,20 @@ class LoMAP:
             self.time_weights = tw
         self.n_neighbors, self.tau, self.rank = int(n_neighbors), float(tau), rank
         self.proj_range = (float(lo), float(hi))
-        self._weights = self.time_weights[:, None] * self.search_weights[None, :]
+        if dim_weights is None:
+            self._weights = self.time_weights[:, None] * self.search_weights[None, :]
+        else:
+            if search_weights is not None or time_weights is not None:
+                raise ValueError("dim_weights replaces search_weights and time_weights: give one")
+            dw = torch.as_tensor(np.asarray(dim_weights, dtype=np.float32))
+            if dw.shape != (horizon, tdim) or not torch.isfinite(dw).all() or (dw < 0).any():
+                raise ValueError(
+                    f"dim_weights must be a ({horizon}, {tdim}) array of finite non-negative "
+                    f"numbers, got {tuple(dw.shape)}"
+                )
+            if not (dw > 0).any():
+                raise ValueError("dim_weights must have at least one positive entry")
+            self._weights = dw
         keys = (self.windows * self._weights).reshape(n, dim)
         self.index = NeighborIndex(keys, metric=metric, backend=backend, **(search_kwargs or {}))
         self.last_ranks: torch.Tensor | None = None
@@ -269,13 +292,24 @@ class LoMAP:
         -------
         Tensor, shape like ``x``
         """
-        if x.shape != x0_hat.shape or x.shape[1:] != (self.horizon, self.transition_dim):
-            raise ValueError(
-                f"x and x0_hat must have shape (b, {self.horizon}, {self.transition_dim})"
-            )
-        if not (0.0 < alpha_bar <= 1.0):
+        for name, t in (("x", x), ("x0_hat", x0_hat)):
+            if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+                raise TypeError(f"{name} must be a floating-point tensor")
+            if t.ndim != 3 or t.shape[0] == 0 or t.shape[1:] != (self.horizon, self.transition_dim):
+                raise ValueError(
+                    f"{name} must have shape (b >= 1, {self.horizon}, {self.transition_dim}), "
+                    f"got {tuple(t.shape)}"
+                )
+            if not torch.isfinite(t).all():
+                raise ValueError(f"{name} contains NaN or inf")
+        if x.shape != x0_hat.shape:
+            raise ValueError(f"x0_hat has shape {tuple(x0_hat.shape)}, x {tuple(x.shape)}")
+        if isinstance(alpha_bar, bool) or not (0.0 < alpha_bar <= 1.0):
             raise ValueError(f"alpha_bar must be in (0, 1], got {alpha_bar}")
         b, k = x.shape[0], self.n_neighbors
+        dtype = x.dtype
+        if dtype not in (torch.float32, torch.float64):  # half precision: project in float32
+            x, x0_hat = x.float(), x0_hat.float()
         query = (x0_hat.detach().cpu().float() * self._weights).reshape(b, -1)
         _, idx = self.index.search(query, k)
         nb = self.windows[idx.reshape(-1)].to(x)  # (b * k, H, C)
@@ -285,4 +319,4 @@ class LoMAP:
             nb = condition(nb)
         mean, basis, ranks = local_pca(nb.reshape(b, k, -1), tau=self.tau, rank=self.rank)
         self.last_ranks = ranks
-        return project_affine(x.reshape(b, -1), mean, basis).reshape(x.shape)
+        return project_affine(x.reshape(b, -1), mean, basis).reshape(x.shape).to(dtype)

@@ -60,6 +60,8 @@ def infeasible_plan_fraction(
         raise ValueError(
             f"plans must be a non-empty array (n_plans, horizon, features), got {p.shape}"
         )
+    if not np.isfinite(p).all():
+        raise ValueError("plans contain NaN or inf")
     return float(plan_is_infeasible(p[..., pos_slice], walls).mean())
 
 

@@ -1,0 +1,196 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from lomap_planner import (
+    LoMAP,
+    PointMazeEnv,
+    collect_maze2d_dataset,
+    d4rl_sparse_rewards,
+    get_layout,
+    infeasible_plan_fraction,
+    load_hdf5,
+    load_minari,
+    make_windows,
+    normalized_score,
+    plan_is_infeasible,
+    save_hdf5,
+    segments_hit_walls,
+    to_d4rl_frame,
+)
+
+
+def entries() -> list[dict]:
+    walls = get_layout("umaze")
+    env = PointMazeEnv("umaze")
+    data = collect_maze2d_dataset(env, 600, n_streams=2, seed=0)
+    windows = make_windows(data, 8, stride=4, include_actions=False).astype(np.float32)
+    plans = windows[:6].astype(float)
+    lomap = LoMAP(windows, n_neighbors=5, proj_range=(0.0, 1.0))
+    rng = np.random.default_rng(0)
+    x = torch.as_tensor(windows[:4] + 0.1 * rng.normal(size=windows[:4].shape), dtype=torch.float32)
+    outside = plans.copy()
+    outside[0, :, :2] += 40.0  # a plan entirely off the map
+
+    def write_d4rl(folder):
+        path = folder / "maze2d-umaze-v1.hdf5"
+        save_hdf5(to_d4rl_frame(data), path, frame=None)  # a real D4RL file: qpos frame, no attrs
+        return path
+
+    def write_minari(folder):
+        import json
+
+        import h5py
+
+        h, w = walls.shape
+        obs, act = data["observations"][:50], data["actions"][:50]
+        world = np.stack([obs[:, 1] - (w / 2 - 0.5), (h / 2 - 0.5) - obs[:, 0]], 1)
+        wobs = np.concatenate([world, np.stack([obs[:, 3], -obs[:, 2]], 1)], 1)
+        path = folder / "main_data.hdf5"
+        with h5py.File(path, "w") as f:
+            f.attrs["env_spec"] = json.dumps({"kwargs": {"maze_map": walls.astype(int).tolist()}})
+            g = f.create_group("episode_0")
+            g.create_group("observations").create_dataset(
+                "observation", data=np.concatenate([wobs, wobs[-1:]])
+            )
+            g.create_dataset("actions", data=np.stack([act[:, 1], -act[:, 0]], 1))
+            g.create_dataset("rewards", data=np.zeros(50))
+            g.create_dataset("terminations", data=np.zeros(50, bool))
+            g.create_dataset("truncations", data=np.zeros(50, bool))
+        return path
+
+    def same_data(a, b):
+        return all(np.allclose(a[k], b[k], atol=1e-5) for k in ("observations", "actions"))
+
+    return [
+        {
+            "name": "plan_is_infeasible",
+            "call": plan_is_infeasible,
+            "kwargs": {"plans": plans, "walls": walls},
+            "arrays": {"plans": {"kind": "float", "ndim": 3}},
+            "rows": [["plans"]],
+            "order": "equivariant",
+            "min_rows": 0,  # no plans, no verdicts: an empty array
+            "params": {"margin": {"type": "float", "bad": [-0.1, float("nan")], "good": 0.0}},
+            "known": [
+                {
+                    "kwargs": {"plans": outside},
+                    "check": lambda out: bool(out[0]),
+                    "why": "a plan outside the map is infeasible",
+                },
+            ],  # fmt: skip
+        },
+        {
+            "name": "infeasible_plan_fraction",
+            "call": infeasible_plan_fraction,
+            "kwargs": {"plans": plans, "walls": walls},
+            "arrays": {"plans": {"kind": "float", "ndim": 3}},
+            "rows": [["plans"]],
+            "order": "invariant",
+        },
+        {
+            "name": "segments_hit_walls",
+            "call": segments_hit_walls,
+            "kwargs": {"starts": plans[:, 0, :2], "ends": plans[:, -1, :2], "walls": walls},
+            "arrays": {
+                "starts": {"kind": "float", "ndim": 2},
+                "ends": {"kind": "float", "ndim": 2},
+            },
+            "rows": [["starts", "ends"]],
+            "order": "equivariant",
+            "min_rows": 0,
+        },
+        {
+            "name": "d4rl_sparse_rewards",
+            "call": d4rl_sparse_rewards,
+            "kwargs": {"observations": data["observations"][:20], "goal": np.array([1.2, 1.2])},
+            "arrays": {"observations": {"kind": "float", "ndim": 2}},
+            "rows": [["observations"]],
+            "order": "equivariant",
+            "min_rows": 0,
+        },
+        {
+            "name": "normalized_score",
+            "call": normalized_score,
+            "kwargs": {"layout": "umaze", "returns": np.array([10.0, 50.0])},
+            "arrays": {"returns": {"kind": "float", "ndim": (0, 1, 2)}},  # elementwise
+            "params": {"layout": {"type": "str", "bad": ["huge"]}},
+        },
+        {
+            "name": "LoMAP",
+            "call": LoMAP,
+            "kwargs": {"windows": windows, "n_neighbors": 5, "tau": 0.99},
+            "arrays": {"windows": {"kind": "float", "ndim": 3}},
+            "rows": [["windows"]],
+            "min_rows": 5,
+            "deterministic": False,  # an index object, compared by identity
+            "params": {
+                "n_neighbors": {"type": "int", "bad": [1, 0, 10**6]},
+                "tau": {"type": "float", "bad": [0.0, 1.5]},
+                "metric": {"type": "str", "bad": ["manhattan"]},
+            },
+        },
+        {
+            "name": "LoMAP.project",
+            "call": lambda x, x0_hat, alpha_bar: lomap.project(
+                x, x0_hat, alpha_bar, generator=torch.Generator().manual_seed(0)
+            ),
+            "kwargs": {"x": x, "x0_hat": x.clone(), "alpha_bar": 0.5},
+            "arrays": {"x": {"kind": "float", "ndim": 3}, "x0_hat": {"kind": "float", "ndim": 3}},
+            "rows": [["x", "x0_hat"]],
+            "params": {"alpha_bar": {"type": "float", "bad": [0.0, 1.5, float("nan")]}},
+        },
+        {
+            "name": "load_hdf5",
+            "kind": "loader",
+            "write": write_d4rl,
+            "read": load_hdf5,
+            "check": lambda d: np.testing.assert_allclose(
+                d["observations"], data["observations"], atol=1e-5
+            ),
+            "export": lambda d, folder: (
+                (folder.mkdir(), save_hdf5(d, folder / "x.hdf5")) and folder / "x.hdf5"
+            ),
+            "same": same_data,
+            "corrupt": [
+                "truncate",
+                "empty",
+                ("wrong-frame", lambda p: _shift_file(p, 0.45)),
+            ],
+        },
+        {
+            "name": "load_minari",
+            "kind": "loader",
+            "write": write_minari,
+            "read": load_minari,
+            "check": lambda d: np.testing.assert_allclose(
+                d["observations"], data["observations"][:50], atol=1e-5
+            ),
+            "corrupt": ["truncate", "empty", ("off-map", lambda p: _shift_minari(p, 30.0))],
+        },
+    ]
+
+
+def _shift_file(path, delta):
+    import h5py
+
+    with h5py.File(path, "a") as f:
+        obs = f["observations"][()]
+        obs[:, :2] += delta
+        f["observations"][...] = obs
+
+
+def _shift_minari(path, delta):
+    import h5py
+
+    with h5py.File(path, "a") as f:
+        d = f["episode_0/observations/observation"]
+        v = d[()]
+        v[:, :2] += delta
+        d[...] = v
