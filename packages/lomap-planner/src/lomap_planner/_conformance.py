@@ -84,7 +84,7 @@ def entries() -> list[dict]:
                     "check": lambda out: bool(out[0]),
                     "why": "a plan outside the map is infeasible",
                 },
-            ],  # fmt: skip
+            ],
         },
         {
             "name": "infeasible_plan_fraction",

@@ -35,11 +35,11 @@ from lomap_planner.physics import PhysicsParams, in_wall, point_mass_step
 __all__ = [
     "D4RL_FRAME_OFFSET",
     "REQUIRED_KEYS",
+    "centre_offset",
     "collect_d4rl_dataset",
     "collect_maze2d_dataset",
     "d4rl_goal",
     "d4rl_sparse_rewards",
-    "centre_offset",
     "detect_frame",
     "episode_bounds",
     "from_d4rl_frame",

@@ -10,8 +10,10 @@ __all__ = ["plan_is_infeasible", "segments_hit_walls", "wall_boxes"]
 
 
 def _check_margin(margin: float) -> None:
-    if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not (
-        np.isfinite(margin) and 0 <= margin < 0.5
+    if (
+        isinstance(margin, bool)
+        or not isinstance(margin, numbers.Real)
+        or not (np.isfinite(margin) and 0 <= margin < 0.5)
     ):
         raise ValueError(f"margin must be a number in [0, 0.5), got {margin!r}")
 
