@@ -501,7 +501,6 @@ def main() -> None:
         parser.error(
             f"--parts: unknown {sorted(parts - {'real', 'synthetic', 'stability', 'scale'})}"
         )
-    run = Run("isocal")
     n_seeds = args.seeds or (2 if args.quick else 5)
     try:
         import aeon  # noqa: F401
@@ -510,6 +509,7 @@ def main() -> None:
     except ImportError:
         print("aeon is not installed: the UCR/UEA sets are skipped (run with `uv run --with aeon`)")
         ucr = []
+    run = Run("isocal", uv_with=["aeon"] if ucr else [])
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", UserWarning)

@@ -134,6 +134,9 @@ class Run:
         The script's arguments (default ``sys.argv[1:]``), recorded in the command line.
     out : path, optional
         Folder to write into instead of ``results/<package>`` (tests, scratch runs).
+    uv_with : sequence of str, optional
+        Packages the run needs beyond the workspace (``uv run --with aeon``), recorded in the
+        command so that it reruns as written.
     """
 
     def __init__(
@@ -141,6 +144,7 @@ class Run:
         package: str,
         argv: Sequence[str] | None = None,
         out: str | os.PathLike[str] | None = None,
+        uv_with: Sequence[str] = (),
     ) -> None:
         self.package = package
         script = pathlib.Path(sys.argv[0]).resolve()
@@ -149,7 +153,8 @@ class Run:
         except ValueError:
             script_rel = script.name
         args = list(sys.argv[1:] if argv is None else argv)
-        self.command = " ".join(["uv run python", script_rel, *map(shlex.quote, args)]).strip()
+        launcher = "uv run " + "".join(f"--with {w} " for w in uv_with) + "python"
+        self.command = " ".join([launcher, script_rel, *map(shlex.quote, args)]).strip()
         self.out = pathlib.Path(out) if out is not None else RESULTS / package
         self.commit = _git("rev-parse", "HEAD")
         # uncommitted edits to this package or to the benchmarks mean the commit does not pin
