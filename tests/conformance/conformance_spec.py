@@ -233,6 +233,10 @@ def same(a: Any, b: Any) -> bool:
         return same(dataclasses.asdict(a), dataclasses.asdict(b))
     if isinstance(a, float) and isinstance(b, float):
         return a == b or (math.isnan(a) and math.isnan(b))
+    if type(a).__module__.startswith("networkx") and type(a) is type(b):
+        return sorted(map(repr, a.nodes(data=True))) == sorted(map(repr, b.nodes(data=True))) and (
+            sorted(map(repr, a.edges(data=True))) == sorted(map(repr, b.edges(data=True)))
+        )
     try:
         return bool(a == b)
     except Exception:

@@ -28,6 +28,7 @@ import time
 import networkx as nx
 import numpy as np
 import torch
+from record import Run
 
 from gfn_symmetry import (
     FragmentEnv,
@@ -121,38 +122,50 @@ def vanilla_fixed_point(space, target):
 
 def _fmt(vals, spec=".3f"):
     vals = np.asarray(vals, dtype=float)
-    return f"{vals.mean():{spec}}±{vals.std():{spec}}"
+    return f"{vals.mean():{spec}} ± {vals.std():{spec}}"
 
 
-def distribution_table(title, env, reward, losses, seeds, steps, methods):
+def distribution_table(run, key, title, env, reward, losses, seeds, steps, methods):
     space = build_state_space(env)
     target = target_distribution(space, reward)
-    print(f"\n## {title}: {len(space) - 1} terminal states, {steps} steps, {len(seeds)} seeds")
-    head = f"{'loss':<5} {'method':<8} {'L1(p,target)':>13} {'corr':>13} {'L1/L1_van':>9} {'CPU s':>11} {'t/t_SA':>7}"
-    print(head)
-    print("-" * len(head))
-    dists = {}
+    rows, dists, per_seed = [], {}, {}
     for loss in losses:
         res = {
             m: [run_method(env, space, reward, target, c, loss, steps, s) for s in seeds]
             for m, c in methods.items()
         }
+        run.sample_load()
         l1_van = np.mean([r["l1"] for r in res["vanilla"]])
         t_sa = np.mean([r["time"] for r in res["SA-GFN"]])
         for m, rs in res.items():
             l1 = [r["l1"] for r in rs]
             t = [r["time"] for r in rs]
-            print(
-                f"{loss:<5} {m:<8} {_fmt(l1):>13} {_fmt([r['corr'] for r in rs]):>13} "
-                f"{np.mean(l1) / l1_van:>9.2f} {_fmt(t, '.1f'):>11} {np.mean(t) / t_sa:>7.2f}"
-            )
+            rows.append([loss, m, _fmt(l1), _fmt([r["corr"] for r in rs]), np.mean(l1) / l1_van,
+                         _fmt(t, ".1f"), np.mean(t) / t_sa])  # fmt: skip
             dists[f"{loss}/{m}"] = np.mean([r["p"] for r in rs], axis=0)
+            per_seed[f"{loss}/{m}"] = {"l1": l1, "time": t}
     fixed = vanilla_fixed_point(space, target)
-    print(
-        f"{'any':<5} {'vanilla*':<8} {l1_distance(fixed, target):>13.3f} "
-        f"{pearson_correlation(fixed, target):>13.3f}"
+    rows.append(["any", "vanilla* (exact optimum)", f"{l1_distance(fixed, target):.3f}",
+                 f"{pearson_correlation(fixed, target):.3f}", None, None, None])  # fmt: skip
+    sa = [r for r in rows if r[1] == "SA-GFN"]
+    run.table(
+        key,
+        ["loss", "method", "L1(p, target)", "corr", "L1 / vanilla's", "CPU s", "time / SA-GFN's"],
+        rows,
+        fmt=[None, None, None, None, ".2f", None, ".2f"],
+        seeds=seeds,
+        per_seed=per_seed,
+        timing=True,
+        title=f"{title}: {len(space) - 1} terminal states, {steps} steps",
+        notes="vanilla* = the exact optimum of the vanilla objective (p ∝ R e^-correction), "
+        "no training: the symmetry bias a perfectly trained vanilla sampler keeps.",
+        headline=(
+            f"{title}: L1 to target vanilla {rows[0][2].split(' ±')[0]} -> SA-GFN "
+            f"{sa[0][2].split(' ±')[0]} ({len(seeds)} seeds)"
+        )
+        if key == "atom" and sa
+        else None,
     )
-    print("vanilla* = exact optimum of the vanilla objective (p ∝ R e^-correction), no training")
     return space, target, dists
 
 
@@ -161,31 +174,17 @@ def unicyclic_reward(graph: nx.Graph, n: int) -> float:
     return 10.0 if graph.number_of_nodes() == n == graph.number_of_edges() else 0.1
 
 
-def modes_table(env, seeds, steps, n_samples, methods, batch_size):
+def modes_table(run, env, seeds, steps, n_samples, methods, batch_size):
     reward = functools.partial(unicyclic_reward, n=env.max_nodes)
     space = build_state_space(env)
     target = target_distribution(space, reward)
     modes = np.flatnonzero(target == target.max())
     aut = np.exp(space.log_aut[modes]).astype(int).tolist()
-    print(
-        f"\n## modes: {len(space) - 1} states; R = 10 on the {len(modes)} unicyclic {env.max_nodes}-node graphs "
-        f"(|Aut| = {aut}), 0.1 elsewhere; TB, {steps} steps x {batch_size} trajectories, "
-        f"{n_samples} samples"
-    )
-    head = (
-        f"{'method':<8} {'modes found':>11} {'distinct':>10} {'mode mass':>11} "
-        f"{'min p/t mode':>12} {'L1(p,target)':>13} {'CPU s':>9}"
-    )
-    print(head)
-    print("-" * len(head))
-    print(
-        f"{'target':<8} {len(modes):>11} {'-':>10} {target[modes].sum():>11.3f} {1.0:>12.2f} {0.0:>13.3f} {'-':>9}"
-    )
     fixed = vanilla_fixed_point(space, target)
-    print(
-        f"{'vanilla*':<8} {'-':>11} {'-':>10} {fixed[modes].sum():>11.3f} "
-        f"{(fixed[modes] / target[modes]).min():>12.2f} {l1_distance(fixed, target):>13.3f} {'-':>9}"
-    )
+    rows = [["target", len(modes), None, f"{target[modes].sum():.3f}", "1.00", "0.000", None],
+            ["vanilla* (exact optimum)", None, None, f"{fixed[modes].sum():.3f}",
+             f"{(fixed[modes] / target[modes]).min():.2f}", f"{l1_distance(fixed, target):.3f}",
+             None]]  # fmt: skip
     for m, c in methods.items():
         rs = [
             run_method(
@@ -195,25 +194,36 @@ def modes_table(env, seeds, steps, n_samples, methods, batch_size):
         ]
         mass = [r["p"][modes].sum() for r in rs]
         worst = [(r["p"][modes] / target[modes]).min() for r in rs]
-        print(
-            f"{m:<8} {_fmt([r['top'] for r in rs], '.1f'):>11} {_fmt([r['unique'] for r in rs], '.1f'):>10} "
-            f"{_fmt(mass):>11} {_fmt(worst, '.2f'):>12} {_fmt([r['l1'] for r in rs]):>13} "
-            f"{_fmt([r['time'] for r in rs], '.1f'):>9}"
-        )
+        rows.append([m, _fmt([r["top"] for r in rs], ".1f"), _fmt([r["unique"] for r in rs], ".1f"),
+                     _fmt(mass), _fmt(worst, ".2f"), _fmt([r["l1"] for r in rs]),
+                     _fmt([r["time"] for r in rs], ".1f")])  # fmt: skip
+        run.sample_load()
+    run.table(
+        "modes",
+        [
+            "method",
+            "modes found",
+            "distinct",
+            "mode mass",
+            "min p/target over modes",
+            "L1(p, target)",
+            "CPU s",
+        ],
+        rows,
+        seeds=seeds,
+        title=(
+            f"Modes: R = 10 on the {len(modes)} unicyclic {env.max_nodes}-node graphs "
+            f"(|Aut| = {aut}), 0.1 elsewhere; TB, {steps} steps x {batch_size} trajectories, "
+            f"{n_samples} samples"
+        ),
+    )
 
 
-def likelihood_table(env, seeds, steps, n_samples=64):
+def likelihood_table(run, env, seeds, steps, n_samples=64):
     """Error of log p(x) estimated by backward importance sampling, against the exact value."""
     space = build_state_space(env)
     target = target_distribution(space, cycle_reward)
     graphs = space.graphs[1:]
-    print(
-        f"\n## likelihood estimator: SA-GFN (TB, {steps} steps) on {len(graphs)} graphs, "
-        f"K = {n_samples} backward trajectories, {len(seeds)} seeds"
-    )
-    head = f"{'factor':<12} {'mean |err log p|':>17} {'max |err|':>10} {'bias':>8}"
-    print(head)
-    print("-" * len(head))
     errs = {k: [] for k in ("exact |Aut|", "WL bound", "none")}
     for s in seeds:
         r = run_method(
@@ -223,9 +233,21 @@ def likelihood_table(env, seeds, steps, n_samples=64):
         for name, mode in zip(errs, ("exact", "approximate", "none"), strict=True):
             est = estimate_log_likelihood(r["policy"], graphs, n_samples, mode, seed=s)
             errs[name].append(est - truth)
+    rows = []
     for name, e in errs.items():
         e = np.concatenate(e)
-        print(f"{name:<12} {np.abs(e).mean():>17.3f} {np.abs(e).max():>10.3f} {e.mean():>8.3f}")
+        rows.append([name, np.abs(e).mean(), np.abs(e).max(), e.mean()])
+    run.table(
+        "likelihood",
+        ["symmetry factor", "mean |err log p|", "max |err|", "bias"],
+        rows,
+        fmt=[None, ".3f", ".3f", ".3f"],
+        seeds=seeds,
+        title=(
+            f"Likelihood estimator: SA-GFN (TB, {steps} steps) on {len(graphs)} graphs, "
+            f"K = {n_samples} backward trajectories"
+        ),
+    )
 
 
 def _random_test_set(env, n, seed):
@@ -237,28 +259,46 @@ def _random_test_set(env, n, seed):
     return list(out.values())
 
 
-def molecule_table(seeds, steps, n_samples=1000, top_k=100, max_atoms=8, max_fragments=4):
+def molecule_exact_table(run, seeds, steps, max_atoms=5):
+    """Vanilla vs SA-GFN on an exactly enumerable molecule space: the truth is known."""
+    env = MoleculeEnv(max_atoms)
+    space = build_state_space(env)
+    target = target_distribution(space, molecule_reward)
+    sym = np.flatnonzero(space.terminal & (np.exp(space.log_aut) >= 6 - 1e-9))
+    fixed = vanilla_fixed_point(space, target)
+    rows = [["vanilla* (exact optimum)", f"{l1_distance(fixed, target):.3f}",
+             f"{fixed[sym].sum() / target[sym].sum():.2f}", None]]  # fmt: skip
+    for m in ("vanilla", "SA-GFN"):
+        rs = [run_method(env, space, molecule_reward, target, METHODS[m], "tb", steps, s,
+                         batch_size=32) for s in seeds]  # fmt: skip
+        ratio = [r["p"][sym].sum() / target[sym].sum() for r in rs]
+        rows.append([m, _fmt([r["l1"] for r in rs]), _fmt(ratio, ".2f"),
+                     _fmt([r["time"] for r in rs], ".0f")])  # fmt: skip
+        run.sample_load()
+    run.table(
+        "molecule_exact",
+        ["method", "L1(p, target)", "mass on |Aut| >= 6 molecules / target's", "CPU s"],
+        rows,
+        seeds=seeds,
+        title=(f"Molecules with <= {max_atoms} heavy atoms (C/N/O, valence rules), enumerated: "
+               f"{int(space.terminal.sum())} molecules, {len(sym)} with |Aut| >= 6; TB, {steps} steps"),
+        notes="Targets (issue #48): SA-GFN L1 <= 0.10 against vanilla >= 0.35, and the |Aut| >= 6 "
+        "mass within 0.8-1.25x of the target's.",
+    )  # fmt: skip
+
+
+def molecule_table(run, seeds, steps, n_samples=1000, top_k=100, max_atoms=8, max_fragments=4):
     """Vanilla vs SA-GFN on atom-based molecules (valence rules) and a fragment vocabulary."""
     tasks = {
-        f"atoms (C/N/O, valence rules, <= {max_atoms} heavy atoms)": MoleculeEnv(max_atoms),
-        f"fragments (8-fragment vocabulary, <= {max_fragments} fragments)": FragmentEnv(
-            molecule_fragments(), max_fragments=max_fragments
-        ),
-    }
-    for title, env in tasks.items():
+        "atoms": (f"atoms (C/N/O, valence rules, <= {max_atoms} heavy atoms)", MoleculeEnv(max_atoms)),
+        "fragments": (f"fragments (8-fragment vocabulary, <= {max_fragments} fragments)",
+                      FragmentEnv(molecule_fragments(), max_fragments=max_fragments)),
+    }  # fmt: skip
+    for key, (title, env) in tasks.items():
         atom = isinstance(env, MoleculeEnv)
         test = _random_test_set(env, 600, 1234) if atom else []
-        print(
-            f"\n## molecules, {title}: TB, {steps} steps, {n_samples} samples, top-{top_k}, "
-            f"{len(seeds)} seeds" + (f", correlation on {len(test)} random graphs" if atom else "")
-        )
-        head = (
-            f"{'method':<8} {'corr(log p,log R)':>17} {f'top-{top_k} R':>12} {'distinct':>10} "
-            f"{'mean log|Aut|':>13} {'sym. frag.':>10} {'CPU s':>9}"
-        )
-        print(head)
-        print("-" * len(head))
         cache = IsoClassCache(env.node_attrs, env.edge_attrs)
+        out_rows = []
         for m in ("vanilla", "SA-GFN"):
             rows = []
             for s in seeds:
@@ -272,14 +312,8 @@ def molecule_table(seeds, steps, n_samples=1000, top_k=100, max_atoms=8, max_fra
                 uniq = {cache.class_id(g): g for g in graphs}
                 rewards = sorted((molecule_reward(g) for g in uniq.values()), reverse=True)
                 log_aut = np.mean([np.log(cache.automorphisms(g)) for g in graphs])
-                row = {
-                    "top": np.mean(rewards[:top_k]),
-                    "distinct": len(uniq),
-                    "aut": log_aut,
-                    "time": secs,
-                    "corr": np.nan,
-                    "sym": np.nan,
-                }
+                row = {"top": np.mean(rewards[:top_k]), "distinct": len(uniq), "aut": log_aut,
+                       "time": secs, "corr": np.nan, "sym": np.nan}  # fmt: skip
                 if atom:
                     lp = estimate_log_likelihood(policy, test, 32, seed=s)
                     lr = np.log([molecule_reward(g) for g in test])
@@ -289,13 +323,26 @@ def molecule_table(seeds, steps, n_samples=1000, top_k=100, max_atoms=8, max_fra
                     row["sym"] = np.mean([env.fragment_aut[t] >= 6 for t in types])
                 rows.append(row)
             col = {k: [r[k] for r in rows] for k in rows[0]}
-            corr_s = _fmt(col["corr"]) if atom else "-"
-            sym_s = "-" if atom else _fmt(col["sym"])
-            print(
-                f"{m:<8} {corr_s:>17} {_fmt(col['top'], '.1f'):>12} "
-                f"{_fmt(col['distinct'], '.0f'):>10} {_fmt(col['aut']):>13} {sym_s:>10} "
-                f"{_fmt(col['time'], '.0f'):>9}"
-            )
+            out_rows.append([m, _fmt(col["corr"]) if atom else None, _fmt(col["top"], ".1f"),
+                             _fmt(col["distinct"], ".0f"), _fmt(col["aut"]),
+                             None if atom else _fmt(col["sym"]), _fmt(col["time"], ".0f")])  # fmt: skip
+            run.sample_load()
+        extra = f", correlation on {len(test)} random graphs" if atom else ""
+        run.table(
+            f"molecule_{key}",
+            [
+                "method",
+                "corr(log p, log R)",
+                f"top-{top_k} R",
+                "distinct",
+                "mean log|Aut|",
+                "symmetric-fragment share",
+                "CPU s",
+            ],
+            out_rows,
+            seeds=seeds,
+            title=f"Molecules, {title}: TB, {steps} steps, {n_samples} samples{extra}",
+        )
 
 
 def main() -> None:
@@ -307,7 +354,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--max-nodes", type=int, default=4)
     ap.add_argument("--losses", default="tb,db", help="comma-separated subset of tb,db,subtb")
-    ap.add_argument("--png", default=None, help="save a p/target vs |Aut| plot of the atom task")
+    ap.add_argument("--png", action="store_true", help="save a p/target vs |Aut| plot (results/)")
     ap.add_argument(
         "--methods", default=",".join(METHODS), help=f"comma-separated subset of {list(METHODS)}"
     )
@@ -320,9 +367,13 @@ def main() -> None:
     )
     ap.add_argument("--molecule-steps", type=int, default=1500)
     ap.add_argument(
-        "--tables", default="atom,frag,modes,likelihood,molecule", help="which tables to run"
+        "--tables",
+        default="atom,frag,modes,likelihood,molecule_exact,molecule",
+        help="which tables to run",
     )
+    ap.add_argument("--molecule-exact-steps", type=int, default=3000)
     args = ap.parse_args()
+    run = Run("gfn-symmetry")
     torch.set_num_threads(1)
     seeds = [0] if args.quick else list(range(args.seeds))
     steps = 40 if args.quick else args.steps
@@ -331,6 +382,8 @@ def main() -> None:
     tables = args.tables.split(",")
     if "atom" in tables:
         space, target, dists = distribution_table(
+            run,
+            "atom",
             f"atom (<= {args.max_nodes} nodes, R = 1 + #cycles)",
             GraphEnv(max_nodes=args.max_nodes),
             cycle_reward,
@@ -341,6 +394,8 @@ def main() -> None:
         )
     if "frag" in tables:
         distribution_table(
+            run,
+            "frag",
             "fragments (4-fragment vocabulary, <= 3 fragments, R = 1 + #cycles)",
             FragmentEnv(_fragments(), max_fragments=3),
             cycle_reward,
@@ -351,6 +406,7 @@ def main() -> None:
         )
     if "modes" in tables:
         modes_table(
+            run,
             GraphEnv(max_nodes=args.max_nodes + 1),
             seeds,
             60 if args.quick else args.modes_steps,
@@ -359,9 +415,11 @@ def main() -> None:
             args.modes_batch,
         )
     if "likelihood" in tables:
-        likelihood_table(GraphEnv(max_nodes=args.max_nodes + 1), seeds, steps)
+        likelihood_table(run, GraphEnv(max_nodes=args.max_nodes + 1), seeds, steps)
+    if "molecule_exact" in tables:
+        molecule_exact_table(run, seeds, 40 if args.quick else args.molecule_exact_steps)
     if "molecule" in tables:
-        molecule_table(seeds, 40 if args.quick else args.molecule_steps)
+        molecule_table(run, seeds, 40 if args.quick else args.molecule_steps)
     if args.png and "atom" in tables:
         import matplotlib
 
@@ -371,8 +429,7 @@ def main() -> None:
         ax = plot_symmetry_bias(
             space, target, {k: v for k, v in dists.items() if k.startswith("tb/")}
         )
-        ax.figure.savefig(args.png, dpi=120, bbox_inches="tight")
-        print(f"saved {args.png}")
+        run.figure(ax.figure, "symmetry_bias")
 
 
 if __name__ == "__main__":

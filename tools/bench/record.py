@@ -101,7 +101,8 @@ def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: A
     specs = list(fmt) if isinstance(fmt, list | tuple) else [fmt] * len(columns)
     if len(specs) != len(columns):
         raise ValueError(f"fmt: {len(specs)} specs for {len(columns)} columns")
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    head = [str(c).replace("|", "\\|") for c in columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(columns)]
     for row in rows:
         if len(row) != len(columns):
             raise ValueError(f"rows: a row has {len(row)} cells for {len(columns)} columns")

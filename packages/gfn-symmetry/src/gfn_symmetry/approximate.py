@@ -22,6 +22,7 @@ from collections import Counter
 import networkx as nx
 import numpy as np
 
+from gfn_symmetry.automorphisms import check_attrs, check_label_values
 from gfn_symmetry.env import ADD_EDGE, ADD_FRAGMENT, ADD_NODE, BackwardAction, GraphAction, GraphEnv
 
 __all__ = [
@@ -63,8 +64,13 @@ def wl_colours(
         Node -> int colour (colours are comparable within this graph only).
     """
     _check(graph)
+    node_attrs = check_attrs(node_attrs, "node_attrs")
+    edge_attrs = check_attrs(edge_attrs, "edge_attrs")
+    check_label_values(graph, node_attrs, edge_attrs)
     if iterations is not None and (
-        isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0
+        isinstance(iterations, bool)
+        or not isinstance(iterations, int | np.integer)
+        or iterations < 0
     ):
         raise ValueError(f"iterations must be None or an int >= 0, got {iterations!r}")
     sig = {v: tuple(d.get(k) for k in node_attrs) for v, d in graph.nodes(data=True)}
@@ -99,6 +105,9 @@ def _relabel(sig: dict) -> dict:
 
 def _wl_class_sizes(graph, node_attrs, edge_attrs, iterations) -> list[int]:
     _check(graph)
+    node_attrs = check_attrs(node_attrs, "node_attrs")
+    edge_attrs = check_attrs(edge_attrs, "edge_attrs")
+    check_label_values(graph, node_attrs, edge_attrs)
     if graph.number_of_nodes() == 0:
         raise ValueError("graph is empty: automorphisms are defined here for non-empty graphs")
     return list(Counter(wl_colours(graph, node_attrs, edge_attrs, iterations).values()).values())

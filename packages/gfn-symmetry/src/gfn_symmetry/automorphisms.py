@@ -40,6 +40,38 @@ def _check_graph(graph: nx.Graph, name: str = "graph") -> None:
         raise ValueError(f"{name} is empty: automorphisms are defined here for non-empty graphs")
 
 
+def check_attrs(attrs: object, name: str) -> tuple[str, ...]:
+    """``attrs`` as a tuple of attribute names; a bare string is refused, not iterated."""
+    if isinstance(attrs, str | bytes):
+        raise TypeError(
+            f"{name} must be a tuple of attribute names, got the string {attrs!r} "
+            f"(write ({attrs!r},): a string would be read as the attributes {tuple(attrs)!r})"
+        )
+    try:
+        out = tuple(attrs)
+    except TypeError:
+        raise TypeError(f"{name} must be a tuple of attribute names, got {attrs!r}") from None
+    if not all(isinstance(a, str) for a in out):
+        raise TypeError(f"{name} must hold strings, got {out!r}")
+    return out
+
+
+def check_label_values(
+    graph: nx.Graph, node_attrs: tuple[str, ...], edge_attrs: tuple[str, ...], name="graph"
+) -> None:
+    """NaN labels raise: NaN != NaN, so every such node would become its own colour."""
+    for v, d in graph.nodes(data=True):
+        for k in node_attrs:
+            x = d.get(k)
+            if isinstance(x, float) and math.isnan(x):
+                raise ValueError(f"{name}: node {v} has a NaN {k!r} label")
+    for u, v, d in graph.edges(data=True):
+        for k in edge_attrs:
+            x = d.get(k)
+            if isinstance(x, float) and math.isnan(x):
+                raise ValueError(f"{name}: edge ({u}, {v}) has a NaN {k!r} label")
+
+
 def _node_match(attrs: tuple[str, ...]):
     keys = (*attrs, _MARK)
     return lambda a, b: all(a.get(k) == b.get(k) for k in keys)
@@ -136,6 +168,9 @@ def count_automorphisms(
     marked.
     """
     _check_graph(graph)
+    node_attrs = check_attrs(node_attrs, "node_attrs")
+    edge_attrs = check_attrs(edge_attrs, "edge_attrs")
+    check_label_values(graph, node_attrs, edge_attrs)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     node_attrs, edge_attrs = tuple(node_attrs), tuple(edge_attrs)
@@ -205,9 +240,12 @@ def canonical_form(
 
     if not isinstance(graph, nx.Graph) or graph.is_directed() or graph.is_multigraph():
         raise TypeError("graph must be a simple undirected networkx.Graph")
+    node_attrs = check_attrs(node_attrs, "node_attrs")
+    edge_attrs = check_attrs(edge_attrs, "edge_attrs")
+    check_label_values(graph, node_attrs, edge_attrs)
     if graph.number_of_nodes() == 0:
         return ((), ())
-    n, edges, colours = _coloured(graph, tuple(node_attrs), tuple(edge_attrs))
+    n, edges, colours = _coloured(graph, node_attrs, edge_attrs)
     # colours must be comparable across graphs: rank the actual label tuples, not local ids
     keys = [("v", *(d.get(k) for k in node_attrs)) for _, d in graph.nodes(data=True)]
     labels = [tuple(d.get(k) for k in edge_attrs) for _, _, d in graph.edges(data=True)]
@@ -258,8 +296,8 @@ class IsoClassCache:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
         self._canon: dict[tuple, int] = {}
-        self.node_attrs = tuple(node_attrs)
-        self.edge_attrs = tuple(edge_attrs)
+        self.node_attrs = check_attrs(node_attrs, "node_attrs")
+        self.edge_attrs = check_attrs(edge_attrs, "edge_attrs")
         self._nm = _node_match(self.node_attrs)
         self._em = _edge_match(self.edge_attrs)
         self._buckets: dict[str, list[int]] = {}
@@ -298,6 +336,7 @@ class IsoClassCache:
         """
         if not isinstance(graph, nx.Graph):
             raise TypeError(f"graph must be a networkx.Graph, got {type(graph).__name__}")
+        check_label_values(graph, self.node_attrs, self.edge_attrs)
         # Exact memo on the concrete (labelled-vertex) form: sampled graphs repeat often.
         concrete = self._concrete_key(graph)
         hit = self._concrete.get(concrete)

@@ -74,7 +74,9 @@ class GraphBatch:
         return len(self.actions)
 
 
-def featurize(env: GraphEnv, graphs: Sequence[nx.Graph], backward: bool = False) -> GraphBatch:
+def featurize(
+    env: GraphEnv, graphs: Sequence[nx.Graph], backward: bool = False, validate: bool = True
+) -> GraphBatch:
     """Flatten ``graphs`` (states of ``env``) into a :class:`GraphBatch`.
 
     Parameters
@@ -85,6 +87,9 @@ def featurize(env: GraphEnv, graphs: Sequence[nx.Graph], backward: bool = False)
         States (nodes ``0..n-1``).
     backward : bool, default=False
         Also list every graph's backward actions (for a learned backward policy).
+    validate : bool, default=True
+        Check every graph is a state of ``env`` (node ids, labels in ``[0, n_labels)``,
+        connectivity); the trainer's own states skip it.
 
     Returns
     -------
@@ -92,6 +97,9 @@ def featurize(env: GraphEnv, graphs: Sequence[nx.Graph], backward: bool = False)
     """
     if len(graphs) == 0:
         raise ValueError("graphs must not be empty")
+    if validate:
+        for i, g in enumerate(graphs):
+            env.validate_state(g, f"graphs[{i}]")
     node_type, node_graph, src, dst, kind, n_nodes = [], [], [], [], [], []
     a_kind, a_graph, a_u, a_v, a_k, offsets, actions = [], [], [], [], [], [0], []
     b_edge, b_graph, b_u, b_v, b_off = [], [], [], [], [0]

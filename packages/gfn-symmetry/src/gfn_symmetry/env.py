@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numbers
+
 import networkx as nx
 
 __all__ = [
@@ -161,7 +163,11 @@ class GraphEnv:
             raise ValueError(f"{name} has {n} nodes > max_nodes={self.max_nodes}")
         for v, d in graph.nodes(data=True):
             lab = d.get("label")
-            if not isinstance(lab, int) or not 0 <= lab < self.n_labels:
+            if (
+                isinstance(lab, bool)
+                or not isinstance(lab, numbers.Integral)
+                or not 0 <= lab < self.n_labels
+            ):
                 raise ValueError(f"{name} node {v} has label {lab!r} outside [0, {self.n_labels})")
         if n > 0 and not nx.is_connected(graph):
             raise ValueError(f"{name} must be connected")

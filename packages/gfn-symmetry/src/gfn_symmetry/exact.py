@@ -207,7 +207,7 @@ def exact_terminal_distribution(
     """
     probs: list[np.ndarray] = []
     for lo in range(0, len(space), chunk):
-        batch = featurize(space.env, space.graphs[lo : lo + chunk])
+        batch = featurize(space.env, space.graphs[lo : lo + chunk], validate=False)
         logits, _ = policy(batch)
         lp = segment_log_softmax(logits.double(), batch.act_graph, batch.n_graphs).exp().numpy()
         off = batch.act_offset.numpy()

@@ -294,7 +294,7 @@ class GFlowNet:
         active = list(range(n))
         while active:
             graphs = [trajs[i].states[-1] for i in active]
-            batch = featurize(env, graphs)
+            batch = featurize(env, graphs, validate=False)
             logits, _ = self.policy(batch)
             if per_action and epsilon > 0:  # this step's action is uniform for these graphs
                 explore = torch.zeros(n, dtype=torch.bool)
@@ -391,7 +391,7 @@ class GFlowNet:
         T = int(lengths.max())
         flat = [s for t in trajectories for s in t.states]
         learned = self.backward_policy == "learned"
-        batch = featurize(self.env, flat, backward=learned)
+        batch = featurize(self.env, flat, backward=learned, validate=False)
         if learned:
             logits, log_flow, back_logits = self.policy.forward_backward(batch)
         else:

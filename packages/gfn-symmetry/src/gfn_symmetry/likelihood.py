@@ -102,7 +102,7 @@ def estimate_log_likelihood(
                 picks.append(env.forward_actions(parent).index(env.forward_of(g, b)))
                 owner.append(tid)
                 g = parent
-    batch = featurize(env, states)
+    batch = featurize(env, states, validate=False)
     logits, _ = policy(batch)
     lsm = segment_log_softmax(logits.double(), batch.act_graph, batch.n_graphs)
     chosen = lsm[batch.act_offset[:-1] + torch.tensor(picks)].numpy()

@@ -31,6 +31,9 @@ __all__ = [
 def _check(
     log_pf: torch.Tensor, log_pb: torch.Tensor, log_reward: torch.Tensor, lengths: torch.Tensor
 ) -> torch.Tensor:
+    for name, t in (("log_pf", log_pf), ("log_pb", log_pb), ("log_reward", log_reward)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor")
     if log_pf.ndim != 2:
         raise ValueError(f"log_pf must have shape (B, T), got {tuple(log_pf.shape)}")
     if log_pb.shape != log_pf.shape:
@@ -49,6 +52,10 @@ def _check(
         raise ValueError(f"lengths must lie in [1, {T}]")
     if not bool(torch.isfinite(log_reward).all()):
         raise ValueError("log_reward contains NaN or inf")
+    mask = _mask(lengths, T)
+    for name, t in (("log_pf", log_pf), ("log_pb", log_pb)):
+        if not bool(torch.isfinite(t[mask]).all()):
+            raise ValueError(f"{name} contains NaN or inf within the trajectories' lengths")
     return lengths
 
 
@@ -81,6 +88,8 @@ def trajectory_balance_loss(
     lengths = _check(log_pf, log_pb, log_reward, lengths)
     if log_z.numel() != 1:
         raise ValueError(f"log_z must be a scalar, got shape {tuple(log_z.shape)}")
+    if not bool(torch.isfinite(log_z).all()):
+        raise ValueError("log_z is NaN or inf")
     m = _mask(lengths, log_pf.shape[1])
     diff = torch.where(m, log_pf - log_pb, torch.zeros_like(log_pf)).sum(1)
     return (log_z.reshape(()) + diff - log_reward).pow(2).mean()
@@ -118,10 +127,14 @@ def detailed_balance_loss(
     Tensor, shape ()
     """
     lengths = _check(log_pf, log_pb, log_reward, lengths)
+    if not isinstance(log_flow, torch.Tensor) or not log_flow.is_floating_point():
+        raise TypeError("log_flow must be a floating-point tensor")
     if log_flow.shape != log_pf.shape:
         raise ValueError(
             f"log_flow shape {tuple(log_flow.shape)} != log_pf shape {tuple(log_pf.shape)}"
         )
+    if not bool(torch.isfinite(log_flow[_mask(lengths, log_pf.shape[1])]).all()):
+        raise ValueError("log_flow contains NaN or inf within the trajectories' lengths")
     ext = _extended_flow(log_flow, log_reward, lengths)
     res = ext[:, :-1] + log_pf - ext[:, 1:] - log_pb
     m = _mask(lengths, log_pf.shape[1])
@@ -155,10 +168,14 @@ def subtrajectory_balance_loss(
     Tensor, shape ()
     """
     lengths = _check(log_pf, log_pb, log_reward, lengths)
+    if not isinstance(log_flow, torch.Tensor) or not log_flow.is_floating_point():
+        raise TypeError("log_flow must be a floating-point tensor")
     if log_flow.shape != log_pf.shape:
         raise ValueError(
             f"log_flow shape {tuple(log_flow.shape)} != log_pf shape {tuple(log_pf.shape)}"
         )
+    if not bool(torch.isfinite(log_flow[_mask(lengths, log_pf.shape[1])]).all()):
+        raise ValueError("log_flow contains NaN or inf within the trajectories' lengths")
     if not (isinstance(lamda, int | float) and lamda > 0 and lamda == lamda):
         raise ValueError(f"lamda must be a positive float, got {lamda!r}")
     B, T = log_pf.shape

@@ -18,8 +18,9 @@ def _pair(p: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"p and q must be 1-D of equal length, got {p.shape} and {q.shape}")
     if p.size == 0:
         raise ValueError("p is empty")
-    if not (np.isfinite(p).all() and np.isfinite(q).all()):
-        raise ValueError("p and q must be finite")
+    for name, v in (("p", p), ("q", q)):
+        if not np.isfinite(v).all():
+            raise ValueError(f"{name} contains NaN or inf")
     return p, q
 
 
@@ -30,10 +31,11 @@ def l1_distance(p: np.ndarray, q: np.ndarray) -> float:
 
 
 def pearson_correlation(p: np.ndarray, q: np.ndarray) -> float:
-    """Pearson correlation of two vectors of shape (S,) (``nan`` if one is constant)."""
+    """Pearson correlation of two vectors of shape (S,); a constant vector raises (undefined)."""
     p, q = _pair(p, q)
-    if p.std() == 0 or q.std() == 0:
-        return float("nan")
+    for name, v in (("p", p), ("q", q)):
+        if v.std() == 0:
+            raise ValueError(f"{name} is constant: the correlation is undefined")
     return float(np.corrcoef(p, q)[0, 1])
 
 

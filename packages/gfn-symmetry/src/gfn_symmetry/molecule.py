@@ -11,6 +11,7 @@ symmetries (rings, symmetric substitution) and without compete for probability m
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 import networkx as nx
@@ -105,11 +106,18 @@ def molecule_reward(graph: nx.Graph, beta: float = 1.0) -> float:
     """
     if not isinstance(graph, nx.Graph):
         raise TypeError(f"graph must be a networkx.Graph, got {type(graph).__name__}")
-    if not (isinstance(beta, int | float) and math.isfinite(beta) and beta > 0):
+    if isinstance(beta, bool) or not (
+        isinstance(beta, numbers.Real) and math.isfinite(beta) and beta > 0
+    ):
         raise ValueError(f"beta must be a positive finite float, got {beta!r}")
     n = graph.number_of_nodes()
     if n == 0:
         return 1.0
+    if not nx.is_connected(graph):
+        raise ValueError(
+            "graph must be connected: a molecule is one connected heavy-atom graph "
+            f"(got {nx.number_connected_components(graph)} components)"
+        )
     rings = graph.number_of_edges() - n + 1
     hetero = sum(d.get("label", 0) > 0 for _, d in graph.nodes(data=True))
     quaternary = any(deg >= 4 for _, deg in graph.degree)

@@ -1,0 +1,170 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()``.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import torch
+
+from gfn_symmetry import (
+    GraphEnv,
+    IsoClassCache,
+    count_automorphisms,
+    detailed_balance_loss,
+    featurize,
+    l1_distance,
+    log_count_automorphisms,
+    molecule_reward,
+    pearson_correlation,
+    trajectory_balance_loss,
+    wl_automorphism_bound,
+)
+
+
+def _cycle(n: int, labels=None) -> nx.Graph:
+    g = nx.cycle_graph(n)
+    nx.set_node_attributes(g, {v: (labels[v] if labels else 0) for v in g}, "label")
+    nx.set_edge_attributes(g, 0, "kind")
+    return g
+
+
+def entries() -> list[dict]:
+    c4 = _cycle(4)
+    nan_c4 = _cycle(4, [float("nan")] * 4)
+    two = nx.disjoint_union(_cycle(3), _cycle(3))
+    env = GraphEnv(max_nodes=4, n_labels=2)
+    bad_label = _cycle(3, [0, 1, 5])
+    rng = np.random.default_rng(0)
+    B, T = 5, 4
+    log_pf = torch.as_tensor(rng.normal(size=(B, T)) - 1.0)
+    log_pb = torch.as_tensor(rng.normal(size=(B, T)) - 1.0)
+    log_r = torch.as_tensor(rng.normal(size=B))
+    lengths = torch.full((B,), T)  # no padding: every entry is inside a trajectory
+    attr_params = {
+        "node_attrs": {"type": "strs", "good": ("label",)},
+        "edge_attrs": {"type": "strs", "good": ("kind",)},
+    }
+    return [
+        {
+            "name": "count_automorphisms",
+            "call": count_automorphisms,
+            "kwargs": {"graph": c4},
+            "params": {**attr_params, "backend": {"type": "str", "bad": ["bliss"]}},
+            "known": [
+                {"kwargs": {}, "check": lambda out: out == 8, "why": "|Aut(C4)| = 8"},
+                {
+                    "kwargs": {"graph": nan_c4},
+                    "raises": ["graph", "NaN"],
+                    "why": "NaN labels would make every node its own colour",
+                },
+                {
+                    "kwargs": {"node_attrs": "label"},
+                    "raises": ["node_attrs"],
+                    "why": "a string is not a tuple of attribute names",
+                },
+            ],  # fmt: skip
+        },
+        {
+            "name": "log_count_automorphisms",
+            "call": log_count_automorphisms,
+            "kwargs": {"graph": c4},
+            "params": attr_params,
+        },
+        {
+            "name": "wl_automorphism_bound",
+            "call": wl_automorphism_bound,
+            "kwargs": {"graph": c4, "iterations": 3},
+            "params": {**attr_params, "iterations": {"type": "int", "bad": [-1]}},
+            "known": [{"kwargs": {}, "check": lambda out: out >= 8, "why": "an upper bound"}],
+        },
+        {
+            "name": "IsoClassCache",
+            "call": IsoClassCache,
+            "kwargs": {"node_attrs": ("label",)},
+            "deterministic": False,  # a fresh cache object
+            "params": {**attr_params, "backend": {"type": "str", "bad": ["bliss"]}},
+        },
+        {
+            "name": "molecule_reward",
+            "call": molecule_reward,
+            "kwargs": {"graph": _cycle(5, [0, 1, 0, 0, 0]), "beta": 1.0},
+            "params": {"beta": {"type": "float", "bad": [0.0, -1.0, float("nan")]}},
+            "known": [
+                {
+                    "kwargs": {"graph": two},
+                    "raises": ["graph"],
+                    "why": "a disconnected graph is not a molecule",
+                }
+            ],  # fmt: skip
+        },
+        {
+            "name": "featurize",
+            "call": lambda graphs: featurize(env, graphs),
+            "kwargs": {"graphs": [_cycle(3, [0, 1, 0]), _cycle(4)]},
+            "deterministic": False,  # a GraphBatch dataclass of tensors, compared elsewhere
+            "known": [
+                {
+                    "kwargs": {"graphs": [bad_label]},
+                    "raises": ["graphs[0]"],
+                    "why": "labels beyond n_labels",
+                }
+            ],  # fmt: skip
+        },
+        {
+            "name": "trajectory_balance_loss",
+            "call": trajectory_balance_loss,
+            "kwargs": {
+                "log_z": torch.tensor(0.5),
+                "log_pf": log_pf,
+                "log_pb": log_pb,
+                "log_reward": log_r,
+                "lengths": lengths,
+            },  # fmt: skip
+            "arrays": {
+                "log_pf": {"kind": "float", "ndim": 2},
+                "log_pb": {"kind": "float", "ndim": 2},
+                "log_reward": {"kind": "float", "ndim": 1},
+                "log_z": {"kind": "float", "ndim": (0, 1)},
+            },  # fmt: skip
+            "rows": [["log_pf", "log_pb", "log_reward", "lengths"]],
+            "order": "invariant",
+        },
+        {
+            "name": "detailed_balance_loss",
+            "call": detailed_balance_loss,
+            "kwargs": {
+                "log_flow": log_pf.clone(),
+                "log_pf": log_pf,
+                "log_pb": log_pb,
+                "log_reward": log_r,
+                "lengths": lengths,
+            },  # fmt: skip
+            "arrays": {
+                "log_flow": {"kind": "float", "ndim": 2},
+                "log_pf": {"kind": "float", "ndim": 2},
+                "log_reward": {"kind": "float", "ndim": 1},
+            },  # fmt: skip
+            "rows": [["log_flow", "log_pf", "log_pb", "log_reward", "lengths"]],
+            "order": "invariant",
+        },
+        {
+            "name": "l1_distance",
+            "call": l1_distance,
+            "kwargs": {"p": np.full(4, 0.25), "q": np.array([0.1, 0.2, 0.3, 0.4])},
+            "arrays": {"p": {"kind": "float", "ndim": 1}, "q": {"kind": "float", "ndim": 1}},
+            "rows": [["p", "q"]],
+            "order": "invariant",
+        },
+        {
+            "name": "pearson_correlation",
+            "call": pearson_correlation,
+            "kwargs": {"p": np.array([0.1, 0.3, 0.2, 0.4]), "q": np.array([0.1, 0.2, 0.3, 0.4])},
+            "arrays": {"p": {"kind": "float", "ndim": 1}, "q": {"kind": "float", "ndim": 1}},
+            "rows": [["p", "q"]],
+            "order": "invariant",
+            "min_rows": 2,
+        },
+    ]
