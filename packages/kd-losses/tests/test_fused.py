@@ -118,3 +118,47 @@ def test_distil_a_transformers_llama_through_the_fused_head():
         losses.append(loss.item())
     assert losses[-1] < losses[0]
     assert student.lm_head.weight.grad is not None
+
+
+@pytest.mark.parametrize("what", ["nan", "posinf", "neginf"])
+def test_fused_rejects_what_the_logits_path_rejects(what):
+    hs, ws, _, ht, wt = _setup()
+    tl = (ht @ wt.T).detach()
+    tl[0, 1, 2] = {"nan": float("nan"), "posinf": float("inf"), "neginf": float("-inf")}[what]
+    with pytest.raises(ValueError, match="teacher_logits"):
+        K.fused_kd_loss(hs, ws, teacher_logits=tl)
+    if what != "neginf":  # the logits path rejects NaN and +inf too
+        with pytest.raises(ValueError, match="teacher_logits"):
+            K.distill_loss("bdl", hs @ ws.T, tl)
+    bad_w = ws.detach().clone()
+    bad_w[3, 1] = float("nan")
+    with pytest.raises(ValueError, match="student_weight"):
+        K.fused_kd_loss(hs, bad_w, teacher_hidden=ht, teacher_weight=wt)
+    with pytest.raises(ValueError, match="teacher_weight"):
+        K.fused_kd_loss(hs, ws, teacher_hidden=ht, teacher_weight=bad_w[:, :4])
+
+
+def test_fused_keeps_float64_exact():
+    hs, ws, bs, ht, wt = _setup(n=(3, 7), v=13)
+    labels = torch.tensor([[1, 2, -100, 4, 5, 6, 7], [6, -100, 8, 9, 1, 0, 3], [1] * 7])
+    out = K.fused_kd_loss(hs, ws, student_bias=bs, teacher_hidden=ht, teacher_weight=wt,
+                          labels=labels, loss="bdl")  # fmt: skip
+    ref = K.distill_loss("bdl", hs @ ws.T + bs, ht @ wt.T, labels=labels)
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out, ref, atol=1e-13, rtol=0)
+
+
+def test_one_backward_contract():
+    """A second backward through the same graph raises and says how to get another."""
+    hs, ws, _, ht, wt = _setup()
+    out = K.fused_kd_loss(hs, ws, teacher_hidden=ht, teacher_weight=wt)
+    out.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="one backward pass"):
+        out.backward()
+
+
+def test_auto_block_sizes_respect_the_budget():
+    rows, sub = K.fused.auto_block_sizes(128 * 1024, 2)  # bf16, 128K vocabulary
+    assert 3 * rows * 128 * 1024 * 2 <= K.fused.MEMORY_BUDGET // 2
+    assert 12 * sub * 128 * 1024 * 4 <= K.fused.MEMORY_BUDGET // 2
+    assert rows >= 32 and 1 <= sub <= rows

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 __all__ = [
@@ -55,7 +57,7 @@ def check_prob_param(
     name: str, value: float, *, low_open: bool = True, high_open: bool = True
 ) -> float:
     """Check a mixing weight lies in (0, 1) (or the half-closed variant asked for)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a float, got {type(value).__name__}")
     value = float(value)
     lo_ok = value > 0.0 if low_open else value >= 0.0
@@ -69,7 +71,7 @@ def check_prob_param(
 
 def check_temperature(temperature: float) -> float:
     """Check the softmax temperature is a positive finite number."""
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
         raise TypeError(f"temperature must be a float, got {type(temperature).__name__}")
     t = float(temperature)
     if not (t > 0.0) or t == float("inf"):

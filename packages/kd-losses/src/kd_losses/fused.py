@@ -8,19 +8,34 @@ student (and teacher) logits, the per-token loss and its gradient with respect t
 gradients of the hidden states, weight and bias. Only one block of logits is ever alive; the
 backward pass scales the stored gradients by the incoming scalar.
 
+Memory. Two sizes bound the temporaries: ``chunk_size`` token rows per lm-head matmul (the
+block's student and teacher logits and its logit gradient, in the model's dtype) and, inside a
+block, sub-blocks of rows for the float32 loss kernel (about a dozen row-sized temporaries).
+Both default to what keeps the total near :data:`MEMORY_BUDGET` (64 MB): large matmul blocks
+keep the passes over the ``(V, d)`` weight few (each block reads it once), small kernel
+sub-blocks keep the float32 temporaries small.
+
+One backward pass. The gradients are computed in the forward pass and scaled in place by the
+incoming gradient in the backward pass, so a second backward through the same graph
+(``retain_graph=True``, PCGrad-style code) raises a ``RuntimeError`` saying so: call
+``fused_kd_loss`` again for each backward.
+
 The teacher is a constant (its hidden states, weights or logits receive no gradient).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
 from kd_losses._kernels import KINDS, loss_and_grad
 from kd_losses._validation import check_reduction, check_temperature, resolve_mask
 
-__all__ = ["FusedKDLoss", "fused_kd_loss"]
+__all__ = ["MEMORY_BUDGET", "FusedKDLoss", "auto_block_sizes", "fused_kd_loss"]
 
+MEMORY_BUDGET = 64 * 2**20  # bytes of block temporaries the automatic sizes aim at
+_KERNEL_TEMPS = 12  # float32 row-sized temporaries of the loss kernel (upper bound)
 _PARAM = {"jsd": "beta", "skl": "alpha", "srkl": "alpha", "akl": "mu", "bdl": "lam"}
 _DEFAULT = {"jsd": 0.5, "skl": 0.1, "srkl": 0.1, "akl": 0.5, "bdl": 0.1}
 
@@ -29,9 +44,20 @@ def _logits(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.T
     return torch.addmm(b, h, w.T) if b is not None else h @ w.T
 
 
+def auto_block_sizes(vocab: int, itemsize: int, budget: int = MEMORY_BUDGET) -> tuple[int, int]:
+    """Token rows per lm-head matmul block and per float32 kernel sub-block.
+
+    Half the budget holds a block's student and teacher logits and its logit gradient
+    (3 rows of ``vocab`` items each); the other half the loss kernel's float32 temporaries.
+    """
+    rows = max(1, (budget // 2) // (3 * vocab * itemsize))
+    sub = max(1, (budget // 2) // (_KERNEL_TEMPS * vocab * 4))
+    return rows, min(sub, rows)
+
+
 class _FusedHead(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, hs, ws, bs, ht, wt, bt, tl, weights, kind, param, temperature, chunk):
+    def forward(ctx, hs, ws, bs, ht, wt, bt, tl, weights, kind, param, temperature, chunk, sub):
         n = hs.shape[0]
         want = ctx.needs_input_grad[0] or ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
         acc = torch.float64 if hs.dtype == torch.float64 else torch.float32
@@ -51,13 +77,19 @@ class _FusedHead(torch.autograd.Function):
                     continue  # a fully masked block contributes nothing
                 zs = _logits(hs[c], ws, bs)
                 zt = tl[c] if tl is not None else _logits(ht[c], wt, bt)
-                loss, dz = loss_and_grad(kind, param, zs, zt, temperature, want)
-                total += (w_c.to(acc) * loss).sum()
+                dz = torch.empty_like(zs) if want else None
+                for b in range(0, zs.shape[0], sub):  # the float32 kernel, a few rows at a time
+                    r = slice(b, b + sub)
+                    loss, g = loss_and_grad(kind, param, zs[r], zt[r], temperature, want)
+                    total += (w_c[r].to(acc) * loss).sum()
+                    if want:
+                        g.mul_(w_c[r].to(acc)[:, None])
+                        if gb is not None:
+                            gb += g.sum(0)
+                        dz[r] = g
+                    del loss, g
+                del zt
                 if want:
-                    dz = dz * w_c.to(acc)[:, None]
-                    if gb is not None:
-                        gb += dz.sum(0)
-                    dz = dz.to(hs.dtype)
                     gh[c] = dz @ ws
                     gw.addmm_(dz.T, hs[c])
         ctx.grads = (gh, gw, gb)
@@ -68,13 +100,18 @@ class _FusedHead(torch.autograd.Function):
         gh, gw, gb = ctx.grads
         ctx.grads = None
         if gh is None:
-            raise RuntimeError("fused_kd_loss supports one backward pass")
+            raise RuntimeError(
+                "fused_kd_loss supports one backward pass per call: its gradients are computed "
+                "in the forward pass and scaled in place (retain_graph=True cannot reuse them); "
+                "call fused_kd_loss again for another backward"
+            )
         g = grad_total.to(gh.dtype)
         gh.mul_(g)
         gw.mul_(g)
         if gb is not None:
             gb = (gb * grad_total).to(gw.dtype)
-        return gh, gw, gb, None, None, None, None, None, None, None, None, None
+        ctx.grads = (None, None, None)
+        return gh, gw, gb, None, None, None, None, None, None, None, None, None, None
 
 
 def fused_kd_loss(
@@ -112,7 +149,8 @@ def fused_kd_loss(
     loss : str, default="bdl"
         Any loss of the package: ``fkl, rkl, jsd, tvd, skl, srkl, akl, bdl``.
     chunk_size : int, optional
-        Tokens per block; default ``2^22 // V`` (about 16 MB per float32 temporary).
+        Token rows per lm-head matmul block; default: :func:`auto_block_sizes` (the block
+        temporaries near :data:`MEMORY_BUDGET`).
     mask, labels, ignore_index : optional
         Token selection, as in the logits losses ((N,) or the hidden states' leading shape).
     temperature : float, default=1.0
@@ -141,45 +179,76 @@ def fused_kd_loss(
     hs = _as_tokens(student_hidden, "student_hidden")
     lead = student_hidden.shape[:-1]
     _check_weight(student_weight, hs.shape[1], "student_weight")
+    if student_weight.dtype != hs.dtype:
+        raise TypeError(
+            f"student_weight: dtype {student_weight.dtype} differs from student_hidden's {hs.dtype}"
+        )
     vocab = student_weight.shape[0]
     if student_bias is not None and student_bias.shape != (vocab,):
         raise ValueError(
             f"student_bias: expected shape ({vocab},), got {tuple(student_bias.shape)}"
         )
+    if student_bias is not None:
+        _check_vector(student_bias, "student_bias")
     if (teacher_logits is None) == (teacher_hidden is None or teacher_weight is None):
         raise ValueError(
             "teacher_logits: give either teacher_logits or both teacher_hidden and teacher_weight"
         )
     ht = wt = tl = None
     if teacher_logits is not None:
+        if not isinstance(teacher_logits, torch.Tensor) or not teacher_logits.is_floating_point():
+            raise TypeError("teacher_logits: expected a floating-point tensor")
         tl = teacher_logits.reshape(-1, teacher_logits.shape[-1]).detach()
         if tl.shape != (hs.shape[0], vocab):
             raise ValueError(f"teacher_logits: expected shape ({hs.shape[0]}, {vocab})")
+        # as the logits path: NaN / +inf raise; -inf (a masked vocabulary entry) cannot be
+        # matched on the student's side here, whose logits come from the weights
+        if not bool(torch.isfinite(tl).all()):
+            raise ValueError(
+                "teacher_logits contains NaN or inf (the fused head has no vocabulary mask)"
+            )
     else:
         ht = _as_tokens(teacher_hidden, "teacher_hidden").detach()
         if ht.shape[0] != hs.shape[0]:
             raise ValueError(f"teacher_hidden: {ht.shape[0]} tokens, student has {hs.shape[0]}")
         _check_weight(teacher_weight, ht.shape[1], "teacher_weight")
+        if teacher_weight.dtype != ht.dtype:
+            raise TypeError(
+                f"teacher_weight: dtype {teacher_weight.dtype} differs from teacher_hidden's "
+                f"{ht.dtype}"
+            )
         wt = teacher_weight.detach()
+        if teacher_bias is not None:
+            _check_vector(teacher_bias, "teacher_bias")
         if wt.shape[0] != vocab:
             raise ValueError(
                 f"teacher_weight: vocab {wt.shape[0]} differs from the student's {vocab}"
             )
+    auto_rows, sub = auto_block_sizes(vocab, hs.element_size())
     if chunk_size is None:
-        chunk_size = max(1, (1 << 22) // vocab)
-    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        chunk_size = auto_rows
+    elif (
+        isinstance(chunk_size, bool)
+        or not isinstance(chunk_size, int | np.integer)
+        or chunk_size < 1
+    ):
         raise ValueError(f"chunk_size: must be a positive int, got {chunk_size!r}")
+    chunk_size = int(chunk_size)
     valid = resolve_mask(lead, hs.device, mask, labels, ignore_index)
+    wdtype = torch.float64 if hs.dtype == torch.float64 else torch.float32
     weights = (
-        torch.ones(hs.shape[0], device=hs.device) if valid is None else valid.reshape(-1).float()
+        torch.ones(hs.shape[0], device=hs.device, dtype=wdtype)
+        if valid is None
+        else valid.reshape(-1).to(wdtype)
     )
     if reduction == "mean":
         count = weights.sum()
         weights = weights / count.clamp_min(1.0)  # an all-masked batch gives 0
     bt = None if teacher_bias is None else teacher_bias.detach()
     return _FusedHead.apply(
-        hs, student_weight, student_bias, ht, wt, bt, tl, weights, loss, param, t, chunk_size
-    )
+        hs, student_weight, student_bias, ht, wt, bt, tl, weights, loss, param, t, chunk_size,
+        min(sub, chunk_size),
+    )  # fmt: skip
 
 
 def _as_tokens(x: torch.Tensor, name: str) -> torch.Tensor:
@@ -197,6 +266,15 @@ def _check_weight(w: torch.Tensor, d: int, name: str) -> None:
         raise TypeError(f"{name}: expected a floating-point (V, d) tensor")
     if w.shape[1] != d:
         raise ValueError(f"{name}: expected {d} columns (the hidden width), got {w.shape[1]}")
+    if not bool(torch.isfinite(w).all()):
+        raise ValueError(f"{name}: contains NaN or inf")
+
+
+def _check_vector(b: torch.Tensor, name: str) -> None:
+    if not isinstance(b, torch.Tensor) or not b.is_floating_point() or b.ndim != 1:
+        raise TypeError(f"{name}: expected a floating-point (V,) tensor")
+    if not bool(torch.isfinite(b).all()):
+        raise ValueError(f"{name}: contains NaN or inf")
 
 
 class FusedKDLoss(nn.Module):

@@ -10,6 +10,7 @@ strata in proportion to each stratum's mean DDS (see the README).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterator, Sized
 
 import numpy as np
@@ -45,9 +46,18 @@ def stratified_select(
         Sorted positions into ``scores``.
     """
     scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 1 or scores.size == 0:
+        raise ValueError(f"scores must be a non-empty 1-D array, got shape {scores.shape}")
+    if not np.isfinite(scores).all() or (scores < 0).any():
+        raise ValueError("scores must be finite and non-negative")
     n = scores.size
+    for name, value in (("n_keep", n_keep), ("n_strata", n_strata)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if not 1 <= n_keep <= n:
-        raise ValueError(f"n_keep must be in [1, {n}], got {n_keep}")
+        raise ValueError(f"n_keep must be in [1, {n}] (the length of scores), got {n_keep}")
+    if n_strata < 1:
+        raise ValueError(f"n_strata must be >= 1, got {n_strata}")
     order = np.argsort(scores, kind="stable")
     strata = [s for s in np.array_split(order, min(n_strata, n)) if s.size]
     sizes = np.array([s.size for s in strata], dtype=float)
