@@ -174,3 +174,38 @@ def relaxed_topk_mask(
         m = torch.maximum(m, s)
         taken = taken | torch.nn.functional.one_hot(s.argmax(-1), d).bool()
     return m
+
+
+def expected_topk_mask(
+    scores: Tensor, k: int, tau: float = 0.5, n_samples: int = 32, seed: int = 0
+) -> Tensor:
+    """Monte-Carlo mean of :func:`relaxed_topk_mask` with noise shared by every row.
+
+    The prediction-time mask: the ``n_samples`` Gumbel draws come from a generator seeded with
+    ``seed`` on every call and are the same for every row, so a row's mask depends on its own
+    scores only -- deterministic, independent of the call order, the row order and the global
+    RNG -- and approximates the mask's expectation that training sees.
+
+    Parameters
+    ----------
+    scores : Tensor, shape (n, d)
+    k : int, 1 <= k <= d
+
+    Returns
+    -------
+    Tensor, shape (n, d)
+    """
+    d = scores.shape[-1]
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d:
+        raise ValueError(f"k must be an int in [1, {d}], got {k!r}")
+    g = torch.Generator().manual_seed(int(seed))
+    x = scores.unsqueeze(0).expand(n_samples, *scores.shape)
+    taken = torch.zeros_like(x, dtype=torch.bool)
+    m = torch.zeros_like(x)
+    for _ in range(k):
+        u = torch.rand((n_samples, *([1] * (scores.ndim - 1)), d), generator=g, dtype=x.dtype)
+        gum = -torch.log(-torch.log(u.clamp(1e-10, 1 - 1e-7)))
+        s = ((x.masked_fill(taken, -torch.inf) + gum) / tau).softmax(-1)
+        m = torch.maximum(m, s)
+        taken = taken | torch.nn.functional.one_hot(s.argmax(-1), d).bool()
+    return m.mean(0)

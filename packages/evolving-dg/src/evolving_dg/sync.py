@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from evolving_dg.base import EvolvingEstimator
 from evolving_dg.losses import (
     categorical_kl,
+    expected_topk_mask,
     gaussian_kl,
     gumbel_softmax,
     mws_mutual_information,
@@ -84,12 +85,23 @@ class SYNCNet(nn.Module):
         """Drift prior logits for domains 0..steps-1, (steps, K)."""
         return lstm_unroll(self.drift_prior_cell, self.drift_prior_head, steps, self.K)
 
-    def masks(self, mu_st: Tensor, mu_dy: Tensor, k: int, tau: float, gen=None):
-        """Causal masks (ones where a masker is off); inputs detached (spec §2.5)."""
+    def masks(self, mu_st: Tensor, mu_dy: Tensor, k: int, tau: float, gen=None, expected=False):
+        """Causal masks (ones where a masker is off); inputs detached (spec §2.5).
+
+        ``expected=True`` (prediction) gives the deterministic mean mask
+        (:func:`expected_topk_mask`); otherwise one Gumbel draw from ``gen`` (training).
+        """
         one = torch.ones_like(mu_st)
-        m_st = one if self.mask_st is None else relaxed_topk_mask(self.mask_st(mu_st.detach()), k, tau, gen)  # fmt: skip
-        m_dy = one if self.mask_dy is None else relaxed_topk_mask(self.mask_dy(mu_dy.detach()), k, tau, gen)  # fmt: skip
-        return m_st, m_dy
+
+        def mask(masker, mu):
+            if masker is None:
+                return one
+            scores = masker(mu.detach())
+            if expected:
+                return expected_topk_mask(scores, k, tau)
+            return relaxed_topk_mask(scores, k, tau, gen)
+
+        return mask(self.mask_st, mu_st), mask(self.mask_dy, mu_dy)
 
 
 class SYNC(EvolvingEstimator):
@@ -338,7 +350,9 @@ class SYNC(EvolvingEstimator):
             mu_dy = net.dynamic_prior(t + 1)[0][-1].expand(len(X), -1)
         z_d = net.drift_prior(t + 1)[-1].softmax(-1).expand(len(X), -1)
         k = math.floor(self.mask_ratio * self.z_dim)
-        m_st, m_dy = net.masks(mu_st, mu_dy, k, self.mask_tau, self._gen)
+        # deterministic masks at prediction: the same input always gets the same label,
+        # whatever the call order, the row order or the global RNG
+        m_st, m_dy = net.masks(mu_st, mu_dy, k, self.mask_tau, expected=True)
         return net.classifier(torch.cat([m_st * mu_st, m_dy * mu_dy, z_d], -1))
 
 
