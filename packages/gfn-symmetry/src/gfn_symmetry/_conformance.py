@@ -65,7 +65,7 @@ def entries() -> list[dict]:
                     "raises": ["node_attrs"],
                     "why": "a string is not a tuple of attribute names",
                 },
-            ],  # fmt: skip
+            ],
         },
         {
             "name": "log_count_automorphisms",
@@ -98,7 +98,7 @@ def entries() -> list[dict]:
                     "raises": ["graph"],
                     "why": "a disconnected graph is not a molecule",
                 }
-            ],  # fmt: skip
+            ],
         },
         {
             "name": "featurize",
@@ -111,7 +111,7 @@ def entries() -> list[dict]:
                     "raises": ["graphs[0]"],
                     "why": "labels beyond n_labels",
                 }
-            ],  # fmt: skip
+            ],
         },
         {
             "name": "trajectory_balance_loss",
@@ -122,13 +122,13 @@ def entries() -> list[dict]:
                 "log_pb": log_pb,
                 "log_reward": log_r,
                 "lengths": lengths,
-            },  # fmt: skip
+            },
             "arrays": {
                 "log_pf": {"kind": "float", "ndim": 2},
                 "log_pb": {"kind": "float", "ndim": 2},
                 "log_reward": {"kind": "float", "ndim": 1},
                 "log_z": {"kind": "float", "ndim": (0, 1)},
-            },  # fmt: skip
+            },
             "rows": [["log_pf", "log_pb", "log_reward", "lengths"]],
             "order": "invariant",
         },
@@ -141,12 +141,12 @@ def entries() -> list[dict]:
                 "log_pb": log_pb,
                 "log_reward": log_r,
                 "lengths": lengths,
-            },  # fmt: skip
+            },
             "arrays": {
                 "log_flow": {"kind": "float", "ndim": 2},
                 "log_pf": {"kind": "float", "ndim": 2},
                 "log_reward": {"kind": "float", "ndim": 1},
-            },  # fmt: skip
+            },
             "rows": [["log_flow", "log_pf", "log_pb", "log_reward", "lengths"]],
             "order": "invariant",
         },

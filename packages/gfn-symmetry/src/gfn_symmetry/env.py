@@ -18,9 +18,8 @@ every parent is again connected and reachable from the empty graph.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numbers
+from typing import NamedTuple
 
 import networkx as nx
 
