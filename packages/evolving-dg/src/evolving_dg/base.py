@@ -4,6 +4,7 @@ intermediate-domain model selection, and sequence scoring (spec §2.1, §2.6).""
 from __future__ import annotations
 
 import copy
+import numbers
 import warnings
 
 import numpy as np
@@ -25,11 +26,15 @@ class EvolvingEstimator(BaseEstimator):
     def _check_common(self) -> None:
         for name in ("epochs", "iters_per_epoch", "batch_per_domain"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if not (isinstance(self.lr, (int, float)) and np.isfinite(self.lr) and self.lr > 0):
+        if not (isinstance(self.lr, numbers.Real) and np.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"lr must be a positive number, got {self.lr!r}")
-        if isinstance(self.width, bool) or not isinstance(self.width, int) or self.width <= 0:
+        if (
+            isinstance(self.width, bool)
+            or not isinstance(self.width, numbers.Integral)
+            or self.width <= 0
+        ):
             raise ValueError(f"width must be a positive int, got {self.width!r}")
 
     def _check_fit_input(self, domains, val_domains):
@@ -189,7 +194,7 @@ class EvolvingEstimator(BaseEstimator):
         """
         X = self._check_X(X)
         t = self.next_index_ if domain_index is None else domain_index
-        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0:
+        if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0:
             raise ValueError(f"domain_index must be a non-negative int, got {domain_index!r}")
         self.net_.eval()
         return self._predict_logits(torch.from_numpy(X), int(t), False).softmax(1).numpy()

@@ -6,6 +6,7 @@ the IRMv1 penalty across source domains (IRM). Same backbone, optimiser, budget 
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import torch
@@ -110,7 +111,7 @@ class ERMLast(ERM):
 
     def _check_params(self) -> None:
         super()._check_params()
-        if not isinstance(self.fraction, (int, float)) or not 0 < self.fraction <= 1:
+        if not isinstance(self.fraction, numbers.Real) or not 0 < self.fraction <= 1:
             raise ValueError(f"fraction must lie in (0, 1], got {self.fraction!r}")
 
     def _select(self, doms):
@@ -132,13 +133,13 @@ class IRM(ERM):
 
     def _check_params(self) -> None:
         super()._check_params()
-        if not isinstance(self.penalty_weight, (int, float)) or not (
+        if not isinstance(self.penalty_weight, numbers.Real) or not (
             np.isfinite(self.penalty_weight) and self.penalty_weight >= 0
         ):
             raise ValueError(f"penalty_weight must be >= 0, got {self.penalty_weight!r}")
         if (
             isinstance(self.warmup_epochs, bool)
-            or not isinstance(self.warmup_epochs, int)
+            or not isinstance(self.warmup_epochs, numbers.Integral)
             or (self.warmup_epochs < 0)
         ):
             raise ValueError(f"warmup_epochs must be an int >= 0, got {self.warmup_epochs!r}")

@@ -5,6 +5,7 @@ All generators are seeded and need no download. ``domains`` are time-ordered ``(
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -54,7 +55,7 @@ class EvolvingDataset:
     def split(self, n_source: int, n_val: int, n_target: int) -> tuple[list, list, list]:
         """Ordered (source, intermediate/validation, target) lists; sizes must sum to the total."""
         for name, v in (("n_source", n_source), ("n_val", n_val), ("n_target", n_target)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {v!r}")
         if n_source + n_val + n_target != len(self.domains):
             raise ValueError(
@@ -72,7 +73,7 @@ class EvolvingDataset:
 
 
 def _check_int(v, name: str, lo: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo:
         raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
     return int(v)
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import numbers
 import re
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def _dir(path, name: str) -> Path:
 def _chunks(n: int, n_domains: int) -> list[np.ndarray]:
     if (
         isinstance(n_domains, bool)
-        or not isinstance(n_domains, int)
+        or not isinstance(n_domains, numbers.Integral)
         or not 3 <= n_domains <= n // 2
     ):
         raise ValueError(f"n_domains must be an int in [3, {n // 2}], got {n_domains!r}")
@@ -57,7 +58,7 @@ def load_image_domains(root, size: int = 32, grayscale: bool = True, name: str =
     except ImportError as e:  # pragma: no cover - optional dependency
         raise ImportError("image loaders need pillow: pip install 'evolving-dg[images]'") from e
     root = _dir(root, "root")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 4:
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 4:
         raise ValueError(f"size must be an int >= 4, got {size!r}")
     dom_dirs = sorted((d for d in root.iterdir() if d.is_dir()), key=lambda d: _natural(d.name))
     classes = sorted({c.name for d in dom_dirs for c in d.iterdir() if c.is_dir()})
@@ -102,15 +103,34 @@ def load_onp(path, n_domains: int = 24, threshold: float = 1400.0) -> EvolvingDa
         raise ValueError(f"path={str(path)!r} is not a file")
     with p.open(newline="") as fh:
         rows = list(csv.reader(fh))
+    if not rows:
+        raise ValueError(f"{p.name}: the file is empty")
     header = [h.strip() for h in rows[0]]
     for col in ("timedelta", "shares"):
         if col not in header:
             raise ValueError(f"{p.name}: missing column {col!r}")
-    data = rows[1:]
+    data = [r for r in rows[1:] if any(c.strip() for c in r)]
+    if not data:
+        raise ValueError(f"{p.name}: no data rows after the header")
     keep = [i for i, h in enumerate(header) if h not in ("url", "timedelta", "shares")]
-    X = np.array([[float(r[i]) for i in keep] for r in data], dtype=np.float64)
-    td = np.array([float(r[header.index("timedelta")]) for r in data])
-    shares = np.array([float(r[header.index("shares")]) for r in data])
+    values = np.empty((len(data), len(header)))
+    for k, r in enumerate(data, start=2):
+        if len(r) != len(header):
+            raise ValueError(f"{p.name}: line {k} has {len(r)} fields, expected {len(header)}")
+        for j, c in enumerate(r):
+            if header[j] == "url":
+                continue
+            try:
+                values[k - 2, j] = float(c)
+            except ValueError:
+                raise ValueError(
+                    f"{p.name}: line {k}, column {header[j]!r}: {c!r} is not a number"
+                ) from None
+    if not np.isfinite(values[:, [j for j, h in enumerate(header) if h != "url"]]).all():
+        raise ValueError(f"{p.name}: contains NaN or inf values")
+    X = values[:, keep]
+    td = values[:, header.index("timedelta")]
+    shares = values[:, header.index("shares")]
     order = np.argsort(-td, kind="stable")  # oldest article first
     X, y = X[order], (shares[order] >= threshold).astype(np.int64)
     mu, sd = X.mean(0), X.std(0)

@@ -10,6 +10,7 @@ Parametrisations of a diagonal Gaussian by ``(mu, s)``:
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import Tensor
@@ -163,7 +164,7 @@ def relaxed_topk_mask(
     k : int, 1 <= k <= d
     """
     d = scores.shape[-1]
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= d:
         raise ValueError(f"k must be an int in [1, {d}], got {k!r}")
     if not tau > 0:
         raise ValueError(f"tau must be positive, got {tau}")
@@ -196,7 +197,7 @@ def expected_topk_mask(
     Tensor, shape (n, d)
     """
     d = scores.shape[-1]
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= d:
         raise ValueError(f"k must be an int in [1, {d}], got {k!r}")
     g = torch.Generator().manual_seed(int(seed))
     x = scores.unsqueeze(0).expand(n_samples, *scores.shape)

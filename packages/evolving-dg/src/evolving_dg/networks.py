@@ -13,6 +13,7 @@ class MLPBackbone(nn.Module):
 
     def __init__(self, in_dim: int, width: int = 128, out_dim: int = 128) -> None:
         super().__init__()
+        in_dim, width, out_dim = int(in_dim), int(width), int(out_dim)
         self.n_outputs = out_dim
         self.net = nn.Sequential(
             nn.Linear(in_dim, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),

@@ -10,6 +10,7 @@ A = LSSAE (no MI, no causal), B = A + MI, C = B + static causal, D = B + dynamic
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import torch
@@ -37,7 +38,7 @@ class SYNCNet(nn.Module):
 
     def __init__(self, input_shape, n_classes, backbone, width, z_dim, static_head_act, masks):
         super().__init__()
-        K, dz, h = n_classes, z_dim, width
+        K, dz, h = int(n_classes), int(z_dim), int(width)  # numpy ints from a grid search
         self.K, self.dz, self.input_shape = K, dz, tuple(input_shape)
         self.phi_st = make_backbone(backbone, input_shape, width)
         self.phi_dy = make_backbone(backbone, input_shape, width)
@@ -207,19 +208,23 @@ class SYNC(EvolvingEstimator):
 
     def _check_params(self) -> None:
         self._check_common()
-        if isinstance(self.z_dim, bool) or not isinstance(self.z_dim, int) or self.z_dim < 1:
+        if (
+            isinstance(self.z_dim, bool)
+            or not isinstance(self.z_dim, numbers.Integral)
+            or self.z_dim < 1
+        ):
             raise ValueError(f"z_dim must be a positive int, got {self.z_dim!r}")
         for name in ("lambda_evolve", "lambda_mi", "lambda_causal"):
             v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+            if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-        if not (isinstance(self.mask_ratio, (int, float)) and 0 < self.mask_ratio <= 1):
+        if not (isinstance(self.mask_ratio, numbers.Real) and 0 < self.mask_ratio <= 1):
             raise ValueError(f"mask_ratio must lie in (0, 1], got {self.mask_ratio!r}")
         if math.floor(self.mask_ratio * self.z_dim) < 1:
             raise ValueError("mask_ratio * z_dim must keep at least one dimension")
         for name in ("mask_tau", "contrast_tau"):
             v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not v > 0:
+            if not isinstance(v, numbers.Real) or not v > 0:
                 raise ValueError(f"{name} must be positive, got {v!r}")
         if self.sigma_param not in ("ref", "consistent"):
             raise ValueError(f"sigma_param must be 'ref' or 'consistent', got {self.sigma_param!r}")

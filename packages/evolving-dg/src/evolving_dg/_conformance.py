@@ -1,0 +1,75 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import evolving_dg as edg
+from evolving_dg.loaders import load_onp
+
+
+def _onp(folder):
+    rng = np.random.default_rng(0)
+    lines = ["url, timedelta, f1, f2, shares"]
+    lines += [f"http://x/{i}, {40 - i}, {rng.normal():.4f}, {i}, {900 + 30 * i}" for i in range(40)]
+    path = folder / "OnlineNewsPopularity.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def entries() -> list[dict]:
+    ds = edg.make_circle(n_domains=8, n_per_domain=30, seed=0)
+    src, _, tgt = ds.split(4, 1, 3)
+    X = tgt[0][0]
+    fast = {"epochs": 1, "iters_per_epoch": 3, "width": 16, "batch_per_domain": 8}
+    out = []
+    for cls, extra, params in (
+        (edg.ERM, {}, {"lr": {"type": "float", "bad": [0.0, -1.0, float("nan")]},
+                       "epochs": {"type": "int", "bad": [0]}}),
+        (edg.SYNC, {"z_dim": 4}, {"z_dim": {"type": "int", "bad": [0]},
+                                  "width": {"type": "int", "bad": [0]}}),
+        (edg.LSSAE, {"z_dim": 4}, {}),
+        (edg.IRM, {}, {"penalty_weight": {"type": "float", "bad": [-1.0]}}),
+    ):  # fmt: skip
+        out.append(
+            {
+                "name": cls.__name__,
+                "kind": "estimator",
+                "cls": cls,
+                "init": {**fast, **extra},
+                "fit": {"domains": src},
+                "methods": {"predict_proba": {"X": X}, "predict": {"X": X}},
+                "arrays": {"predict_proba:X": {"kind": "float", "ndim": 2}},
+                "rows": [["predict_proba:X"]],
+                "order": "equivariant",
+                "params": params,
+            }
+        )
+    out.append(
+        {
+            "name": "evolving_report",
+            "call": edg.evolving_report,
+            "kwargs": {"accs": np.array([0.8, 0.7, 0.75])},
+            "arrays": {"accs": {"kind": "float", "ndim": 1}},
+            "rows": [["accs"]],
+        }
+    )
+    out.append(
+        {
+            "name": "load_onp",
+            "kind": "loader",
+            "write": _onp,
+            "read": lambda p: load_onp(p, n_domains=4),
+            "check": lambda d: len(d) == 4 and d.input_shape == (2,),
+            "corrupt": [
+                "truncate",
+                "empty",
+                ("text-field", lambda p: p.write_text(p.read_text().replace(", 5,", ", five,"))),
+                ("ragged", lambda p: p.write_text(p.read_text() + "http://y, 3, 0.1\n")),
+            ],
+        }
+    )
+    return out
