@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.linear_model import RidgeClassifierCV
@@ -29,8 +31,26 @@ PAPER_GRID = {
 
 
 def _check_int(v, name: str, low: int) -> None:
-    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
         raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
+
+
+def _real(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def znormalize(X: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Each series' channels to zero mean and unit variance over its own steps (a new array).
+
+    Reservoir features are not invariant to an offset or a scale (``tanh`` saturates): a
+    series shifted by 1e6 drives every unit to +-1. Constant channels get scale 1.
+    """
+    out = np.zeros_like(X)
+    for i, o in enumerate(np.asarray(offsets).tolist()):
+        s = X[i, :, o:]
+        sd = s.std(axis=1, keepdims=True)
+        out[i, :, o:] = (s - s.mean(axis=1, keepdims=True)) / np.where(sd > 0, sd, 1.0)
+    return out
 
 
 class SARCTransformer(TransformerMixin, BaseEstimator):
@@ -57,6 +77,9 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
     batch_size : int, default=256
         Series per chunk (memory ~ batch_size * |P| * L * 2H floats).
     dtype : numpy dtype, default=np.float64
+    normalize : bool, default=True
+        Z-normalise every series (per channel) before the reservoir, as MiniRocket's users
+        usually do; ``False`` feeds the raw values (the reference code's choice).
     random_state : int, default=0
     verbose : int, default=0
         1 shows a progress bar over chunks.
@@ -86,6 +109,7 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
         top_k: int = 1,
         batch_size: int = 256,
         dtype=np.float64,
+        normalize: bool = True,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -101,6 +125,7 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
         self.top_k = top_k
         self.batch_size = batch_size
         self.dtype = dtype
+        self.normalize = normalize
         self.random_state = random_state
         self.verbose = verbose
 
@@ -108,18 +133,20 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
         _check_int(self.n_reservoir, "n_reservoir", 1)
         _check_int(self.batch_size, "batch_size", 1)
         _check_int(self.top_k, "top_k", 1)
-        if not (isinstance(self.input_scaling, int | float) and self.input_scaling > 0):
+        if not (
+            _real(self.input_scaling) and np.isfinite(self.input_scaling) and self.input_scaling > 0
+        ):
             raise ValueError(f"input_scaling must be > 0, got {self.input_scaling!r}")
         sr = self.spectral_radius
         if not (
             isinstance(sr, tuple | list)
             and len(sr) == 2
-            and all(isinstance(r, int | float) and r > 0 for r in sr)
+            and all(_real(r) and np.isfinite(r) and r > 0 for r in sr)
         ):
             raise ValueError(f"spectral_radius must be two positive numbers, got {sr!r}")
-        if not (isinstance(self.ridge, int | float) and self.ridge > 0):
+        if not (_real(self.ridge) and np.isfinite(self.ridge) and self.ridge > 0):
             raise ValueError(f"ridge must be > 0, got {self.ridge!r}")
-        if not (isinstance(self.leaky, int | float) and 0 <= self.leaky < 1):
+        if not (_real(self.leaky) and 0 <= self.leaky < 1):
             raise ValueError(f"leaky must be in [0, 1), got {self.leaky!r}")
         parse_mode(self.period_mode)
         if self.period_source not in ("mean", "first"):
@@ -127,18 +154,27 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
         if self.periods is not None:
             p = list(self.periods)
             if not p or any(
-                isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1 for v in p
+                isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in p
             ):
                 raise ValueError(
                     f"periods must be a non-empty sequence of positive ints, got {self.periods!r}"
                 )
         if np.dtype(self.dtype) not in (np.float32, np.float64):
             raise ValueError(f"dtype must be float32 or float64, got {self.dtype!r}")
+        if not isinstance(self.normalize, bool | np.bool_):
+            raise TypeError(f"normalize must be a bool, got {type(self.normalize).__name__}")
 
     def _find_periods(self, X: np.ndarray, offsets: np.ndarray) -> list[int]:
         if not self._cyclic:
             return [1]
         if self.periods is not None:
+            longest = X.shape[2]
+            too_long = [int(p) for p in self.periods if p >= longest]
+            if too_long:
+                raise ValueError(
+                    f"periods {too_long} are >= the longest series ({longest} steps): their skip "
+                    "connection would never fire and their features would all be zero"
+                )
             return sorted({int(p) for p in self.periods})
         # unequal lengths: the last min-length steps hold real data in every (left-padded) series
         common = X[:, :, int(offsets.max()) :]
@@ -154,7 +190,11 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
         y : ignored
         """
         self._validate_params()
-        return self._fit_checked(*check_series(X))
+        return self._fit_checked(*self._series(X))
+
+    def _series(self, X) -> tuple[np.ndarray, np.ndarray]:
+        Xp, off = check_series(X)
+        return (znormalize(Xp, off) if self.normalize else Xp), off
 
     def _fit_checked(self, Xp: np.ndarray, off: np.ndarray) -> SARCTransformer:
         periods = self._find_periods(Xp, off)
@@ -177,7 +217,7 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
     def transform(self, X) -> np.ndarray:
         """Features (n, n_features_out_); each row depends on its own series only."""
         check_is_fitted(self, "weights_")
-        return self._transform_checked(*check_series(X))
+        return self._transform_checked(*self._series(X))
 
     def _transform_checked(self, Xp: np.ndarray, off: np.ndarray) -> np.ndarray:
         if Xp.shape[1] != self.n_channels_:
@@ -236,12 +276,13 @@ class SARCClassifier(ClassifierMixin, SARCTransformer):
         classifier=None,
         batch_size: int = 256,
         dtype=np.float64,
+        normalize: bool = True,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
         super().__init__(
             n_reservoir, input_scaling, spectral_radius, ridge, leaky, bidirectional, period_mode,
-            period_source, periods, top_k, batch_size, dtype, random_state, verbose,
+            period_source, periods, top_k, batch_size, dtype, normalize, random_state, verbose,
         )  # fmt: skip
         self.classifier = classifier
 
@@ -259,9 +300,9 @@ class SARCClassifier(ClassifierMixin, SARCTransformer):
             raise ValueError(f"y must be 1-D with one label per series ({n}), got shape {y.shape}")
         if len(np.unique(y)) < 2:
             raise ValueError("y must contain at least two classes")
-        Xp, off = check_series(X)  # validated and padded once for fit and features
         t = self._transformer()
         t._validate_params()
+        Xp, off = t._series(X)  # validated, padded (and normalised) once for fit and features
         F = t._fit_checked(Xp, off)._transform_checked(Xp, off)
         clf = (
             RidgeClassifierCV(alphas=np.logspace(-3, 3, 10))
