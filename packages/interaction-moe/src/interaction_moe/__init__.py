@@ -7,12 +7,18 @@ Mixture-of-Experts", ICML 2025.
 from interaction_moe.data import (
     load_breast_cancer_groups,
     load_digits_halves,
+    load_multibench_pickle,
     load_multimodal_npz,
     make_interaction_data,
 )
 from interaction_moe.demo import demo
 from interaction_moe.estimator import I2MoEClassifier
-from interaction_moe.fusion import ConcatMLPFusion, LateFusion, TransformerFusion
+from interaction_moe.fusion import (
+    ConcatMLPFusion,
+    LateFusion,
+    LowRankTensorFusion,
+    TransformerFusion,
+)
 from interaction_moe.losses import (
     interaction_loss,
     redundancy_loss,
@@ -28,12 +34,14 @@ __all__ = [
     "I2MoEClassifier",
     "I2MoEOutput",
     "LateFusion",
+    "LowRankTensorFusion",
     "TransformerFusion",
     "__version__",
     "demo",
     "interaction_loss",
     "load_breast_cancer_groups",
     "load_digits_halves",
+    "load_multibench_pickle",
     "load_multimodal_npz",
     "make_interaction_data",
     "perturb",

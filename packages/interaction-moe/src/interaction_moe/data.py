@@ -8,6 +8,7 @@ import numpy as np
 __all__ = [
     "load_breast_cancer_groups",
     "load_digits_halves",
+    "load_multibench_pickle",
     "load_multimodal_npz",
     "make_interaction_data",
 ]
@@ -100,14 +101,105 @@ def load_digits_halves() -> tuple[list[np.ndarray], np.ndarray]:
 def load_multimodal_npz(path: str) -> tuple[list[np.ndarray], np.ndarray]:
     """Arrays ``modality_0, modality_1, ...`` and ``y`` from an ``.npz`` (e.g. exported features of
     ADNI / MIMIC / MM-IMDB, which need credentials and are never downloaded here)."""
-    with np.load(path) as z:
+    import zipfile
+
+    try:
+        z = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path}: not a readable .npz file ({exc})") from exc
+    if not hasattr(z, "files"):
+        raise ValueError(f"{path}: a single array, not an .npz archive of modality_* and y")
+    with z:
         names = sorted(
             (k for k in z.files if k.startswith("modality_")), key=lambda k: int(k.split("_")[1])
         )
         if len(names) < 2 or "y" not in z.files:
             raise ValueError(f"{path}: need arrays modality_0, modality_1, ... and y")
-        xs = [np.asarray(z[k]) for k in names]
-        y = np.asarray(z["y"])
+        try:
+            xs = [np.asarray(z[k]) for k in names]
+            y = np.asarray(z["y"])
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{path}: a damaged archive ({exc})") from exc
     if any(len(x) != len(y) for x in xs):
         raise ValueError(f"{path}: every modality must have len(y) = {len(y)} rows")
     return xs, y
+
+
+def load_multibench_pickle(
+    path,
+    split: str = "train",
+    modalities: tuple[str, ...] = ("vision", "audio", "text"),
+    label_key: str = "labels",
+    task: str = "binary",
+    pool: str | None = None,
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """A MultiBench affect pickle (CMU-MOSI / MOSEI ``mosi_raw.pkl``-style) as modality arrays.
+
+    The layout MultiBench's ``get_dataloader`` reads: a dict ``{"train" | "valid" | "test":
+    {modality: (N, T, D) array, ..., "labels": (N, 1, 1) or (N,) array}}``.
+
+    Parameters
+    ----------
+    path : str or Path
+    split : {"train", "valid", "test"}
+    modalities : tuple of str
+        The keys to read, in order; every one must exist.
+    label_key : str, default="labels"
+    task : {"binary", "regression", "classification"}
+        ``"binary"`` thresholds the sentiment score at 0 (MultiBench's ``task="classification"``
+        for MOSI: positive vs negative, neutral 0 dropped); ``"regression"`` keeps the score;
+        ``"classification"`` keeps integer labels as they are.
+    pool : {None, "mean", "last"}
+        ``None`` keeps the (N, T, D) token sequences (for the ``encoder="gru"`` classifier);
+        ``"mean"`` / ``"last"`` give (N, D) vectors.
+
+    Returns
+    -------
+    xs : list of arrays, one per modality
+    y : ndarray (N',)
+    """
+    import pickle
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"path {str(path)!r} is not a file")
+    try:
+        with p.open("rb") as fh:
+            data = pickle.load(fh)
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError) as exc:
+        raise ValueError(f"{p.name}: not a readable pickle ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(data, dict) or split not in data or not isinstance(data[split], dict):
+        raise ValueError(f"{p.name}: expected a dict with a {split!r} split of modality arrays")
+    part = data[split]
+    missing = [k for k in (*modalities, label_key) if k not in part]
+    if missing:
+        raise ValueError(f"{p.name}: split {split!r} has no {missing}; keys are {sorted(part)}")
+    if task not in ("binary", "regression", "classification"):
+        raise ValueError(f"task must be 'binary', 'regression' or 'classification', got {task!r}")
+    if pool not in (None, "mean", "last"):
+        raise ValueError(f"pool must be None, 'mean' or 'last', got {pool!r}")
+    y = np.asarray(part[label_key], dtype=np.float64).reshape(len(part[label_key]), -1)[:, 0]
+    xs = []
+    for m in modalities:
+        a = np.asarray(part[m], dtype=np.float64)
+        if a.ndim == 2:
+            a = a[:, None, :]
+        if a.ndim != 3 or len(a) != len(y):
+            raise ValueError(f"{p.name}: {m} must be (N, T, D) with N = {len(y)}, got {a.shape}")
+        # MultiBench pickles hold +-inf in a few audio features; they are not data
+        if not np.isfinite(a).all():
+            raise ValueError(
+                f"{p.name}: {m} contains NaN or inf ({int((~np.isfinite(a)).sum())} values)"
+            )
+        xs.append(a if pool is None else (a.mean(1) if pool == "mean" else a[:, -1]))
+    if not np.isfinite(y).all():
+        raise ValueError(f"{p.name}: {label_key} contains NaN or inf")
+    if task == "binary":
+        keep = y != 0
+        xs, y = [x[keep] for x in xs], (y[keep] > 0).astype(np.int64)
+    elif task == "classification":
+        if np.any(y != np.round(y)):
+            raise ValueError(f"{p.name}: {label_key} are not integer class labels")
+        y = y.astype(np.int64)
+    return [x.astype(np.float32) for x in xs], y

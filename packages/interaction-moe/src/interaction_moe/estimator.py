@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import copy
+import numbers
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 from tqdm.auto import tqdm
 
-from interaction_moe.fusion import ConcatMLPFusion, LateFusion, TransformerFusion
+from interaction_moe.fusion import (
+    ConcatMLPFusion,
+    LateFusion,
+    LowRankTensorFusion,
+    TransformerFusion,
+)
 from interaction_moe.model import I2MoE, I2MoEOutput
 
 __all__ = ["I2MoEClassifier"]
 
-BACKBONES = ("concat", "late", "transformer")
+BACKBONES = ("concat", "late", "lrtf", "transformer")
+ENCODERS = ("mlp", "gru")
 
 
-def _check_xs(xs, name: str = "X") -> list[np.ndarray]:
+def _check_xs(xs, name: str = "X", ndim: int = 2) -> list[np.ndarray]:
     if not isinstance(xs, list | tuple) or len(xs) < 2:
         raise ValueError(f"{name} must be a list of at least 2 modality arrays")
     out = []
@@ -27,11 +35,12 @@ def _check_xs(xs, name: str = "X") -> list[np.ndarray]:
         a = np.asarray(x)
         if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a):
             raise TypeError(f"{name}[{m}] must be a real numeric array")
-        a = a.astype(np.float32)
-        if a.ndim == 1:
+        a = a.astype(np.float64)
+        if a.ndim == 1 and ndim == 2:
             a = a[:, None]
-        if a.ndim != 2 or a.shape[0] == 0:
-            raise ValueError(f"{name}[{m}] must be a non-empty (n, d) array, got shape {a.shape}")
+        if a.ndim != ndim or a.shape[0] == 0:
+            want = "(n, d)" if ndim == 2 else "(n, T, d) token sequences"
+            raise ValueError(f"{name}[{m}] must be a non-empty {want} array, got shape {a.shape}")
         if not np.isfinite(a).all():
             raise ValueError(f"{name}[{m}] contains NaN or inf")
         out.append(a)
@@ -45,13 +54,18 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    backbone : {"concat", "late", "transformer"}, default="concat"
+    backbone : {"concat", "late", "lrtf", "transformer"}, default="concat"
+        Concatenation MLP, late fusion, low-rank tensor fusion or a transformer over tokens.
+    encoder : {"mlp", "gru"}, default="mlp"
+        Per-modality encoder: one Linear + ReLU on (n, d) features, or a GRU over (n, T, d)
+        token sequences (MultiBench's sequence data, see ``load_multibench_pickle``).
     moe : bool, default=True
         False trains the backbone alone (the vanilla baseline, same encoders and budget).
     hidden : int, default=32
         Encoder output size D (one Linear + ReLU per modality).
-    interaction_weight, temperature, margin, perturbation, reweighting, interaction_loss, expert_loss_weight
-        As ``I2MoE``.
+    interaction_weight, temperature, margin, perturbation, reweighting, interaction_loss, expert_loss_weight, gate_target_weight, specialize, independent_init
+        As ``I2MoE``; the paper's method is the defaults (``perturbation="gaussian"``, the three
+        options off).
     epochs : int, default=40
     batch_size : int, default=128
     lr : float, default=1e-3
@@ -74,6 +88,7 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
     def __init__(
         self,
         backbone: str = "concat",
+        encoder: str = "mlp",
         moe: bool = True,
         hidden: int = 32,
         interaction_weight: float = 0.1,
@@ -83,6 +98,9 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
         reweighting: str = "sample",
         interaction_loss: bool = True,
         expert_loss_weight: float = 0.0,
+        gate_target_weight: float = 0.0,
+        specialize: bool = False,
+        independent_init: bool = False,
         epochs: int = 40,
         batch_size: int = 128,
         lr: float = 1e-3,
@@ -93,6 +111,7 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
         verbose: int = 0,
     ) -> None:
         self.backbone = backbone
+        self.encoder = encoder
         self.moe = moe
         self.hidden = hidden
         self.interaction_weight = interaction_weight
@@ -102,6 +121,9 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
         self.reweighting = reweighting
         self.interaction_loss = interaction_loss
         self.expert_loss_weight = expert_loss_weight
+        self.gate_target_weight = gate_target_weight
+        self.specialize = specialize
+        self.independent_init = independent_init
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -113,11 +135,16 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
 
     def _build(self, dims: list[int], K: int) -> nn.Module:
         M, D = len(dims), int(self.hidden)
-        encoders = [nn.Sequential(nn.Linear(d, D), nn.ReLU()) for d in dims]
+        if self.encoder == "gru":
+            encoders = [_GRUEncoder(d, D) for d in dims]
+        else:
+            encoders = [nn.Sequential(nn.Linear(d, D), nn.ReLU()) for d in dims]
         if self.backbone == "concat":
             fusion = ConcatMLPFusion(M, D, K, hidden=2 * D)
         elif self.backbone == "late":
             fusion = LateFusion(M, D, K)
+        elif self.backbone == "lrtf":
+            fusion = LowRankTensorFusion(M, D, K)
         else:
             fusion = TransformerFusion(M, D, K)
         if not self.moe:
@@ -126,44 +153,75 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
             encoders, fusion, "multiclass", self.interaction_weight, self.temperature, self.margin,
             self.perturbation, gate_dim=M * D, reweighting=self.reweighting,
             interaction_loss=self.interaction_loss, expert_loss_weight=self.expert_loss_weight,
+            gate_target_weight=self.gate_target_weight, specialize=self.specialize,
+            independent_init=self.independent_init,
         )  # fmt: skip
 
+    def _ndim(self) -> int:
+        return 3 if self.encoder == "gru" else 2
+
     def _prep(self, xs) -> list[torch.Tensor]:
-        xs = _check_xs(xs)
+        xs = _check_xs(xs, ndim=self._ndim())
         if len(xs) != len(self.dims_) or any(
-            x.shape[1] != d for x, d in zip(xs, self.dims_, strict=True)
+            x.shape[-1] != d for x, d in zip(xs, self.dims_, strict=True)
         ):
             raise ValueError(f"X must have {len(self.dims_)} modalities with widths {self.dims_}")
-        if self.standardize:
+        if self.standardize:  # in float64: values at 1e30 standardise exactly, not to zeros
             xs = [(x - mu) / sd for x, mu, sd in zip(xs, self.mean_, self.std_, strict=True)]
-        return [torch.from_numpy(np.ascontiguousarray(x)) for x in xs]
+        out = [np.ascontiguousarray(x, dtype=np.float32) for x in xs]
+        for m, x in enumerate(out):
+            if not np.isfinite(x).all():
+                raise ValueError(
+                    f"X[{m}] has values beyond float32's range"
+                    + ("" if self.standardize else " (set standardize=True)")
+                )
+        return [torch.from_numpy(x) for x in out]
 
     def fit(self, X, y) -> I2MoEClassifier:
         """Train on ``X`` (list of M arrays (n, d_m)) and labels ``y`` (n,)."""
         if self.backbone not in BACKBONES:
             raise ValueError(f"backbone must be one of {BACKBONES}, got {self.backbone!r}")
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"encoder must be one of {ENCODERS}, got {self.encoder!r}")
         for name in ("epochs", "batch_size", "hidden"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+        for name in ("lr", "weight_decay", "validation_fraction"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if not 0 <= self.validation_fraction < 1:
             raise ValueError(
                 f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
             )
-        xs = _check_xs(X)
+        xs = _check_xs(X, ndim=self._ndim())
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != len(xs[0]):
             raise ValueError(f"y must be 1-D with one label per sample ({len(xs[0])})")
+        if y.dtype.kind == "f" and not np.isfinite(y).all():
+            raise ValueError("y contains NaN or inf")
+        try:
+            check_classification_targets(y)
+        except ValueError as exc:
+            raise ValueError(f"y: {exc}") from exc
         classes, yi = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ValueError("y must contain at least two classes")
+        n_val = round(self.validation_fraction * len(y))
+        if len(y) - n_val < 2 or (self.validation_fraction > 0 and n_val < 1):
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} leaves {len(y) - n_val} training "
+                f"and {n_val} validation samples of {len(y)}"
+            )
         torch.manual_seed(int(self.random_state))
         rng = np.random.default_rng(self.random_state)
-        self.dims_ = [x.shape[1] for x in xs]
-        self.mean_ = [x.mean(0) for x in xs]
-        self.std_ = [x.std(0) + 1e-6 for x in xs]
+        self.dims_ = [x.shape[-1] for x in xs]
+        axes = tuple(range(xs[0].ndim - 1))  # samples (and tokens): per-feature statistics
+        self.mean_ = [x.mean(axes) for x in xs]
+        self.std_ = [x.std(axes) + 1e-6 * np.maximum(1.0, np.abs(x).max(axes)) for x in xs]
         model = self._build(self.dims_, len(classes))  # validates the I2MoE hyper-parameters
         self.classes_ = classes
         T = self._prep(xs)
@@ -220,6 +278,17 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
         if not self.moe:
             raise ValueError("interaction_weights needs moe=True")
         return self.model_(self._prep(X)).weights.numpy()
+
+
+class _GRUEncoder(nn.Module):
+    """(B, T, d) token sequence -> its last GRU state (B, D)."""
+
+    def __init__(self, d: int, hidden: int) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(d, hidden, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.rnn(x)[1][-1]
 
 
 class _Vanilla(nn.Module):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["ConcatMLPFusion", "LateFusion", "TransformerFusion", "pool"]
+__all__ = ["ConcatMLPFusion", "LateFusion", "LowRankTensorFusion", "TransformerFusion", "pool"]
 
 
 def pool(e: torch.Tensor) -> torch.Tensor:
@@ -75,3 +75,34 @@ class TransformerFusion(nn.Module):
         h = self.encoder(torch.cat(toks, dim=1))
         parts = torch.split(h, sizes, dim=1)
         return self.head(torch.cat([p.mean(1) for p in parts], dim=-1))
+
+
+class LowRankTensorFusion(nn.Module):
+    """Low-rank multimodal tensor fusion (Liu et al., ACL 2018; a MultiBench backbone).
+
+    Each pooled embedding gets a constant 1 appended, ``z_m' = [z_m; 1]``; the fused vector is
+    ``sum_r prod_m (z_m' W_m^(r))`` -- the rank-``r`` factorisation of the outer-product tensor
+    of all modalities -- followed by a linear head.
+    """
+
+    def __init__(self, num_modalities: int, dim: int, num_outputs: int, rank: int = 4,
+                 fused: int = 32) -> None:  # fmt: skip
+        super().__init__()
+        if rank < 1 or fused < 1:
+            raise ValueError(f"rank and fused must be >= 1, got {rank}, {fused}")
+        self.factors = nn.ParameterList(
+            nn.Parameter(torch.randn(rank, dim + 1, fused) * (dim + 1) ** -0.5)
+            for _ in range(num_modalities)
+        )
+        self.rank_weights = nn.Parameter(torch.full((rank,), 1.0 / rank))
+        self.head = nn.Linear(fused, num_outputs)
+
+    def forward(self, embs: list[torch.Tensor]) -> torch.Tensor:
+        prod = None
+        for f, e in zip(self.factors, embs, strict=True):
+            z = pool(e)
+            z1 = torch.cat([z, torch.ones(len(z), 1, dtype=z.dtype, device=z.device)], dim=-1)
+            part = torch.einsum("bd,rdf->brf", z1, f)  # (B, rank, fused)
+            prod = part if prod is None else prod * part
+        fused = torch.einsum("r,brf->bf", self.rank_weights, prod)
+        return self.head(torch.relu(fused))

@@ -6,6 +6,8 @@ Xin et al., "I2MoE: Interpretable Multimodal Interaction-aware Mixture-of-Expert
 from __future__ import annotations
 
 import copy
+import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -17,17 +19,28 @@ from interaction_moe.losses import interaction_loss, regression_losses
 
 __all__ = ["I2MoE", "I2MoEOutput", "perturb"]
 
-PERTURBATIONS = ("gaussian", "zero", "mean")
+PERTURBATIONS = ("gaussian", "zero", "mean", "permute")
 TASKS = ("multiclass", "multilabel", "regression")
 
 
 def perturb(
     embs: list[torch.Tensor], j: int, mode: str = "gaussian", generator=None
 ) -> list[torch.Tensor]:
-    """A new list with modality ``j`` replaced: N(0, I) noise, zeros, or the batch mean."""
+    """A new list with modality ``j`` replaced: N(0, I) noise, zeros, the batch mean, or
+    (``"permute"``) another sample's embedding -- an in-distribution removal: the replaced
+    modality still looks like real data, so an expert cannot detect the removal instead of
+    modelling the interaction."""
     out = list(embs)
     e = embs[j]
-    if mode == "gaussian":
+    if mode == "permute":
+        n = e.shape[0]
+        if n < 2:
+            out[j] = e.clone()
+        else:  # a random derangement: no sample keeps its own embedding
+            shift = int(torch.randint(1, n, (1,), generator=generator))
+            order = torch.randperm(n, generator=generator)
+            out[j] = e[order][torch.roll(torch.arange(n), shift)][torch.argsort(order)]
+    elif mode == "gaussian":
         out[j] = torch.randn(e.shape, generator=generator, dtype=e.dtype, device=e.device)
     elif mode == "zero":
         out[j] = torch.zeros_like(e)
@@ -86,6 +99,14 @@ class I2MoE(nn.Module):
     independent_init : bool, default=False
         False: experts are identical copies at initialisation (released code); True: re-initialised.
     regression_losses : {"paper", "reference"}, default="paper"
+    gate_target_weight : float, default=0.0
+        Ours (not in the paper): adds ``gate_target_weight * KL(softmax(-l / T) || w)``, with
+        ``l`` each expert's own task loss on the sample (detached): the gate learns to route to
+        the experts that are right, instead of by the task gradient alone (zero at the first step,
+        when the experts are copies).
+    specialize : bool, default=False
+        Ours: the uniqueness expert ``j`` sees only modality ``j`` (the others replaced by the
+        perturbation) in its forward pass, so it cannot solve a synergy the synergy expert is for.
     expert_loss_weight : float, default=0.0
         Weight of an extra task loss on every expert's own output (not in the paper; 0 = paper).
         Keeps experts that the gate has switched off competent, so routing can still move to them.
@@ -109,8 +130,19 @@ class I2MoE(nn.Module):
         independent_init: bool = False,
         regression_losses: str = "paper",
         expert_loss_weight: float = 0.0,
+        gate_target_weight: float = 0.0,
+        specialize: bool = False,
     ) -> None:
         super().__init__()
+        for name, v in (("interaction_weight", interaction_weight), ("temperature", temperature),
+                        ("margin", margin), ("expert_loss_weight", expert_loss_weight),
+                        ("gate_target_weight", gate_target_weight)):  # fmt: skip
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+        if not gate_target_weight >= 0:
+            raise ValueError(f"gate_target_weight must be >= 0, got {gate_target_weight}")
+        self.gate_target_weight = float(gate_target_weight)
+        self.specialize = bool(specialize)
         if not isinstance(encoders, list | tuple | nn.ModuleList) or len(encoders) < 2:
             raise ValueError("encoders must be a list of at least 2 modules (one per modality)")
         if task not in TASKS:
@@ -184,6 +216,11 @@ class I2MoE(nn.Module):
     def _check(self, xs) -> None:
         if not isinstance(xs, list | tuple) or len(xs) != self.M:
             raise ValueError(f"xs must be a list of {self.M} modality tensors")
+        for m, x in enumerate(xs):
+            if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+                raise TypeError(
+                    f"xs[{m}] must be a floating-point tensor (cast integer features with .float())"
+                )
         sizes = {int(x.shape[0]) for x in xs}
         if len(sizes) != 1:
             raise ValueError(f"xs: batch sizes differ across modalities: {sorted(sizes)}")
@@ -204,7 +241,17 @@ class I2MoE(nn.Module):
         """Mixture prediction; in training mode also the interaction losses (n_E (M+1) fusion passes)."""
         self._check(xs)
         embs = [enc(x) for enc, x in zip(self.encoders, xs, strict=True)]
-        clean = [ex(embs) for ex in self.experts]
+        if self.specialize:  # uniqueness expert j: modality j alone (the others removed)
+            clean = []
+            for k, ex in enumerate(self.experts):
+                view = embs
+                if k < self.M:
+                    for other in range(self.M):
+                        if other != k:
+                            view = perturb(view, other, self.perturbation)
+                clean.append(ex(view))
+        else:
+            clean = [ex(embs) for ex in self.experts]
         if clean[0].dim() != 2 or clean[0].shape[0] != embs[0].shape[0]:
             raise ValueError(f"fusion output must be (B, K), got {tuple(clean[0].shape)}")
         if self.task == "multiclass" and clean[0].shape[1] < 2:
@@ -241,6 +288,15 @@ class I2MoE(nn.Module):
                 self._task_loss(out.expert_logits[:, k], y, class_weight) for k in range(self.M + 2)
             ]
             total = total + self.expert_loss_weight * torch.stack(per).mean()
+        if self.gate_target_weight > 0 and self.task == "multiclass":
+            with torch.no_grad():  # each expert's own loss on each sample: its competence
+                per_sample = torch.stack(
+                    [F.cross_entropy(out.expert_logits[:, k], y.long(), reduction="none")
+                     for k in range(self.M + 2)], dim=1,
+                )  # fmt: skip
+                target = F.softmax(-per_sample / self.temperature, dim=1)
+            kl = target * (target.clamp_min(1e-12).log() - out.weights.clamp_min(1e-12).log())
+            total = total + self.gate_target_weight * kl.sum(1).mean()
         if out.interaction_losses is not None:
             total = total + self.interaction_weight * out.interaction_losses["total"]
         for ex in self.experts:

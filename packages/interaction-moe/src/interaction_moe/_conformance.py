@@ -1,0 +1,99 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()``.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+
+from interaction_moe import (
+    I2MoEClassifier,
+    load_multibench_pickle,
+    load_multimodal_npz,
+    make_interaction_data,
+)
+
+
+def _npz(folder):
+    rng = np.random.default_rng(0)
+    path = folder / "features.npz"
+    np.savez(path, modality_0=rng.normal(size=(20, 3)), modality_1=rng.normal(size=(20, 2)),
+             y=rng.integers(0, 2, 20))  # fmt: skip
+    return path
+
+
+def _mosi(folder):
+    rng = np.random.default_rng(0)
+    parts = {s: {"vision": rng.normal(size=(12, 4, 3)), "text": rng.normal(size=(12, 4, 5)),
+                 "labels": rng.normal(size=(12, 1, 1))} for s in ("train", "valid", "test")}  # fmt: skip
+    path = folder / "mosi_raw.pkl"
+    path.write_bytes(pickle.dumps(parts))
+    return path
+
+
+def entries() -> list[dict]:
+    xs, y, _ = make_interaction_data(60, seed=0)
+    xt, _, _ = make_interaction_data(30, seed=1)
+    fast = {"epochs": 1, "hidden": 4, "batch_size": 64}
+    return [
+        {
+            "name": "I2MoEClassifier",
+            "kind": "estimator",
+            "cls": I2MoEClassifier,
+            "init": fast,
+            "fit": {"X": xs, "y": y},
+            "methods": {"predict_proba": {"X": xt}, "predict": {"X": xt}},
+            "arrays": {"y": {"kind": "labels", "ndim": 1}},
+            "params": {
+                "lr": {"type": "float", "bad": [0.0, float("inf"), float("nan")]},
+                "validation_fraction": {"type": "float", "bad": [0.999, 1.0, -0.1]},
+                "epochs": {"type": "int", "bad": [0]},
+                "hidden": {"type": "int", "bad": [0]},
+                "backbone": {"type": "str", "bad": ["mlp"]},
+                "encoder": {"type": "str", "bad": ["lstm"]},
+                "perturbation": {"type": "str", "bad": ["drop"]},
+                "gate_target_weight": {"type": "float", "bad": [-1.0]},
+            },
+            "known": [
+                {
+                    "kwargs": {"X": [x.astype(np.int64) for x in xs]},
+                    "check": lambda out: np.isfinite(out["predict_proba"]).all(),
+                    "why": "integer modality arrays are cast, not a raw dtype error",
+                },
+                {
+                    "kwargs": {"X": [xs[0], xs[1][:-1]]},
+                    "raises": ["X"],
+                    "why": "modalities of different lengths",
+                },
+                {"kwargs": {"X": [xs[0]]}, "raises": ["X"], "why": "one modality only"},
+            ],
+        },
+        {
+            "name": "make_interaction_data",
+            "call": make_interaction_data,
+            "kwargs": {"n": 20, "seed": 0},
+            "params": {
+                "n_classes": {"type": "int", "bad": [3]},
+                "n_modalities": {"type": "int", "bad": [1]},
+            },
+        },
+        {
+            "name": "load_multimodal_npz",
+            "kind": "loader",
+            "write": _npz,
+            "read": load_multimodal_npz,
+            "check": lambda r: len(r[0]) == 2 and len(r[1]) == 20,
+            "corrupt": ["truncate", "empty", "header"],
+        },
+        {
+            "name": "load_multibench_pickle",
+            "kind": "loader",
+            "write": _mosi,
+            "read": lambda p: load_multibench_pickle(p, modalities=("vision", "text")),
+            "check": lambda r: r[0][0].shape[1:] == (4, 3),
+            "corrupt": ["truncate", "empty", "header"],
+        },
+    ]
