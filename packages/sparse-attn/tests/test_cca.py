@@ -209,3 +209,18 @@ def test_paper_window_rule_matches_naive_loop(g, s, length):
     assert (out - part).abs().max() > 1e-6
     with pytest.raises(ValueError, match="window_rule"):
         sa.cca_attention(q, k, v, group_size=g, local_window=s, enable_gqa=True, window_rule="x")
+
+
+@pytest.mark.parametrize("backend", ["auto", "blocksparse", "torch", "reference"])
+@pytest.mark.parametrize("dv", [8, 24])
+def test_value_head_size_may_differ_from_key_head_size(backend, dv):
+    g = torch.Generator().manual_seed(0)
+    q, k = (torch.randn(1, 2, 70, 16, generator=g, requires_grad=True) for _ in range(2))
+    v = torch.randn(1, 2, 70, dv, generator=g, requires_grad=True)
+    out = sa.cca_attention(q, k, v, group_size=4, local_window=8, backend=backend)
+    ref = sa.cca_attention(q, k, v, group_size=4, local_window=8, backend="reference")
+    assert out.shape == (1, 2, 70, dv)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    for a, b in zip(torch.autograd.grad(out.sum(), (q, k, v)),
+                    torch.autograd.grad(ref.sum(), (q, k, v)), strict=True):  # fmt: skip
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)

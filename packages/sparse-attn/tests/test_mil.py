@@ -129,7 +129,7 @@ def test_clam_h5_and_pt_loaders(tmp_path):
     coords = np.stack(np.meshgrid(np.arange(5), np.arange(4), indexing="ij"), -1).reshape(20, 2)
     with h5py.File(tmp_path / "slide.h5", "w") as f:
         f["features"] = feats
-        f["coords"] = coords * 256 + 1024  # pixel coordinates, as CLAM stores them
+        f["coords"] = coords[:, ::-1] * 256 + 1024  # (x, y) pixel coordinates, as CLAM stores them
     bag = load_feature_bag(tmp_path / "slide.h5", label=1)
     np.testing.assert_allclose(bag.features.numpy(), feats)
     np.testing.assert_array_equal(bag.coords.numpy(), coords)
@@ -150,3 +150,43 @@ def test_clam_h5_and_pt_loaders(tmp_path):
     (tmp_path / "x.txt").write_text("no")
     with pytest.raises(ValueError, match=r"\.h5"):
         load_feature_bag(tmp_path / "x.txt")
+
+
+def test_clam_two_contours_with_offset_and_attributes(tmp_path):
+    """CLAM tiles each tissue contour from its own origin: a 37-pixel offset between two contours
+    must not make every patch its own region (the raw minimum gap is 37, the step is 256)."""
+    h5py = pytest.importorskip("h5py")
+    rng = np.random.default_rng(1)
+    a = np.stack(np.meshgrid(np.arange(6), np.arange(5), indexing="ij"), -1).reshape(-1, 2)
+    b = a + np.array(
+        [0, 7]
+    )  # a second contour to the right (grid units), offset by 37 pixels in x and y
+    grid = np.concatenate([a, b])  # (row, col)
+    xy = grid[:, ::-1] * 256 + np.concatenate([np.zeros((30, 2)), np.full((30, 2), 37)])
+    feats = rng.standard_normal((60, 4)).astype(np.float32)
+    for name, attrs in (("attrs", {"patch_size": 128, "patch_level": 1, "downsample": (2.0, 2.0)}),
+                        ("plain", {})):  # fmt: skip
+        with h5py.File(tmp_path / f"{name}.h5", "w") as f:
+            f["features"] = feats
+            f["coords"] = xy.astype(np.int64)
+            f["coords"].attrs.update(attrs)
+        bag = load_feature_bag(tmp_path / f"{name}.h5")
+        np.testing.assert_array_equal(bag.coords.numpy(), grid)
+    bag = load_feature_bag(tmp_path / "plain.h5", patch_size=256)
+    np.testing.assert_array_equal(bag.coords.numpy(), grid)
+    regions = {tuple(c) for c in (bag.coords.numpy() // 4).tolist()}
+    assert len(regions) <= 8  # a handful of 4x4 regions, not 60 one-patch regions
+    with pytest.raises(ValueError, match="patch_size"):
+        load_feature_bag(tmp_path / "plain.h5", patch_size=0)
+
+
+def test_querent_accepts_a_leading_batch_of_one():
+    torch.manual_seed(0)
+    bag = make_wsi_bags(1, (200, 240), feat_dim=8, lesion_patches=8, seed=3)[0]
+    model = QuerentMIL(8, 2, dim=16, region_size=4).eval()
+    with torch.no_grad():
+        ref = model(bag.features, bag.coords)
+        torch.testing.assert_close(model(bag.features[None], bag.coords[None]), ref)
+        torch.testing.assert_close(model(bag.features, bag.coords[None]), ref)
+    with pytest.raises(ValueError, match="coords"):
+        model(bag.features, torch.cat([bag.coords[None]] * 2))

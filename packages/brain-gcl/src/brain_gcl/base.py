@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import numbers
 import time
 
 import numpy as np
@@ -14,7 +15,7 @@ from tqdm.auto import tqdm
 
 from brain_gcl.graphs import BrainGraphs
 
-__all__ = ["GraphClassifierBase", "check_graphs", "check_labels"]
+__all__ = ["GraphClassifierBase", "check_graphs", "check_labels", "check_sites"]
 
 
 def check_graphs(graphs, name: str = "graphs") -> BrainGraphs:
@@ -42,6 +43,20 @@ def check_labels(y, n: int, name: str = "y") -> np.ndarray:
     if len(np.unique(a)) < 2:
         raise ValueError(f"{name} has a single class; both classes are needed to fit")
     return a
+
+
+def check_sites(sites, shape: tuple, name: str = "sites") -> np.ndarray | None:
+    """Integer site codes (S,) (names are mapped to codes), or None."""
+    if sites is None:
+        return None
+    sites = np.asarray(sites)
+    if sites.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {sites.shape}")
+    if sites.dtype.kind == "f" and not np.isfinite(sites).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    if not np.issubdtype(sites.dtype, np.integer):
+        _, sites = np.unique(sites, return_inverse=True)
+    return sites.astype(np.int64)
 
 
 class GraphClassifierBase:
@@ -80,12 +95,22 @@ class GraphClassifierBase:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if not 0 <= self.val_fraction < 1:
-            raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
+        if self.batch_size < 2:
+            # BatchNorm and the contrastive losses need two graphs per step: with batch_size=1
+            # every step would be skipped and the model would silently stay at its initialisation
+            raise ValueError(f"batch_size must be >= 2, got {self.batch_size}")
+        v = self.val_fraction
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < 1:
+            raise ValueError(f"val_fraction must be in [0, 1), got {v!r}")
+        if isinstance(self.random_state, bool) or not isinstance(
+            self.random_state, numbers.Integral
+        ):
+            raise ValueError(f"random_state must be an int, got {self.random_state!r}")
         for name in ("lr", "weight_decay"):
             v = getattr(self, name)
             if (
-                not isinstance(v, int | float)
+                isinstance(v, bool)
+                or not isinstance(v, numbers.Real)
                 or not np.isfinite(v)
                 or v < 0
                 or (name == "lr" and v == 0)
@@ -131,13 +156,7 @@ class GraphClassifierBase:
         self._check_params()
         graphs = check_graphs(graphs)
         y = check_labels(y, len(graphs))
-        if sites is not None:
-            sites = np.asarray(sites)
-            if sites.shape != y.shape:
-                raise ValueError(f"sites must have shape {y.shape}, got {sites.shape}")
-            if not np.issubdtype(sites.dtype, np.integer):
-                _, sites = np.unique(sites, return_inverse=True)
-            sites = sites.astype(np.int64)
+        sites = check_sites(sites, y.shape)
         rng = np.random.default_rng(self.random_state)
         tr, va = self._split(y, sites, rng)
         if len(np.unique(y[tr])) < 2:
@@ -163,7 +182,7 @@ class GraphClassifierBase:
                 t0 = time.process_time()
                 net.train()
                 parts_sum, nb = {}, 0
-                for idx in trt[torch.randperm(len(tr), generator=gen)].split(self.batch_size):
+                for idx in trt[torch.randperm(len(tr), generator=gen)].split(int(self.batch_size)):
                     if len(idx) < 2:
                         continue  # BatchNorm needs two graphs
                     loss, parts = self._loss(net, X[idx], A[idx], Y[idx],

@@ -9,7 +9,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from brain_gcl.base import check_graphs, check_labels
+from brain_gcl.base import check_graphs, check_labels, check_sites
 
 __all__ = ["FCSVM", "FCLogReg", "fisher_z_edges"]
 
@@ -32,6 +32,7 @@ class _EdgeClassifier:
         """Fit on the graphs' connectivity (``graphs.fc``); ``sites`` is accepted and unused."""
         graphs = check_graphs(graphs)
         y = check_labels(y, len(graphs))
+        check_sites(sites, y.shape)
         if not self.C > 0:
             raise ValueError(f"C must be positive, got {self.C!r}")
         self.model_ = self._make().fit(fisher_z_edges(graphs.fc), y)

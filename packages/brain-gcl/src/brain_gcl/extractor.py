@@ -10,7 +10,7 @@ from torch import nn
 
 from brain_gcl.layers import DenseGIN, mlp
 
-__all__ = ["EdgeScorer", "top_ratio_mask"]
+__all__ = ["EXTRACTORS", "EdgeScorer", "top_ratio_mask"]
 
 
 def top_ratio_mask(scores: torch.Tensor, edges: torch.Tensor, ratio: float) -> torch.Tensor:
@@ -39,19 +39,50 @@ def top_ratio_mask(scores: torch.Tensor, edges: torch.Tensor, ratio: float) -> t
     return M | M.transpose(1, 2)
 
 
-class EdgeScorer(nn.Module):
-    """p_ij = sigmoid(MLP([h_i + h_j, h_i * h_j, A_ij])) from a 2-layer GIN (symmetric)."""
+EXTRACTORS = ("gnn", "roi", "gnn+roi")
 
-    def __init__(self, d_in, hidden=32):
+
+class EdgeScorer(nn.Module):
+    """Edge probabilities of the invariant-subgraph extractor, symmetric, zero off-graph.
+
+    ``mode="gnn"`` (the paper's form, reconstructed): ``p_ij = sigmoid(MLP([h_i + h_j, h_i * h_j,
+    A_ij]))`` from a 2-layer GIN. Its logits are a function of node features only, so with
+    topological features it cannot single out a fixed set of ROI pairs.
+
+    ``mode="roi"``: one learnable logit per ROI pair, ``p_ij = sigmoid(W_ij)`` with ``W``
+    symmetric -- possible because brain graphs are aligned (ROI i is the same region in every
+    subject). The mask is then a population-level circuit intersected with each subject's edges.
+
+    ``mode="gnn+roi"``: the sum of both logits.
+    """
+
+    def __init__(self, d_in, hidden=32, n_rois: int | None = None, mode: str = "gnn"):
         super().__init__()
-        self.gin1, self.gin2 = DenseGIN(d_in, hidden), DenseGIN(hidden, hidden)
-        self.head = mlp([2 * hidden + 1, hidden, 1])
+        if mode not in EXTRACTORS:
+            raise ValueError(f"mode must be one of {EXTRACTORS}, got {mode!r}")
+        if mode != "gnn" and (n_rois is None or n_rois < 2):
+            raise ValueError(f"mode={mode!r} needs n_rois >= 2, got {n_rois!r}")
+        self.mode = mode
+        if mode != "roi":
+            self.gin1, self.gin2 = DenseGIN(d_in, hidden), DenseGIN(hidden, hidden)
+            self.head = mlp([2 * hidden + 1, hidden, 1])
+        if mode != "gnn":
+            self.edge_logits = nn.Parameter(torch.zeros(n_rois, n_rois))
+
+    def logits(self, X, A):
+        """Symmetric edge logits (B, n, n) (not masked)."""
+        out = 0.0
+        if self.mode != "roi":
+            h = self.gin2(torch.relu(self.gin1(X, A)), A)
+            hi, hj = h[:, :, None, :], h[:, None, :, :]
+            feats = torch.cat([(hi + hj).expand(-1, -1, h.shape[1], -1),
+                               hi * hj, A[..., None]], dim=-1)  # fmt: skip
+            out = self.head(feats).squeeze(-1)
+        if self.mode != "gnn":
+            W = self.edge_logits
+            out = out + ((W + W.T) / 2).expand(A.shape[0], -1, -1)
+        return out
 
     def forward(self, X, A):
         """Edge probabilities (B, n, n), zero where A has no edge."""
-        h = self.gin2(torch.relu(self.gin1(X, A)), A)
-        hi, hj = h[:, :, None, :], h[:, None, :, :]
-        feats = torch.cat([(hi + hj).expand(-1, -1, h.shape[1], -1),
-                           hi * hj, A[..., None]], dim=-1)  # fmt: skip
-        p = torch.sigmoid(self.head(feats).squeeze(-1))
-        return p * (A > 0)
+        return torch.sigmoid(self.logits(X, A)) * (A > 0)

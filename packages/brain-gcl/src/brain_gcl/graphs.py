@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
 
-__all__ = ["BrainGraphs", "build_graphs", "check_fc", "topological_node_features"]
+__all__ = [
+    "BrainGraphs",
+    "build_graphs",
+    "check_fc",
+    "connectivity_from_vectors",
+    "topological_node_features",
+]
 
 TOPO_FEATURES = ("degree", "strength", "clustering", "eigenvector", "pagerank", "closeness",
                  "betweenness", "local_efficiency")  # fmt: skip
@@ -66,6 +73,15 @@ def check_fc(fc, name: str = "fc", nan_policy: str = "zero") -> np.ndarray:
     if np.isinf(a).any():
         raise ValueError(f"{name} contains inf")
     if np.isnan(a).any():
+        # a zero-variance ROI gives NaN in its whole row and column; any other pattern is corrupt
+        off = ~np.eye(a.shape[1], dtype=bool)
+        nan = np.isnan(a)
+        dead = (nan | ~off).all(axis=2)  # (S, n): every off-diagonal entry of the row is NaN
+        expect = (dead[:, :, None] | dead[:, None, :]) & off
+        if not np.array_equal(nan & off, expect) or (nan & ~off & ~dead[:, :, None]).any():
+            raise ValueError(
+                f"{name} contains NaN outside whole ROI rows/columns (not a zero-variance ROI)"
+            )
         if nan_policy == "raise":
             raise ValueError(f"{name} contains NaN (a zero-variance ROI?)")
         if nan_policy != "zero":
@@ -75,6 +91,66 @@ def check_fc(fc, name: str = "fc", nan_policy: str = "zero") -> np.ndarray:
     if not np.allclose(a, a.transpose(0, 2, 1), atol=1e-6):
         raise ValueError(f"{name} matrices must be symmetric")
     return a
+
+
+def connectivity_from_vectors(vectors, discard_diagonal: bool | None = None) -> np.ndarray:
+    """(S, n, n) matrices from nilearn-style vectors (``ConnectivityMeasure(vectorize=True)``).
+
+    nilearn's ``sym_matrix_to_vec`` keeps the lower triangle row by row and divides the diagonal
+    by sqrt(2); with ``discard_diagonal=True`` the diagonal is dropped. A vector of length
+    n(n+1)/2 with the diagonal is also a valid length (n+1)n/2 without it, so the layout is read
+    from the data: when ``discard_diagonal`` is None, a vector whose would-be diagonal is
+    1/sqrt(2) everywhere (correlation matrices) is read with the diagonal, anything else raises.
+
+    Parameters
+    ----------
+    vectors : array (S, L) or (L,)
+    discard_diagonal : bool, optional
+        As passed to nilearn. ``True``: the diagonal is set to 1 (correlation).
+
+    Returns
+    -------
+    ndarray (S, n, n) float64
+    """
+    v = np.asarray(vectors)
+    if v.dtype == object or not np.issubdtype(v.dtype, np.number) or np.iscomplexobj(v):
+        raise TypeError(f"vectors must hold real numbers, got dtype {v.dtype}")
+    v = np.atleast_2d(np.asarray(v, dtype=np.float64))
+    if v.ndim != 2 or v.shape[0] == 0:
+        raise ValueError(f"vectors must be (S, L) with S >= 1, got shape {np.shape(vectors)}")
+    if not np.isfinite(v).all():
+        raise ValueError("vectors contains NaN or inf")
+    if discard_diagonal is not None and not isinstance(discard_diagonal, bool | np.bool_):
+        raise TypeError(f"discard_diagonal must be a bool or None, got {discard_diagonal!r}")
+    L = v.shape[1]
+    n_diag = (np.sqrt(8 * L + 1) - 1) / 2  # n(n+1)/2 = L
+    if n_diag != round(n_diag) or L < 1:
+        raise ValueError(f"vectors of length {L} are not a triangle (n(n+1)/2 or n(n-1)/2)")
+    n_diag = round(n_diag)
+    il = np.tril_indices(n_diag)
+    diag_pos = np.flatnonzero(il[0] == il[1])
+    if discard_diagonal is None:
+        if np.allclose(v[:, diag_pos], 1 / np.sqrt(2), atol=1e-6):
+            discard_diagonal = False
+        else:
+            raise ValueError(
+                f"vectors of length {L} can be n={n_diag} with the diagonal or n={n_diag + 1} "
+                "without it, and the would-be diagonal is not that of correlation matrices; pass "
+                "discard_diagonal= as given to nilearn"
+            )
+    n = n_diag if not discard_diagonal else n_diag + 1
+    out = np.zeros((len(v), n, n))
+    if discard_diagonal:
+        il = np.tril_indices(n, k=-1)
+        out[:, il[0], il[1]] = v
+        out = out + out.transpose(0, 2, 1)
+        out[:, np.arange(n), np.arange(n)] = 1.0
+    else:
+        vals = v.copy()
+        vals[:, diag_pos] *= np.sqrt(2)
+        out[:, il[0], il[1]] = vals
+        out = out + np.tril(out, k=-1).transpose(0, 2, 1)
+    return out
 
 
 def _onnela_clustering(W: np.ndarray) -> np.ndarray:
@@ -130,6 +206,8 @@ def topological_node_features(A) -> np.ndarray:
     if (W < 0).any() or not np.isfinite(W).all():
         raise ValueError("A must be finite and non-negative")
     S, n, _ = W.shape
+    if S == 0 or n == 0:
+        raise ValueError(f"A must hold at least one graph with a node, got shape {W.shape}")
     feats = np.zeros((S, n, 8))
     feats[..., 0] = (W > 0).sum(axis=2)
     feats[..., 1] = W.sum(axis=2)
@@ -208,7 +286,7 @@ def build_graphs(fc, density: float = 0.2, node_features: str = "topo", nan_poli
         Edge weights |FC|.
     """
     F = check_fc(fc, "fc", nan_policy)
-    if not isinstance(density, int | float) or not 0 < density <= 1:
+    if isinstance(density, bool) or not isinstance(density, numbers.Real) or not 0 < density <= 1:
         raise ValueError(f"density must be in (0, 1], got {density!r}")
     options = ("topo", "profile", "topo+profile", "identity")
     if node_features not in options:

@@ -49,9 +49,18 @@ def _partial(ts: np.ndarray) -> np.ndarray:
     return out
 
 
+_ATLAS = re.compile(r"rois_([A-Za-z0-9]+)", re.IGNORECASE)
+
+
+def _atlas_of(path: Path) -> str | None:
+    m = _ATLAS.search(path.stem)
+    return m.group(1).lower() if m else None
+
+
 def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str = "DX_GROUP",
                      site_col: str | None = "SITE_ID", positive_label=1,
-                     kind: str = "correlation", nan_policy: str = "zero") -> BrainGraphDataset:  # fmt: skip
+                     kind: str = "correlation", nan_policy: str = "zero",
+                     atlas: str | None = None) -> BrainGraphDataset:  # fmt: skip
     """Read a local connectome folder and its phenotype table.
 
     Parameters
@@ -66,6 +75,23 @@ def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str
     kind : {"correlation", "partial correlation"}
         Connectivity from time series (Ledoit-Wolf shrinkage for the partial one); matrices are used
         as given.
+    atlas : str, optional
+        Keep only files of this parcellation: the ABIDE Preprocessed ``rois_<atlas>`` token
+        (``"cc200"``, ``"aal"``, ...) or, for other layouts, a case-insensitive substring of the
+        file path. Without it, a folder holding several ``rois_*`` atlases raises.
+
+    Raises
+    ------
+    ValueError
+        The same subject in two files (e.g. ``.1D`` time series and a ``.npy`` matrix: loading
+        both would put one subject in train and test), several atlases without ``atlas=``,
+        different ROI counts, no matching file.
+
+    Warns
+    -----
+    UserWarning
+        Time series with fewer time points than ROIs (rank-deficient correlation), files whose
+        name holds no phenotype id (listed), phenotype rows without a file.
 
     Returns
     -------
@@ -94,18 +120,50 @@ def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str
             continue
     positives = {str(v) for v in np.atleast_1d(positive_label)}
     files = sorted(p for p in root.rglob("*") if p.suffix.lower() in _SUFFIXES and p != pheno)
-    fcs, ys, sites, ids = [], [], [], []
+    if atlas is not None:
+        if not isinstance(atlas, str) or not atlas:
+            raise TypeError(f"atlas must be a non-empty string, got {atlas!r}")
+        want = atlas.lower()
+        files = [p for p in files
+                 if _atlas_of(p) == want or (_atlas_of(p) is None and want in str(p).lower())]  # fmt: skip
+        if not files:
+            raise ValueError(f"no file under {root} belongs to atlas {atlas!r}")
+    else:
+        atlases = sorted({a for a in map(_atlas_of, files) if a is not None})
+        if len(atlases) > 1:
+            raise ValueError(f"{root} holds several atlases {atlases}; pass atlas= to pick one")
+    by_subject, unmatched = {}, []
     for path in files:
         match = [int(g) for g in re.findall(r"\d+", path.stem) if int(g) in table]
         if not match:
+            unmatched.append(path.name)
             continue
-        sid = match[0]
+        by_subject.setdefault(match[0], []).append(path)
+    dup = {sid: ps for sid, ps in by_subject.items() if len(ps) > 1}
+    if dup:
+        show = "; ".join(
+            f"{sid}: {', '.join(p.name for p in ps)}" for sid, ps in list(dup.items())[:5]
+        )
+        raise ValueError(
+            f"{len(dup)} subjects appear in more than one file ({show}); loading both would count "
+            "a subject twice (and leak it across CV folds). Remove the extra files or pass atlas="
+        )
+    if unmatched:
+        warnings.warn(
+            f"{len(unmatched)} files hold no subject id of {pheno.name} and were skipped: "
+            f"{unmatched[:5]}{' ...' if len(unmatched) > 5 else ''}",
+            stacklevel=2,
+        )
+    fcs, ys, sites, ids, short = [], [], [], [], []
+    for sid, (path,) in sorted(by_subject.items(), key=lambda kv: str(kv[1][0])):
         a = _read(path)
         if a.ndim != 2:
             raise ValueError(f"{path.name}: expected a 2-D array, got shape {a.shape}")
         if a.shape[0] == a.shape[1] and np.allclose(a, a.T, equal_nan=True):
             fc = a  # a connectivity matrix
         else:
+            if a.shape[0] < a.shape[1]:
+                short.append(f"{path.name} (T={a.shape[0]} < {a.shape[1]} ROIs)")
             ts = a.T[None]  # (1, n, T)
             if (ts.std(axis=2) == 0).any():
                 fc = correlation(ts)[0]
@@ -125,6 +183,12 @@ def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str
         ids.append(sid)
     if not fcs:
         raise ValueError(f"no subject file under {root} matches an id in {pheno.name}")
+    if short:
+        warnings.warn(
+            f"{len(short)} time series have fewer time points than ROIs, so their correlation "
+            f"matrices are rank-deficient (a transposed file?): {short[:5]}",
+            stacklevel=2,
+        )
     if len({f.shape for f in fcs}) != 1:
         raise ValueError(f"subjects have different ROI counts: {sorted({f.shape[0] for f in fcs})}")
     missing = len(table) - len(set(ids))

@@ -17,8 +17,16 @@ __all__ = ["brain_report", "edge_recovery"]
 
 def brain_report(y_true, proba) -> dict[str, float]:
     """accuracy, precision, recall, f1, bacc, auc (positive class 1) and ``avg`` of the six."""
-    y = np.asarray(y_true).astype(int)
-    p = np.asarray(proba, dtype=float)
+    y = np.asarray(y_true)
+    if y.dtype == object or not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        raise TypeError(f"y_true must hold 0/1 labels, got dtype {y.dtype}")
+    if y.ndim != 1 or not np.isin(y, (0, 1)).all():
+        raise ValueError("y_true must be a 1-D array of 0/1 labels (no NaN)")
+    y = y.astype(int)
+    p = np.asarray(proba)
+    if p.dtype == object or not np.issubdtype(p.dtype, np.number):
+        raise TypeError(f"proba must hold numbers, got dtype {p.dtype}")
+    p = p.astype(float)
     if p.ndim == 2:
         if p.shape[1] != 2:
             raise ValueError(f"proba must be (m, 2) or (m,), got {p.shape}")
@@ -27,6 +35,8 @@ def brain_report(y_true, proba) -> dict[str, float]:
         raise ValueError(f"y_true {y.shape} and proba {p.shape} must match and be non-empty")
     if not np.isfinite(p).all():
         raise ValueError("proba contains NaN or inf")
+    if len(np.unique(y)) < 2:
+        raise ValueError("y_true holds a single class; AUC (and the average) is undefined")
     pred = (p >= 0.5).astype(int)
     out = {
         "accuracy": accuracy_score(y, pred),
@@ -34,7 +44,7 @@ def brain_report(y_true, proba) -> dict[str, float]:
         "recall": recall_score(y, pred, zero_division=0),
         "f1": f1_score(y, pred, zero_division=0),
         "bacc": balanced_accuracy_score(y, pred),
-        "auc": roc_auc_score(y, p) if len(np.unique(y)) == 2 else float("nan"),
+        "auc": roc_auc_score(y, p),
     }
     out = {k: float(v) for k, v in out.items()}
     out["avg"] = float(np.mean(list(out.values())))
@@ -45,10 +55,19 @@ def edge_recovery(scores, truth_edges, graphs_A=None) -> dict[str, float]:
     """How well edge scores (m, n, n) find planted edges (n, n): AUROC over existing edges
     (all subjects pooled) and precision at |planted edges present| per subject, averaged."""
     S = np.asarray(scores, dtype=float)
-    T = np.asarray(truth_edges, dtype=bool)
+    T = np.asarray(truth_edges)
     if S.ndim == 2:
         S = S[None]
+    if S.ndim != 3 or S.shape[1] != S.shape[2] or len(S) == 0:
+        raise ValueError(f"scores must be (m, n, n) with m >= 1, got {np.shape(scores)}")
+    if T.shape != S.shape[1:] or not np.isin(T, (0, 1)).all():
+        raise ValueError(f"truth_edges must be a ({S.shape[1]}, {S.shape[1]}) 0/1 mask")
+    T = T.astype(bool)
+    if not np.isfinite(S).all():
+        raise ValueError("scores contains NaN or inf")
     exists = np.ones_like(S, dtype=bool) if graphs_A is None else np.asarray(graphs_A) > 0
+    if exists.shape != S.shape:
+        raise ValueError(f"graphs_A {np.shape(graphs_A)} must have the shape of scores {S.shape}")
     iu, ju = np.triu_indices(S.shape[1], k=1)
     s, e = S[:, iu, ju], exists[:, iu, ju]
     t = np.broadcast_to(T[iu, ju], s.shape)

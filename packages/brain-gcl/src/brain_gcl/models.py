@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -9,7 +11,7 @@ from torch import nn
 
 from brain_gcl.augment import choose_partners, mix_spurious
 from brain_gcl.base import GraphClassifierBase
-from brain_gcl.extractor import EdgeScorer, top_ratio_mask
+from brain_gcl.extractor import EXTRACTORS, EdgeScorer, top_ratio_mask
 from brain_gcl.layers import GraphEncoder, mlp
 from brain_gcl.losses import env_risk_penalty, nt_xent, supcon
 
@@ -99,8 +101,14 @@ class _SubgraphMixin:
         return net.head(net.encoder(X, A * hard.float()))
 
     def _check_ratio(self):
-        if not isinstance(self.edge_ratio, int | float) or not 0 < self.edge_ratio <= 1:
-            raise ValueError(f"edge_ratio must be in (0, 1], got {self.edge_ratio!r}")
+        r = self.edge_ratio
+        if isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 < r <= 1:
+            raise ValueError(f"edge_ratio must be a number in (0, 1], got {r!r}")
+        if self.extractor not in EXTRACTORS:
+            raise ValueError(f"extractor must be one of {EXTRACTORS}, got {self.extractor!r}")
+
+    def _scorer(self, n, d):
+        return EdgeScorer(d, max(8, self.hidden // 2), n_rois=n, mode=self.extractor)
 
     @torch.no_grad()
     def edge_scores(self, graphs) -> np.ndarray:
@@ -123,10 +131,12 @@ class CIGALike(_SubgraphMixin, GIN):
     def __init__(self, edge_ratio: float = 0.3, lambda_con: float = 0.5, tau: float = 0.5,
                  hidden: int = 64, layers: int = 3, lr: float = 1e-3, weight_decay: float = 1e-4,
                  epochs: int = 100, batch_size: int = 32, val_fraction: float = 0.15,
-                 patience: int = 20, random_state: int = 0, verbose: int = 0):  # fmt: skip
+                 patience: int = 20, random_state: int = 0, verbose: int = 0,
+                 extractor: str = "gnn"):  # fmt: skip
         super().__init__(hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction,
                          patience, random_state, verbose)  # fmt: skip
         self.edge_ratio, self.lambda_con, self.tau = edge_ratio, lambda_con, tau
+        self.extractor = extractor
 
     def _check_params(self):
         super()._check_params()
@@ -134,7 +144,7 @@ class CIGALike(_SubgraphMixin, GIN):
 
     def _build(self, n, d):
         enc = GraphEncoder(n, d, self.hidden, self.layers)
-        return _Net(enc, proj=True, scorer=EdgeScorer(d, max(8, self.hidden // 2)))
+        return _Net(enc, proj=True, scorer=self._scorer(n, d))
 
     def _loss(self, net, X, A, y, sites, gen):
         _, _, st = self._masks(net, X, A)
@@ -163,6 +173,13 @@ class CIAGCL(_SubgraphMixin, GIN):
         Same-label partners (the paper) or label-agnostic ones (ablation).
     n_envs : int
         Random environments for L_inv when ``sites`` is not given.
+    extractor : {"gnn", "roi", "gnn+roi"}
+        Edge scorer of the invariant-subgraph extractor (:class:`~brain_gcl.extractor.EdgeScorer`):
+        the paper's GNN form (default), one learnable logit per ROI pair, or both.
+    invariance : {"partner_site", "site"}
+        Environments of L_inv: the reconstruction's risks of the augmented views grouped by the
+        mixing partner's site (default), or risks of the invariant-subgraph prediction grouped by
+        the subject's own site (V-REx on G^inv; an option, see the README's diagnosis).
     hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction, patience, random_state,
     verbose :
         As in :class:`GIN`.
@@ -179,9 +196,11 @@ class CIAGCL(_SubgraphMixin, GIN):
                  n_envs: int = 4, hidden: int = 64, layers: int = 3, lr: float = 1e-3,
                  weight_decay: float = 1e-4, epochs: int = 100, batch_size: int = 32,
                  val_fraction: float = 0.15, patience: int = 20, random_state: int = 0,
-                 verbose: int = 0):  # fmt: skip
+                 verbose: int = 0, extractor: str = "gnn",
+                 invariance: str = "partner_site"):  # fmt: skip
         super().__init__(hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction,
                          patience, random_state, verbose)  # fmt: skip
+        self.extractor, self.invariance = extractor, invariance
         self.edge_ratio, self.p_keep, self.q_add = edge_ratio, p_keep, q_add
         self.lambda_inv, self.lambda_con, self.lambda_var = lambda_inv, lambda_con, lambda_var
         self.tau, self.partner, self.mixing, self.n_envs = tau, partner, mixing, n_envs
@@ -191,14 +210,27 @@ class CIAGCL(_SubgraphMixin, GIN):
         self._check_ratio()
         for name in ("p_keep", "q_add"):
             v = getattr(self, name)
-            if not isinstance(v, int | float) or not 0 <= v <= 1:
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v <= 1:
                 raise ValueError(f"{name} must be in [0, 1], got {v!r}")
         for name in ("lambda_inv", "lambda_con", "lambda_var"):
             v = getattr(self, name)
-            if not isinstance(v, int | float) or not np.isfinite(v) or v < 0:
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, numbers.Real)
+                or not np.isfinite(v)
+                or v < 0
+            ):
                 raise ValueError(f"{name} must be a finite non-negative number, got {v!r}")
-        if not self.tau > 0:
-            raise ValueError(f"tau must be positive, got {self.tau!r}")
+        t = self.tau
+        if isinstance(t, bool) or not isinstance(t, numbers.Real) or not np.isfinite(t) or t <= 0:
+            raise ValueError(f"tau must be a finite positive number, got {t!r}")
+        if self.invariance not in ("partner_site", "site"):
+            raise ValueError(
+                f"invariance must be 'partner_site' or 'site', got {self.invariance!r}"
+            )
+        n = self.n_envs
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"n_envs must be a positive int, got {n!r}")
         if self.partner not in ("other_site", "any"):
             raise ValueError(f"partner must be 'other_site' or 'any', got {self.partner!r}")
         if self.mixing not in ("label", "random"):
@@ -206,7 +238,7 @@ class CIAGCL(_SubgraphMixin, GIN):
 
     def _build(self, n, d):
         enc = GraphEncoder(n, d, self.hidden, self.layers)
-        return _Net(enc, proj=True, scorer=EdgeScorer(d, max(8, self.hidden // 2)))
+        return _Net(enc, proj=True, scorer=self._scorer(n, d))
 
     def augment(self, A_inv, A_sp, M_inv, y, sites, gen):
         """One invariance-aware positive view and the partners used, (B, n, n) and (B,)."""
@@ -217,15 +249,19 @@ class CIAGCL(_SubgraphMixin, GIN):
     def _loss(self, net, X, A, y, sites, gen):
         _, hard, st = self._masks(net, X, A)
         A_inv, A_sp = A * st, A * (1 - st)
-        cau = F.cross_entropy(net.head(net.encoder(X, A_inv)), y)
+        per_cau = F.cross_entropy(net.head(net.encoder(X, A_inv)), y, reduction="none")
+        cau = per_cau.mean()
         A1, part1 = self.augment(A_inv, A_sp, hard, y, sites, gen)
         A2, _ = self.augment(A_inv, A_sp, hard, y, sites, gen)
         z1, z2 = net.encoder(X, A1), net.encoder(X, A2)
-        if sites is not None:
-            env = sites[part1]
-        else:
+        if sites is None:
             env = torch.randint(self.n_envs, (len(y),), generator=gen)
-        per = F.cross_entropy(net.head(z1), y, reduction="none")
+        else:
+            env = sites[part1] if self.invariance == "partner_site" else sites
+        if self.invariance == "site":
+            per = per_cau
+        else:
+            per = F.cross_entropy(net.head(z1), y, reduction="none")
         inv, _ = env_risk_penalty(per, env, self.lambda_var)
         con = supcon(torch.cat([net.proj(z1), net.proj(z2)]), torch.cat([y, y]), self.tau)
         loss = cau + self.lambda_inv * inv + self.lambda_con * con

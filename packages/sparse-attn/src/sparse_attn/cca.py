@@ -333,10 +333,17 @@ def cca_attention(
     if m == 0:  # L < s + g: no group is ever compressed, CCA is dense causal attention
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
     elif backend == "blocksparse":
+        # the CPU flash kernel needs one head size: zero-pad the shorter of (q, k) and (v, core v)
+        # (zeros change neither q.k nor the weighted sum of values) and slice the output back
+        dk, dv = q.shape[-1], v.shape[-1]
+        if dk < dv:
+            q, k, core_k = (F.pad(x, (0, dv - dk)) for x in (q, k, core_k))
+        elif dv < dk:
+            v, core_v = (F.pad(x, (0, dk - dv)) for x in (v, core_v))
         out = blocksparse_cca(
             q, k, v, core_k, core_v, group_size=g, local_window=s, num_core=m, scale=scale_,
             core_bias=bias or 0.0, chunk_size=chunk_size or 256,
-        )  # fmt: skip
+        )[..., :dv]  # fmt: skip
     elif backend == "flex":
         out = flex_cca(
             q, k, v, core_k, core_v, group_size=g, local_window=s, num_core=m, scale=scale_,

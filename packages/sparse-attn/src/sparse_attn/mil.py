@@ -41,8 +41,16 @@ __all__ = [
 ]
 
 
-def check_bag(features: torch.Tensor, coords: torch.Tensor | None, in_dim: int) -> torch.Tensor:
-    """Validate one bag; returns features as (N, F) float."""
+def check_bag(
+    features: torch.Tensor, coords: torch.Tensor | None, in_dim: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Validate one bag: features (N, F) or (1, N, F), coords (N, 2) or (1, N, 2).
+
+    Returns
+    -------
+    features : (N, F) float
+    coords : (N, 2) integer, or None
+    """
     if not isinstance(features, torch.Tensor):
         raise TypeError(f"features: expected a tensor, got {type(features).__name__}")
     if features.ndim == 3 and features.shape[0] == 1:
@@ -58,6 +66,8 @@ def check_bag(features: torch.Tensor, coords: torch.Tensor | None, in_dim: int) 
     if not torch.isfinite(features).all():
         raise ValueError("features: contains NaN or inf")
     if coords is not None:
+        if isinstance(coords, torch.Tensor) and coords.ndim == 3 and coords.shape[0] == 1:
+            coords = coords[0]  # a batch of one bag, as features may be
         if not isinstance(coords, torch.Tensor) or coords.shape != (features.shape[0], 2):
             raise ValueError(
                 f"coords: expected shape ({features.shape[0]}, 2) matching the features, "
@@ -65,7 +75,7 @@ def check_bag(features: torch.Tensor, coords: torch.Tensor | None, in_dim: int) 
             )
         if coords.is_floating_point():
             raise TypeError("coords: expected integer grid coordinates")
-    return features
+    return features, coords
 
 
 class GatedAttentionPool(nn.Module):
@@ -295,7 +305,7 @@ class QuerentMIL(_MILBase):
         Maps: ``attention`` (N,) pooling weights; ``region_importance`` (N,) how often each
         patch's region was selected by other patches' queries in the last layer, normalised.
         """
-        x = check_bag(features, coords, self.in_dim)
+        x, coords = check_bag(features, coords, self.in_dim)
         if coords is None:
             raise ValueError("coords: QuerentMIL needs the patches' grid coordinates")
         if len(x) < self.region_size:
@@ -337,7 +347,7 @@ class TransMILStyle(_MILBase):
 
     def forward(self, features, coords=None, return_maps: bool = False):
         """Slide logits (n_classes,); maps: ``attention`` (N,)."""
-        h = self.embed(check_bag(features, coords, self.in_dim))
+        h = self.embed(check_bag(features, coords, self.in_dim)[0])
         for layer in self.layers:
             h = layer(h)
         pooled, att = self.pool(h)
@@ -354,7 +364,7 @@ class ABMIL(_MILBase):
 
     def forward(self, features, coords=None, return_maps: bool = False):
         """Slide logits (n_classes,); maps: ``attention`` (N,)."""
-        pooled, att = self.pool(self.embed(check_bag(features, coords, self.in_dim)))
+        pooled, att = self.pool(self.embed(check_bag(features, coords, self.in_dim)[0]))
         logits = self.classifier(pooled)
         return (logits, {"attention": att.detach()}) if return_maps else logits
 
@@ -367,7 +377,7 @@ class MeanPoolMIL(_MILBase):
 
     def forward(self, features, coords=None, return_maps: bool = False):
         """Slide logits (n_classes,); maps: uniform ``attention``."""
-        h = self.embed(check_bag(features, coords, self.in_dim))
+        h = self.embed(check_bag(features, coords, self.in_dim)[0])
         logits = self.classifier(h.mean(0))
         if not return_maps:
             return logits

@@ -150,13 +150,40 @@ def make_wsi_bags(
     return bags
 
 
-def load_feature_bag(path: str | pathlib.Path, label: int = -1) -> Bag:
+def _clam_step(coords: np.ndarray) -> int:
+    """Patch step (pixels) from coordinates alone: the most common gap between neighbouring
+    patches of one row. CLAM tiles each tissue contour from its own origin, so gaps between
+    patches of different contours (e.g. a 37-pixel offset) are not steps."""
+    gaps = []
+    for axis in (0, 1):
+        other = coords[:, 1 - axis]
+        order = np.lexsort((coords[:, axis], other))
+        c, o = coords[order, axis], other[order]
+        d = np.diff(c)[np.diff(o) == 0]
+        gaps.append(d[d > 0])
+    gaps = np.concatenate(gaps)
+    if len(gaps) == 0:
+        return 1
+    values, counts = np.unique(gaps, return_counts=True)
+    return int(values[np.argmax(counts)])
+
+
+def load_feature_bag(
+    path: str | pathlib.Path, label: int = -1, *, patch_size: int | None = None
+) -> Bag:
     """Load a slide's patch features in the CLAM layout.
 
     ``.h5``: datasets ``features`` (N, F) and ``coords`` (N, 2) (h5py, optional). ``.pt``: a
     tensor of features (coordinates then default to ``(i, 0)``), or a dict with ``features``
-    and ``coords``. CLAM stores pixel coordinates of the patch corner; they are converted to
-    grid positions by dividing by the smallest non-zero coordinate step.
+    and ``coords``.
+
+    CLAM stores level-0 pixel coordinates ``(x, y)`` of each patch's corner, and tiles every
+    tissue contour from its own origin, so patches of two contours are offset by arbitrary
+    pixel amounts. Grid positions are ``round(pixel / step)`` with the step, in priority order:
+    ``patch_size`` given here; the ``patch_size`` x ``downsample`` CLAM writes as attributes of
+    the ``coords`` dataset of its patch files; else the most common gap between neighbouring
+    patches of one row. CLAM's ``(x, y)`` are returned as (row, col) = (y, x); the ``coords`` of a
+    ``.pt`` dict are read as (row, col) and divided by their step the same way.
 
     Parameters
     ----------
@@ -164,6 +191,9 @@ def load_feature_bag(path: str | pathlib.Path, label: int = -1) -> Bag:
         A ``.h5`` or ``.pt`` file.
     label : int, default=-1
         Slide label to attach.
+    patch_size : int, optional
+        Patch step in level-0 pixels (CLAM's ``patch_size`` times the level's downsample when
+        ``step_size == patch_size``). Needed for CLAM *feature* files, which drop the attributes.
 
     Returns
     -------
@@ -172,6 +202,13 @@ def load_feature_bag(path: str | pathlib.Path, label: int = -1) -> Bag:
     path = pathlib.Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path: no such file {str(path)!r}")
+    if patch_size is not None and (
+        isinstance(patch_size, bool) or not isinstance(patch_size, int | np.integer)
+        or patch_size < 1
+    ):  # fmt: skip
+        raise ValueError(f"patch_size: must be a positive int, got {patch_size!r}")
+    step = None if patch_size is None else int(patch_size)
+    pixel, xy = True, False
     if path.suffix == ".h5":
         import h5py
 
@@ -179,7 +216,15 @@ def load_feature_bag(path: str | pathlib.Path, label: int = -1) -> Bag:
             if "features" not in f or "coords" not in f:
                 raise ValueError(f"path: {path.name} needs datasets 'features' and 'coords'")
             feats = torch.from_numpy(np.asarray(f["features"], dtype=np.float32))
-            coords = torch.from_numpy(np.asarray(f["coords"], dtype=np.int64))
+            raw = np.asarray(f["coords"])
+            attrs = dict(f["coords"].attrs)
+        if raw.dtype.kind == "f" and not np.isfinite(raw).all():
+            raise ValueError(f"path: {path.name} has non-finite coords")
+        coords = torch.from_numpy(np.asarray(raw, dtype=np.int64))
+        xy = True
+        if step is None and "patch_size" in attrs:
+            ds = np.atleast_1d(np.asarray(attrs.get("downsample", 1.0), dtype=float))
+            step = round(float(attrs["patch_size"]) * float(ds[0]))
     elif path.suffix == ".pt":
         obj = torch.load(path, map_location="cpu", weights_only=True)
         if isinstance(obj, dict):
@@ -191,7 +236,8 @@ def load_feature_bag(path: str | pathlib.Path, label: int = -1) -> Bag:
         else:
             feats, coords = torch.as_tensor(obj, dtype=torch.float32), None
         if coords is None:
-            coords = torch.stack([torch.arange(len(feats)), torch.zeros(len(feats))], 1).long()
+            pixel = False
+            coords = torch.stack([torch.zeros(len(feats)), torch.arange(len(feats))], 1).long()
     else:
         raise ValueError(f"path: expected a .h5 or .pt file, got {path.suffix!r}")
     if feats.ndim != 2 or coords.shape != (feats.shape[0], 2):
@@ -200,9 +246,15 @@ def load_feature_bag(path: str | pathlib.Path, label: int = -1) -> Bag:
         )
     if feats.shape[0] == 0:
         raise ValueError(f"path: {path.name} holds an empty bag")
-    coords = coords - coords.min(0).values
-    steps = [torch.unique(coords[:, j]) for j in range(2)]
-    step = min(
-        (int(torch.diff(u).min()) for u in steps if u.numel() > 1), default=1
-    )  # fmt: skip
-    return Bag(feats, torch.div(coords, max(step, 1), rounding_mode="floor"), label)
+    if not torch.isfinite(feats).all():
+        raise ValueError(f"path: {path.name} has NaN or inf features")
+    if not pixel:
+        return Bag(feats, coords, label)
+    c = coords.numpy()
+    c = c - c.min(0)
+    if step is None:
+        step = _clam_step(c)
+    grid = np.rint(c / step).astype(np.int64)
+    if xy:  # CLAM's (x, y) -> (row, col)
+        grid = grid[:, ::-1].copy()
+    return Bag(feats, torch.from_numpy(grid), label)
