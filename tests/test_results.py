@@ -47,6 +47,8 @@ def test_every_readme_table_is_generated_from_its_results_file() -> None:
 def test_package_readme_follows_the_template(readme: pathlib.Path) -> None:
     if readme.parent.name == "aware-ml":
         pytest.skip("the meta-package has no method of its own")
+    if readme.parent.name in render.pending():
+        pytest.skip(f"listed in tools/results_pending.txt: {render.pending()[readme.parent.name]}")
     text = readme.read_text()
     heads = [line.strip() for line in text.splitlines() if line.startswith("## ")]
     found = [h for h in heads if h in TEMPLATE]

@@ -58,8 +58,8 @@ def _local_attention(
     enable_gqa: bool,
     chunk_size: int,
 ) -> torch.Tensor:
-    check_positive_int(window, "window")
-    check_positive_int(chunk_size, "chunk_size")
+    window = check_positive_int(window, "window")
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
     check_qkv(q, k, v, enable_gqa=enable_gqa)
     k, v = expand_kv(k, q.shape[1]), expand_kv(v, q.shape[1])
     # Query t sees u in (t - window, t] and u < num_sink (u <= t); chunked over queries.

@@ -107,8 +107,8 @@ def cca_visibility(
         Bool (L, L): query t sees raw token u.
     """
     check_positive_int(length, "length")
-    check_positive_int(group_size, "group_size")
-    check_positive_int(local_window, "local_window")
+    group_size = check_positive_int(group_size, "group_size")
+    local_window = check_positive_int(local_window, "local_window")
     m = _num_core(length, group_size, local_window)
     n = cca_num_visible_cores(length, group_size, local_window)
     t = torch.arange(length)
@@ -306,7 +306,7 @@ def cca_attention(
             f"got {backend!r}"
         )
     if chunk_size is not None:
-        check_positive_int(chunk_size, "chunk_size")
+        chunk_size = check_positive_int(chunk_size, "chunk_size")
     check_qkv(q, k, v, enable_gqa=enable_gqa)
     backend = _pick_backend(backend, q, overlap)
 

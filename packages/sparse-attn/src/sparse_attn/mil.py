@@ -42,7 +42,10 @@ __all__ = [
 
 
 def check_bag(
-    features: torch.Tensor, coords: torch.Tensor | None, in_dim: int
+    features: torch.Tensor,
+    coords: torch.Tensor | None,
+    in_dim: int,
+    dtype: torch.dtype | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Validate one bag: features (N, F) or (1, N, F), coords (N, 2) or (1, N, 2).
 
@@ -75,6 +78,8 @@ def check_bag(
             )
         if coords.is_floating_point():
             raise TypeError("coords: expected integer grid coordinates")
+    if dtype is not None:  # the model's dtype (half-precision features into a float32 model)
+        features = features.to(dtype)
     return features, coords
 
 
@@ -232,6 +237,9 @@ class _DenseLayer(nn.Module):
 class _MILBase(nn.Module):
     """Patch embedding + classifier shared by every model."""
 
+    def _dtype(self) -> torch.dtype:
+        return self.classifier.weight.dtype
+
     def __init__(self, in_dim: int, n_classes: int, dim: int, dropout: float) -> None:
         super().__init__()
         self.in_dim = check_positive_int(in_dim, "in_dim")
@@ -305,7 +313,7 @@ class QuerentMIL(_MILBase):
         Maps: ``attention`` (N,) pooling weights; ``region_importance`` (N,) how often each
         patch's region was selected by other patches' queries in the last layer, normalised.
         """
-        x, coords = check_bag(features, coords, self.in_dim)
+        x, coords = check_bag(features, coords, self.in_dim, self._dtype())
         if coords is None:
             raise ValueError("coords: QuerentMIL needs the patches' grid coordinates")
         if len(x) < self.region_size:
@@ -347,7 +355,7 @@ class TransMILStyle(_MILBase):
 
     def forward(self, features, coords=None, return_maps: bool = False):
         """Slide logits (n_classes,); maps: ``attention`` (N,)."""
-        h = self.embed(check_bag(features, coords, self.in_dim)[0])
+        h = self.embed(check_bag(features, coords, self.in_dim, self._dtype())[0])
         for layer in self.layers:
             h = layer(h)
         pooled, att = self.pool(h)
@@ -364,7 +372,9 @@ class ABMIL(_MILBase):
 
     def forward(self, features, coords=None, return_maps: bool = False):
         """Slide logits (n_classes,); maps: ``attention`` (N,)."""
-        pooled, att = self.pool(self.embed(check_bag(features, coords, self.in_dim)[0]))
+        pooled, att = self.pool(
+            self.embed(check_bag(features, coords, self.in_dim, self._dtype())[0])
+        )
         logits = self.classifier(pooled)
         return (logits, {"attention": att.detach()}) if return_maps else logits
 
@@ -377,7 +387,7 @@ class MeanPoolMIL(_MILBase):
 
     def forward(self, features, coords=None, return_maps: bool = False):
         """Slide logits (n_classes,); maps: uniform ``attention``."""
-        h = self.embed(check_bag(features, coords, self.in_dim)[0])
+        h = self.embed(check_bag(features, coords, self.in_dim, self._dtype())[0])
         logits = self.classifier(h.mean(0))
         if not return_maps:
             return logits

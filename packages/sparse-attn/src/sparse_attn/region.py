@@ -102,7 +102,7 @@ def grid_regions(coords: torch.Tensor, tile: int = 8) -> torch.Tensor:
         raise ValueError("coords must not be empty")
     if coords.is_floating_point() or coords.dtype == torch.bool:
         raise TypeError(f"coords must be an integer tensor, got {coords.dtype}")
-    check_positive_int(tile, "tile")
+    tile = check_positive_int(tile, "tile")
     cell = torch.div(coords - coords.min(dim=0).values, tile, rounding_mode="floor")
     key = cell[:, 0] * (int(cell[:, 1].max()) + 1) + cell[:, 1]
     return torch.unique(key, return_inverse=True)[1]
@@ -213,8 +213,8 @@ def region_attention(
     torch.Tensor
         (B, Hq, N, Dv), and :class:`RegionStats` if ``return_stats``.
     """
-    check_positive_int(region_size, "region_size")
-    check_positive_int(top_k, "top_k")
+    region_size = check_positive_int(region_size, "region_size")
+    top_k = check_positive_int(top_k, "top_k")
     check_positive_int(chunk_size, "chunk_size")
     if score not in ("minmax_bound", "learned", "random"):
         raise ValueError(f"score must be 'minmax_bound', 'learned' or 'random', got {score!r}")

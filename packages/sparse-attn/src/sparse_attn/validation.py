@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
 import torch
 
 __all__ = ["check_positive_int", "check_qkv", "expand_kv", "softmax_hp"]
@@ -20,13 +23,13 @@ def check_positive_int(value: object, name: str) -> int:
     Returns
     -------
     int
-        ``value`` unchanged.
+        ``value`` as a Python int (numpy integers are accepted).
     """
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value}")
-    return value
+    return int(value)
 
 
 def check_qkv(

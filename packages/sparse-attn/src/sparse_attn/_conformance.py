@@ -1,0 +1,102 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from sparse_attn import (
+    QuerentMIL,
+    cca_attention,
+    dense_attention,
+    grid_regions,
+    load_feature_bag,
+    region_attention,
+    sliding_window_attention,
+)
+from sparse_attn.reference import naive_cca_attention
+
+
+def _qkv(B=2, H=2, L=40, D=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(B, H, L, D, generator=g, dtype=torch.float64) for _ in range(3)]
+
+
+def _querent(features, coords):
+    torch.manual_seed(0)
+    model = QuerentMIL(features.shape[-1], 2, dim=8, num_heads=2, region_size=4, top_k=2).eval()
+    model = model.double()
+    with torch.no_grad():
+        return model(features, coords)
+
+
+def _write_clam(folder):
+    import h5py
+
+    grid = np.stack(np.meshgrid(np.arange(4), np.arange(3), indexing="ij"), -1).reshape(-1, 2)
+    with h5py.File(folder / "slide.h5", "w") as f:
+        f["features"] = np.arange(24, dtype=np.float32).reshape(12, 2)
+        f["coords"] = grid[:, ::-1] * 512 + 100
+        f["coords"].attrs.update({"patch_size": 256, "patch_level": 1, "downsample": (2.0, 2.0)})
+    return folder / "slide.h5"
+
+
+def _truncate_h5(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def entries() -> list[dict]:
+    q, k, v = _qkv()
+    qkv = {"q": q, "k": k, "v": v}
+    arrays = {"q": {"kind": "float", "ndim": 4}, "k": {"kind": "float", "ndim": 4},
+              "v": {"kind": "float", "ndim": 4}}  # fmt: skip
+    rows = [["q", "k", "v"]]
+    ref = naive_cca_attention(q, k, v, group_size=4, local_window=8)
+    gen = torch.Generator().manual_seed(1)
+    feats = torch.randn(30, 4, generator=gen, dtype=torch.float64)
+    coords = torch.stack(torch.meshgrid(torch.arange(6), torch.arange(5), indexing="ij"), -1)
+    coords = coords.reshape(30, 2)
+    return [
+        {"name": "cca_attention", "call": cca_attention,
+         "kwargs": {**qkv, "group_size": 4, "local_window": 8},
+         "arrays": arrays, "rows": rows, "order": "equivariant",
+         "params": {"group_size": {"type": "int", "bad": [0]},
+                    "local_window": {"type": "int", "bad": [0]},
+                    "backend": {"type": "str", "bad": ["cuda-only"]},
+                    "gqa_pooling": {"type": "str", "bad": ["mean"]}},
+         "known": [{"kwargs": {**qkv, "group_size": 4, "local_window": 8},
+                    "check": lambda out: torch.allclose(out, ref, atol=1e-10),
+                    "why": "equals the naive per-query CCA of the paper's Eqs. 1-4"}]},
+        {"name": "region_attention", "call": region_attention,
+         "kwargs": {**qkv, "region_size": 8, "top_k": 2},
+         "arrays": arrays, "rows": rows, "order": "equivariant",
+         "params": {"region_size": {"type": "int", "bad": [0]},
+                    "top_k": {"type": "int", "bad": [0]},
+                    "score": {"type": "str", "bad": ["max"]}},
+         "known": [{"kwargs": {**qkv, "region_size": 8, "top_k": 5},
+                    "check": lambda out: torch.allclose(
+                        out, dense_attention(q, k, v, is_causal=False), atol=1e-10),
+                    "why": "top_k = every region is dense bidirectional attention"}]},
+        {"name": "dense_attention", "call": dense_attention, "kwargs": dict(qkv),
+         "arrays": arrays, "rows": rows, "order": "equivariant"},
+        {"name": "sliding_window_attention", "call": sliding_window_attention,
+         "kwargs": {**qkv, "window": 6}, "arrays": arrays, "rows": rows,
+         "order": "equivariant", "params": {"window": {"type": "int", "bad": [0]}}},
+        {"name": "grid_regions", "call": grid_regions, "kwargs": {"coords": coords, "tile": 2},
+         "arrays": {"coords": {"kind": "int", "ndim": 2}}, "rows": [["coords"]],
+         "order": None, "params": {"tile": {"type": "int", "bad": [0]}}},
+        {"name": "QuerentMIL.forward", "call": _querent,
+         "kwargs": {"features": feats, "coords": coords},
+         "arrays": {"features": {"kind": "float", "ndim": (2, 3)},
+                    "coords": {"kind": "int", "ndim": (2, 3)}},
+         "rows": [["features", "coords"]], "order": "invariant"},
+        {"name": "load_feature_bag", "kind": "loader", "write": _write_clam,
+         "read": load_feature_bag,
+         "check": lambda bag: bag.coords.tolist() == np.stack(np.meshgrid(
+             np.arange(4), np.arange(3), indexing="ij"), -1).reshape(-1, 2).tolist(),
+         "corrupt": [("truncate", _truncate_h5), "empty"]},
+    ]  # fmt: skip
