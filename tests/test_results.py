@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -62,7 +63,8 @@ def test_results_files_hold_provenance() -> None:
         rec = json.loads(f.read_text())
         for key in ("command", "commit", "machine", "load", "columns", "rows", "recorded"):
             assert key in rec, f"{f.relative_to(ROOT)} lacks {key!r}"
-        assert rec["command"].startswith("uv run python tools/"), rec["command"]
+        # a command a user can paste: `uv run [--with PKG]... python tools/...`
+        assert re.match(r"uv run (--with \S+ )*python tools/", rec["command"]), rec["command"]
         assert rec["machine"].get("cpu_count"), f.name
         assert all(len(r) == len(rec["columns"]) for r in rec["rows"]), f.name
 

@@ -37,6 +37,38 @@ def test_matrix_set_and_mtx_roundtrip(tmp_path) -> None:  # type: ignore[no-unty
         C.load_mtx(tmp_path / "missing.mtx")
 
 
+def test_suitesparse_folder_layout(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """<group>/<name>/<name>.mtx is the matrix; <name>_b.mtx / _coord.mtx are auxiliary."""
+    import gzip
+    import warnings
+
+    ms = C.MatrixSet.synthetic(3, seed=2, rows=(64, 96), nnz=(100, 300))
+    for name, A in zip(("bcsstk01", "west0067", "can_24"), ms.matrices, strict=True):
+        d = tmp_path / "HB" / name
+        d.mkdir(parents=True)
+        scipy.io.mmwrite(str(d / f"{name}.mtx"), A)
+        scipy.io.mmwrite(str(d / f"{name}_b.mtx"), np.ones((A.shape[0], 1)))
+    with open(tmp_path / "HB" / "can_24" / "can_24.mtx", "rb") as f:
+        raw = f.read()
+    (tmp_path / "HB" / "can_24" / "can_24.mtx").unlink()
+    with gzip.open(tmp_path / "HB" / "can_24" / "can_24.mtx.gz", "wb") as f:
+        f.write(raw)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = C.load_mtx_folder(tmp_path)
+    assert got.names == ["bcsstk01", "can_24", "west0067"]
+    assert any("auxiliary" in str(x.message) for x in w)
+    for name, A in zip(("bcsstk01", "west0067", "can_24"), ms.matrices, strict=True):
+        assert abs(got[got.names.index(name)] - A).max() < 1e-6
+    (tmp_path / "HB" / "west0067" / "west0067.mtx").write_text(
+        "%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1.0\n"
+    )
+    with pytest.raises(ValueError, match="west0067"):
+        C.load_mtx_folder(tmp_path)
+    with pytest.raises(ValueError, match="no Matrix Market"):
+        C.load_mtx_folder(tmp_path / "HB", pattern="*.mtx")
+
+
 def test_density_image_and_scalars() -> None:
     A = C.generate("powerlaw", 500, 400, 0.01, seed=2)
     counts = density_counts(A, 32)

@@ -13,7 +13,35 @@ def _data() -> tuple[C.CostDataset, C.CostDataset, C.CostDataset]:
     src = C.collect(C.SimCPUBackend(), "spmm", ms, n_configs=12, seed=0, featurizer=feat)
     tgt = C.collect(C.SimAccelBackend(), "spmm", ms, n_configs=12, seed=1, featurizer=feat)
     tr, te = tgt.split(test_frac=1 / 3, seed=0)
-    return src, tr, te
+    keep = [i for i, n in enumerate(src.matrix_names) if n not in set(te.matrix_names)]
+    return src.take_matrices(np.asarray(keep)), tr, te
+
+
+def test_run_experiment_refuses_test_matrices_in_training_sets() -> None:
+    import pytest
+
+    src, tr, te = _data()
+    kw = dict(fracs=(0.1,), seeds=(0,), src_epochs=1, tgt_epochs=1, strategies=("target_only",))
+    with pytest.raises(ValueError, match="tgt_train and tgt_test share"):
+        C.run_experiment(src, te, te, **kw)
+    # the same matrix under another name is found by its features
+    renamed = C.CostDataset(
+        **{**te.__dict__, "matrix_names": [n + "_copy" for n in te.matrix_names]}
+    )
+    both = C.CostDataset(**{**src.__dict__})
+    assert C.matrix_overlap(renamed, te) == sorted(te.matrix_names)
+    with pytest.raises(ValueError, match="src and tgt_test share"):
+        C.run_experiment(renamed, tr, te, **kw) if renamed.hardware == src.hardware else (
+            C.run_experiment(
+                C.CostDataset(
+                    **{**renamed.__dict__, "hardware": src.hardware, "het_sizes": renamed.het_sizes}
+                ),
+                tr,
+                te,
+                **kw,
+            )
+        )
+    assert C.matrix_overlap(both, te) == []
 
 
 def test_run_experiment_is_deterministic_and_complete() -> None:

@@ -15,11 +15,11 @@ from cost_model.kernels import (
     measure,
     timing_quality,
 )
-from cost_model.matrices import MatrixSet, generate, load_mtx
+from cost_model.matrices import MatrixSet, generate, load_mtx, load_mtx_folder
 from cost_model.models import CognateModel, pairwise_rank_loss
 from cost_model.search import evaluate, evaluate_scores, select
 from cost_model.space import SHARED_KNOBS, Knob, ScheduleSpace
-from cost_model.transfer import ExperimentResult, finetune, run_experiment
+from cost_model.transfer import ExperimentResult, finetune, matrix_overlap, run_experiment
 
 __all__ = [
     "SHARED_KNOBS",
@@ -48,7 +48,9 @@ __all__ = [
     "get_backend",
     "kernels",
     "load_mtx",
+    "load_mtx_folder",
     "matrices",
+    "matrix_overlap",
     "measure",
     "models",
     "pairwise_rank_loss",

@@ -9,8 +9,10 @@ from a few narrow column windows: high dense-operand reuse).
 
 from __future__ import annotations
 
+import numbers
 import re
 import sysconfig
+import warnings
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,7 +22,15 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
-__all__ = ["FAMILIES", "MatrixSet", "check_matrix", "generate", "load_mtx", "source_code_matrices"]
+__all__ = [
+    "FAMILIES",
+    "MatrixSet",
+    "check_matrix",
+    "generate",
+    "load_mtx",
+    "load_mtx_folder",
+    "source_code_matrices",
+]
 
 FAMILIES = ("uniform", "powerlaw", "banded", "block", "diag_noise", "clustered_cols")
 
@@ -35,6 +45,10 @@ def check_matrix(A: object, name: str = "A") -> sp.csr_array:
     elif isinstance(A, np.ndarray):
         if A.ndim != 2:
             raise ValueError(f"{name} must be 2-D, got ndim={A.ndim}")
+        if A.dtype == object or not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
+            raise TypeError(f"{name} must have a real numeric dtype, got {A.dtype}")
+        if A.dtype == np.float16:  # scipy.sparse has no float16
+            A = A.astype(np.float32)
         M = sp.csr_array(A)
     else:
         raise TypeError(f"{name} must be a scipy.sparse matrix/array or 2-D ndarray")
@@ -96,6 +110,11 @@ def generate(
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
     n_cols = n_rows if n_cols is None else n_cols
+    for arg, v in (("n_rows", n_rows), ("n_cols", n_cols), ("seed", seed), ("block", block)):
+        if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{arg} must be an int, got {v!r}")
+    if isinstance(density, bool) or not isinstance(density, numbers.Real):
+        raise TypeError(f"density must be a number, got {density!r}")
     if n_rows < 1 or n_cols < 1:
         raise ValueError(f"n_rows and n_cols must be >= 1, got {n_rows}, {n_cols}")
     if not 0 < density <= 1:
@@ -154,7 +173,10 @@ def load_mtx(path: str | Path) -> sp.csr_array:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"path does not exist: {path}")
-    A = scipy.io.mmread(str(path))
+    try:
+        A = scipy.io.mmread(str(path))
+    except (ValueError, IndexError, OSError, EOFError) as e:
+        raise ValueError(f"path: {path.name} is not a readable Matrix Market file ({e})") from e
     if not sp.issparse(A):
         A = sp.csr_array(np.asarray(A))
     return check_matrix(A, name="path")
@@ -237,6 +259,48 @@ def source_code_matrices(
             mats.append(check_matrix(M))
             names.append(f"bigram_{V}")
     return mats, names
+
+
+def load_mtx_folder(root: str | Path, *, pattern: str = "**/*.mtx*") -> MatrixSet:
+    """Every matrix under a folder of Matrix Market files (SuiteSparse layout), named by file.
+
+    In a SuiteSparse tarball ``<group>/<name>/<name>.mtx`` is the matrix and files
+    ``<name>/<name>_*.mtx`` (``_b``, ``_coord``, ``_nodename``, ...) hold auxiliary data; those
+    are skipped and listed in a warning. A file that cannot be read raises (naming it) rather than being dropped.
+
+    Parameters
+    ----------
+    root : str or Path
+    pattern : str, default="**/*.mtx*"
+        Glob under ``root`` (``.mtx`` and ``.mtx.gz``).
+
+    Returns
+    -------
+    MatrixSet
+        ``names`` are the file names without ``.mtx`` / ``.mtx.gz``, sorted.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"root is not a directory: {root}")
+    files = sorted(p for p in root.glob(pattern) if p.is_file())
+    files = [p for p in files if p.name.endswith((".mtx", ".mtx.gz"))]
+    out, skipped, seen = MatrixSet(), [], {}
+    for path in files:
+        stem = path.name.removesuffix(".gz").removesuffix(".mtx")
+        if stem.startswith(path.parent.name + "_"):  # <name>/<name>_b.mtx: auxiliary
+            skipped.append(path.name)
+            continue
+        if stem in seen:
+            raise ValueError(f"root: two files are named {stem!r}: {seen[stem]} and {path}")
+        seen[stem] = path
+        out.matrices.append(load_mtx(path))
+        out.names.append(stem)
+    if not out.matrices:
+        raise ValueError(f"root: no Matrix Market file matches {pattern!r} under {root}")
+    if skipped:
+        warnings.warn(f"skipped {len(skipped)} SuiteSparse auxiliary files: {skipped[:5]}",
+                      stacklevel=2)  # fmt: skip
+    return out
 
 
 @dataclass

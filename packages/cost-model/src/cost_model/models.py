@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,6 +39,23 @@ def pairwise_rank_loss(
     torch.Tensor
         Scalar (0 when there is no pair).
     """
+    for name, t in (("scores", scores), ("log_runtime", log_runtime), ("groups", groups)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.ndim != 1 or t.shape != scores.shape:
+            raise ValueError(f"{name} must be 1-D with the shape of scores {tuple(scores.shape)}, "
+                             f"got {tuple(t.shape)}")  # fmt: skip
+    for name, t in (("scores", scores), ("log_runtime", log_runtime)):
+        if not t.is_floating_point():
+            raise TypeError(f"{name} must be floating point, got {t.dtype}")
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} contains NaN or inf")
+    if groups.is_floating_point() or groups.is_complex():
+        raise TypeError(f"groups must hold integer ids, got {groups.dtype}")
+    if scores.numel() == 0:
+        raise ValueError("scores is empty")
+    if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not margin >= 0:
+        raise ValueError(f"margin must be a non-negative number, got {margin!r}")
     same = groups[:, None] == groups[None, :]
     faster = log_runtime[:, None] < log_runtime[None, :]  # a faster than b
     pairs = same & faster

@@ -14,6 +14,7 @@ target subsample for every strategy of a seed):
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +23,7 @@ from cost_model.dataset import CostDataset
 from cost_model.models import CognateModel
 from cost_model.search import evaluate
 
-__all__ = ["ExperimentResult", "finetune", "run_experiment"]
+__all__ = ["ExperimentResult", "finetune", "matrix_overlap", "run_experiment"]
 
 STRATEGIES = ("cognate", "target_only", "naive", "head_only", "zero_shot", "target_full")
 
@@ -117,6 +118,26 @@ class ExperimentResult:
         return "\n".join(lines)
 
 
+def _matrix_keys(ds: CostDataset) -> dict[str, str]:
+    """Content hash of each matrix's features (image + scalars) -> its name."""
+    out = {}
+    for m, name in enumerate(ds.matrix_names):
+        h = hashlib.sha1(np.ascontiguousarray(ds.images[m], dtype=np.float32).tobytes())
+        h.update(np.ascontiguousarray(ds.scalars[m], dtype=np.float32).tobytes())
+        out[h.hexdigest()] = name
+    return out
+
+
+def matrix_overlap(a: CostDataset, b: CostDataset) -> list[str]:
+    """Names of the matrices of ``b`` that also occur in ``a``, by name or by identical features
+    (the same matrix saved under another name)."""
+    ka, kb = _matrix_keys(a), _matrix_keys(b)
+    names_a = set(a.matrix_names)
+    shared = {n for n in b.matrix_names if n in names_a}
+    shared |= {kb[h] for h in kb.keys() & ka.keys()}
+    return sorted(shared)
+
+
 def run_experiment(
     src: CostDataset,
     tgt_train: CostDataset,
@@ -175,6 +196,13 @@ def run_experiment(
             raise ValueError(f"strategies contains unknown {s!r}; known {STRATEGIES}")
     if src.op != tgt_train.op or tgt_train.op != tgt_test.op:
         raise ValueError("src, tgt_train and tgt_test must measure the same op")
+    for name, other in (("src", src), ("tgt_train", tgt_train)):
+        shared = matrix_overlap(other, tgt_test)
+        if shared:
+            raise ValueError(
+                f"{name} and tgt_test share {len(shared)} matrices (by name or content): "
+                f"{shared[:5]}; the test matrices must be held out of every training set"
+            )
     kw = dict(model_kwargs or {})
     sizes = {src.hardware: src.het_sizes, tgt_train.hardware: tgt_train.het_sizes}
     kw.setdefault(

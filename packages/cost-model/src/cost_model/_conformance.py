@@ -1,0 +1,79 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+import torch
+
+from cost_model import MatrixFeaturizer, generate, load_mtx, load_mtx_folder, pairwise_rank_loss
+from cost_model.matrices import check_matrix
+
+
+def _dense(A):
+    return check_matrix(A).toarray()
+
+
+def _featurize(A):
+    return MatrixFeaturizer(8)(check_matrix(A))
+
+
+def _generate(**kw):
+    return generate(**kw).toarray()
+
+
+def _write_mtx(folder):
+    A = sp.csr_array(np.array([[1.0, 0, 2.0], [0, 0, 3.0], [4.0, 0, 0]]))
+    scipy.io.mmwrite(str(folder / "a.mtx"), A)
+    return folder / "a.mtx"
+
+
+def _write_suitesparse(folder):
+    for name in ("b1", "b2"):
+        (folder / name).mkdir()
+        scipy.io.mmwrite(str(folder / name / f"{name}.mtx"), sp.csr_array(np.eye(3) * 2))
+        scipy.io.mmwrite(str(folder / name / f"{name}_b.mtx"), np.ones((3, 1)))
+    return folder
+
+
+def entries() -> list[dict]:
+    rng = np.random.default_rng(0)
+    dense = np.where(rng.random((12, 10)) < 0.3, rng.normal(size=(12, 10)), 0.0)
+    s = torch.as_tensor(rng.normal(size=8))
+    t = torch.as_tensor(rng.normal(size=8))
+    g = torch.as_tensor([0, 0, 0, 1, 1, 1, 2, 2])
+    return [
+        {"name": "check_matrix", "call": _dense, "kwargs": {"A": dense},
+         "arrays": {"A": {"kind": "float", "ndim": 2}}, "rows": [["A"]],
+         "order": "equivariant"},
+        {"name": "MatrixFeaturizer", "call": _featurize, "kwargs": {"A": dense},
+         "arrays": {"A": {"kind": "float", "ndim": 2}}, "order": None},
+        {"name": "generate", "call": _generate,
+         "kwargs": {"family": "uniform", "n_rows": 20, "n_cols": 16, "density": 0.2, "seed": 0},
+         "params": {"n_rows": {"type": "int", "bad": [0]},
+                    "density": {"type": "float", "bad": [0.0, 1.5, float("nan")]},
+                    "family": {"type": "str", "bad": ["dense"]}}},
+        {"name": "pairwise_rank_loss", "call": pairwise_rank_loss,
+         "kwargs": {"scores": s, "log_runtime": t, "groups": g},
+         "arrays": {"scores": "float", "log_runtime": "float", "groups": "int"},
+         "rows": [["scores", "log_runtime", "groups"]], "order": "invariant",
+         "params": {"margin": {"type": "float", "bad": [-1.0, float("nan")]}},
+         "known": [{"kwargs": {"scores": torch.tensor([0.0, 5.0]),
+                               "log_runtime": torch.tensor([0.0, 1.0]),
+                               "groups": torch.tensor([0, 0])},
+                    "check": lambda out: float(out) == 0.0,
+                    "why": "the faster row scored lower by more than the margin costs nothing"}]},
+        {"name": "load_mtx", "kind": "loader", "write": _write_mtx, "read": load_mtx,
+         "check": lambda A: np.array_equal(A.toarray(), [[1, 0, 2], [0, 0, 3], [4, 0, 0]]),
+         "corrupt": ["truncate", "header", "empty"]},
+        {"name": "load_mtx_folder", "kind": "loader", "write": _write_suitesparse,
+         "read": load_mtx_folder,
+         "check": lambda ms: ms.names == ["b1", "b2"] and all(
+             np.array_equal(A.toarray(), np.eye(3) * 2) for A in ms.matrices),
+         "corrupt": [("garbled-member", lambda p: (p / "b1" / "b1.mtx").write_text("no\n")),
+                     ("no-matrix", lambda p: [f.unlink() for f in p.rglob("*.mtx")])]},
+    ]  # fmt: skip
