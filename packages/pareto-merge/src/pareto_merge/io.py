@@ -14,34 +14,80 @@ __all__ = ["load_state_dict", "load_state_dicts", "save_state_dict"]
 _ORDER_KEY = "pareto_merge.key_order"
 
 
+_INDEX = "model.safetensors.index.json"
+
+
+def _load_file(path: str) -> dict[str, torch.Tensor]:
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    try:
+        tensors = load_file(path, device="cpu")
+        with safe_open(path, framework="pt") as f:
+            order = json.loads((f.metadata() or {}).get(_ORDER_KEY, "[]"))
+    except Exception as e:  # safetensors raises its own error types on a damaged header
+        raise ValueError(f"path: {path!r} is not a readable safetensors file ({e})") from e
+    if sorted(order) == sorted(tensors):
+        return {k: tensors[k] for k in order}
+    return dict(tensors)
+
+
+def _load_sharded(index_path: str) -> dict[str, torch.Tensor]:
+    """Every shard named by a Hugging Face ``model.safetensors.index.json``, checked complete."""
+    folder = os.path.dirname(index_path)
+    try:
+        with open(index_path) as f:
+            weight_map = json.load(f)["weight_map"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"path: {index_path!r} is not a safetensors index ({e})") from e
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise ValueError(f"path: {index_path!r} has an empty weight_map")
+    out: dict[str, torch.Tensor] = {}
+    for shard in dict.fromkeys(weight_map.values()):
+        shard_path = os.path.join(folder, shard)
+        if not os.path.isfile(shard_path):
+            raise ValueError(f"path: shard {shard!r} named in {_INDEX} is missing")
+        for k, v in _load_file(shard_path).items():
+            if k in out:
+                raise ValueError(f"path: tensor {k!r} is stored in more than one shard")
+            out[k] = v
+    missing = sorted(set(weight_map) - set(out))
+    extra = sorted(set(out) - set(weight_map))
+    if missing or extra:
+        raise ValueError(
+            f"path: shards disagree with {_INDEX}: missing {missing[:5]}, not indexed {extra[:5]}"
+        )
+    return {k: out[k] for k in weight_map}  # index order (HF writes it in module order)
+
+
 def load_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
-    """Read one ``.safetensors`` file (or a directory holding ``model.safetensors``) on CPU.
+    """Read one ``.safetensors`` file, or a Hugging Face model directory, on CPU.
 
     Parameters
     ----------
     path : str or PathLike
-        File, or a Hugging Face model directory.
+        A ``.safetensors`` file, a sharded checkpoint's ``model.safetensors.index.json``, or a
+        directory holding ``model.safetensors`` or that index (the layout of every model above
+        ~5 GB). Every shard the index names must be present and hold exactly its tensors.
 
     Returns
     -------
     dict
         Tensor name -> tensor, in the order it was saved in by :func:`save_state_dict`
-        (otherwise safetensors' sorted order).
+        (otherwise safetensors' sorted order, or the index's order for a sharded checkpoint).
     """
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-
     path = os.fspath(path)
     if os.path.isdir(path):
-        path = os.path.join(path, "model.safetensors")
+        single = os.path.join(path, "model.safetensors")
+        index = os.path.join(path, _INDEX)
+        if os.path.isfile(single) and os.path.isfile(index):
+            raise ValueError(f"path: {path!r} holds both model.safetensors and {_INDEX}")
+        path = index if os.path.isfile(index) else single
     if not os.path.isfile(path):
         raise ValueError(f"path: no safetensors file at {path!r}")
-    tensors = load_file(path, device="cpu")
-    with safe_open(path, framework="pt") as f:
-        order = json.loads((f.metadata() or {}).get(_ORDER_KEY, "[]"))
-    if sorted(order) == sorted(tensors):
-        return {k: tensors[k] for k in order}
-    return dict(tensors)
+    if path.endswith(".index.json"):
+        return _load_sharded(path)
+    return _load_file(path)
 
 
 def load_state_dicts(paths: Sequence[str | os.PathLike]) -> list[dict[str, torch.Tensor]]:
@@ -55,14 +101,21 @@ def save_state_dict(
     state_dict: Mapping[str, torch.Tensor],
     path: str | os.PathLike,
     metadata: Mapping[str, str] | None = None,
+    max_shard_bytes: int | None = None,
 ) -> None:
     """Write a state_dict as ``.safetensors`` (tensors made contiguous; shared storage copied).
+
+    With ``max_shard_bytes``, ``path`` is a directory and the tensors go to Hugging Face shards
+    ``model-0000i-of-0000n.safetensors`` with a ``model.safetensors.index.json``, which
+    :func:`load_state_dict` and ``transformers``' ``from_pretrained`` read back.
 
     Parameters
     ----------
     state_dict : mapping of str to Tensor
     path : str or PathLike
-        Output file.
+        Output file (a directory when ``max_shard_bytes`` is given).
+    max_shard_bytes : int, optional
+        Largest shard size; a tensor bigger than it gets a shard of its own.
     metadata : mapping of str to str, optional
         Stored in the file header (e.g. the preference a merged model was made for), with the
         key order, which :func:`load_state_dict` restores.
@@ -78,6 +131,40 @@ def save_state_dict(
         isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
     ):
         raise TypeError("metadata: keys and values must be str")
+    if max_shard_bytes is not None and (
+        isinstance(max_shard_bytes, bool)
+        or not isinstance(max_shard_bytes, int)
+        or max_shard_bytes < 1
+    ):
+        raise ValueError(f"max_shard_bytes: expected a positive int, got {max_shard_bytes!r}")
     tensors = {k: v.detach().contiguous().clone() for k, v in state_dict.items()}
     meta = {**(metadata or {}), _ORDER_KEY: json.dumps(list(state_dict))}
-    save_file(tensors, os.fspath(path), metadata=meta)
+    if max_shard_bytes is None:
+        os.makedirs(os.path.dirname(os.path.abspath(os.fspath(path))), exist_ok=True)
+        save_file(tensors, os.fspath(path), metadata=meta)
+        return
+    shards: list[list[str]] = [[]]
+    size = 0
+    for k, v in tensors.items():
+        nbytes = v.numel() * v.element_size()
+        if shards[-1] and size + nbytes > max_shard_bytes:
+            shards.append([])
+            size = 0
+        shards[-1].append(k)
+        size += nbytes
+    folder = os.fspath(path)
+    os.makedirs(folder, exist_ok=True)
+    n = len(shards)
+    weight_map = {}
+    for i, keys in enumerate(shards, 1):
+        name = f"model-{i:05d}-of-{n:05d}.safetensors"
+        shard_meta = {**meta, _ORDER_KEY: json.dumps(keys), "format": "pt"}
+        save_file({k: tensors[k] for k in keys}, os.path.join(folder, name), metadata=shard_meta)
+        weight_map.update(dict.fromkeys(keys, name))
+    total = sum(v.numel() * v.element_size() for v in tensors.values())
+    with open(os.path.join(folder, _INDEX), "w") as f:
+        json.dump(
+            {"metadata": {"total_size": total, **(metadata or {})}, "weight_map": weight_map},
+            f,
+            indent=2,
+        )

@@ -60,8 +60,11 @@ def simplex_grid(n_points: int, n_tasks: int) -> np.ndarray:
     -------
     ndarray of shape (n, n_tasks)
     """
-    if not (isinstance(n_points, int) and n_points >= 2):
+    if isinstance(n_points, bool) or not (isinstance(n_points, int | np.integer) and n_points >= 2):
         raise ValueError(f"n_points: must be an int >= 2, got {n_points!r}")
+    if isinstance(n_tasks, bool) or not isinstance(n_tasks, int | np.integer) or n_tasks < 2:
+        raise ValueError(f"n_tasks: must be an int >= 2, got {n_tasks!r}")
+    n_points, n_tasks = int(n_points), int(n_tasks)
     if n_tasks == 2:
         t = np.linspace(0.0, 1.0, n_points)
         return np.column_stack([t, 1 - t])
@@ -177,7 +180,12 @@ def _check_objectives(objectives: Sequence[Objective], n_tasks: int) -> None:
 def _check_positive(
     value: float, name: str, *, integer: bool = False, allow_zero: bool = False
 ) -> None:
-    ok = isinstance(value, int) if integer else isinstance(value, int | float)
+    if isinstance(value, bool):
+        ok = False
+    elif integer:
+        ok = isinstance(value, int | np.integer)
+    else:
+        ok = isinstance(value, int | float | np.integer | np.floating)
     if not ok or not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         raise ValueError(
             f"{name}: must be a {'non-negative' if allow_zero else 'positive'} "
@@ -261,6 +269,7 @@ class ParetoMerger:
             raise ValueError(f"init_scale: must be finite, got {init_scale!r}")
         if not isinstance(conditioned, bool):
             raise TypeError(f"conditioned: must be a bool, got {type(conditioned).__name__}")
+        rank, n_steps = int(rank), int(n_steps)
         self.rank, self.base, self.init_scale = rank, base, init_scale
         self.conditioned = conditioned
         self.scalarization, self.alpha, self.n_steps = scalarization, alpha, n_steps

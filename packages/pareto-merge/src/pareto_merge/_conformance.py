@@ -1,0 +1,116 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from pareto_merge import (
+    ParetoMerger,
+    check_preference,
+    hypervolume,
+    load_state_dict,
+    pareto_mask,
+    save_state_dict,
+    simplex_grid,
+    task_arithmetic,
+)
+
+
+def _models():
+    g = torch.Generator().manual_seed(0)
+    theta0 = {"w": torch.randn(4, 3, generator=g), "b": torch.zeros(4)}
+    ft = [
+        {k: v + 0.1 * torch.randn(v.shape, generator=g) for k, v in theta0.items()}
+        for _ in range(2)
+    ]
+    return theta0, ft
+
+
+def _flat(sd):
+    return torch.cat([v.reshape(-1) for v in sd.values()]).numpy()
+
+
+def _merge(preference, n_steps=3):
+    theta0, ft = _models()
+    targets = ft
+
+    def make(t):
+        return lambda p: sum(((p[k] - t[k]) ** 2).sum() for k in t)
+
+    merger = ParetoMerger(theta0, ft, rank=1, base="task_arithmetic", n_steps=n_steps)
+    merger.fit([make(t) for t in targets])
+    return _flat(merger.merge(preference))
+
+
+def _ta(scale=0.3):
+    theta0, ft = _models()
+    return _flat(task_arithmetic(theta0, ft, scale=scale))
+
+
+def _write(folder):
+    theta0, _ = _models()
+    save_state_dict(theta0, folder / "model.safetensors")
+    return folder / "model.safetensors"
+
+
+def _write_sharded(folder):
+    theta0, _ = _models()
+    save_state_dict(theta0, folder / "ckpt", max_shard_bytes=16)
+    return folder / "ckpt"
+
+
+def _same(a, b):
+    return list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _export(sd, folder):
+    save_state_dict(sd, folder / "again.safetensors")
+    return folder / "again.safetensors"
+
+
+def entries() -> list[dict]:
+    pts = np.array([[0.1, 0.9], [0.5, 0.5], [0.9, 0.1], [0.6, 0.6], [0.3, 0.8]])
+    theta0, _ = _models()
+    return [
+        {"name": "hypervolume", "call": hypervolume, "kwargs": {"points": pts, "ref": np.ones(2)},
+         "arrays": {"points": {"kind": "float", "ndim": 2}, "ref": {"kind": "float", "ndim": 1}},
+         "rows": [["points"]], "order": "invariant",
+         "known": [{"kwargs": {"points": np.array([[0.5, 0.5]]), "ref": np.ones(2)},
+                    "check": lambda hv: abs(hv - 0.25) < 1e-12, "why": "one point: a square"}]},
+        {"name": "pareto_mask", "call": pareto_mask, "kwargs": {"points": pts},
+         "arrays": {"points": {"kind": "float", "ndim": 2}}, "rows": [["points"]],
+         "order": "equivariant",
+         "known": [{"kwargs": {"points": pts},
+                    "check": lambda m: m.tolist() == [True, True, True, False, True],
+                    "why": "(0.6, 0.6) is dominated by (0.5, 0.5)"}]},
+        {"name": "simplex_grid", "call": simplex_grid, "kwargs": {"n_points": 5, "n_tasks": 3},
+         "params": {"n_points": {"type": "int", "bad": [1, 0]},
+                    "n_tasks": {"type": "int", "bad": [1, 0]}},
+         "known": [{"kwargs": {"n_points": 3, "n_tasks": 2},
+                    "check": lambda g: np.allclose(g, [[0, 1], [0.5, 0.5], [1, 0]]),
+                    "why": "K=2: evenly spaced on the segment"}]},
+        {"name": "check_preference", "call": lambda preference: check_preference(preference, 3).numpy(),
+         "kwargs": {"preference": np.array([0.2, 0.3, 0.5])},
+         "arrays": {"preference": {"kind": "float", "ndim": 1}},
+         "known": [{"kwargs": {"preference": np.array([0.5, 0.6, -0.1])}, "raises": ["preference"],
+                    "check": None, "why": "off the simplex"}]},
+        {"name": "task_arithmetic", "call": _ta, "kwargs": {"scale": 0.3},
+         "params": {"scale": {"type": "float", "bad": [float("nan"), float("inf")]}},
+         "known": [{"kwargs": {"scale": 0.0}, "check": lambda v: np.array_equal(v, _flat(theta0)),
+                    "why": "scale 0 is the pre-trained model"}]},
+        {"name": "ParetoMerger.merge", "call": _merge,
+         "kwargs": {"preference": np.array([0.3, 0.7])},
+         "arrays": {"preference": {"kind": "float", "ndim": 1}},
+         "params": {"n_steps": {"type": "int", "bad": [0, -1]}}},
+        {"name": "load_state_dict", "kind": "loader", "write": _write, "read": load_state_dict,
+         "check": lambda sd: _same(sd, _models()[0]), "export": _export, "same": _same,
+         "corrupt": ["truncate", "empty"]},
+        {"name": "load_state_dict(sharded)", "kind": "loader", "write": _write_sharded,
+         "read": load_state_dict, "check": lambda sd: _same(sd, _models()[0]),
+         "corrupt": [("lost-shard", lambda p: sorted(p.glob("model-*.safetensors"))[0].unlink()),
+                     ("empty-index", lambda p: (p / "model.safetensors.index.json").write_text("{}"))]},
+    ]  # fmt: skip
