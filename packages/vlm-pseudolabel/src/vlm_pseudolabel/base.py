@@ -26,6 +26,19 @@ def _finite_2d(x: np.ndarray, name: str, dim: int | None = None) -> np.ndarray:
     return a.astype(np.float32)
 
 
+def _labels(y, name: str, n: int | None, c: int) -> np.ndarray:
+    """Integer class ids in ``[0, c)`` (``n`` of them when given); float arrays raise."""
+    a = np.asarray(y)
+    if a.ndim != 1 or (n is not None and len(a) != n):
+        want = f"{n} labels" if n is not None else "a 1-D list of class ids"
+        raise ValueError(f"{name} must hold {want}, got shape {a.shape}")
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer class ids, got dtype {a.dtype}")
+    if len(a) and (a.min() < 0 or a.max() >= c):
+        raise ValueError(f"{name} must hold class ids in [0, {c}), got [{a.min()}, {a.max()}]")
+    return a.astype(np.int64)
+
+
 def check_task(task: VLMTask) -> VLMTask:
     """Validate a :class:`VLMTask` (shapes, finiteness, labels, paradigm fields)."""
     if not isinstance(task, VLMTask):
@@ -36,20 +49,29 @@ def check_task(task: VLMTask) -> VLMTask:
         raise ValueError("text_features must hold at least 2 classes")
     _finite_2d(task.X_unlabeled, "X_unlabeled", d)
     _finite_2d(task.X_test, "X_test", d)
-    y = np.asarray(task.y_test)
-    if y.shape != (len(task.X_test),) or y.min() < 0 or y.max() >= c:
-        raise ValueError(f"y_test must hold {len(task.X_test)} labels in [0, {c})")
+    _labels(task.y_test, "y_test", len(task.X_test), c)
+    if task.y_unlabeled is not None:
+        _labels(task.y_unlabeled, "y_unlabeled", len(task.X_unlabeled), c)
     if task.paradigm not in PARADIGMS:
         raise ValueError(f"paradigm must be one of {PARADIGMS}, got {task.paradigm!r}")
     if task.paradigm in ("ssl", "trzsl"):
         if task.X_labeled is None or task.y_labeled is None:
             raise ValueError(f"paradigm {task.paradigm!r} needs X_labeled and y_labeled")
         _finite_2d(task.X_labeled, "X_labeled", d)
-        yl = np.asarray(task.y_labeled)
-        if yl.shape != (len(task.X_labeled),) or yl.min() < 0 or yl.max() >= c:
-            raise ValueError(f"y_labeled must hold {len(task.X_labeled)} labels in [0, {c})")
-    if task.paradigm == "trzsl" and (task.seen is None or task.unseen is None):
-        raise ValueError("paradigm 'trzsl' needs seen and unseen class lists")
+        yl = _labels(task.y_labeled, "y_labeled", len(task.X_labeled), c)
+    if task.paradigm == "trzsl":
+        if task.seen is None or task.unseen is None:
+            raise ValueError("paradigm 'trzsl' needs seen and unseen class lists")
+        seen = _labels(task.seen, "seen", None, c)
+        unseen = _labels(task.unseen, "unseen", None, c)
+        if len(seen) == 0 or len(unseen) == 0:
+            raise ValueError("seen, unseen: TRZSL needs at least one class in each")
+        both = sorted(set(seen.tolist()) & set(unseen.tolist()))
+        if both:
+            raise ValueError(f"seen, unseen: classes {both[:10]} are in both lists")
+        off = sorted(set(yl.tolist()) - set(seen.tolist()))
+        if off:
+            raise ValueError(f"y_labeled: classes {off[:10]} are labeled but not in seen")
     if not (np.isfinite(task.logit_scale) and task.logit_scale > 0):
         raise ValueError(f"logit_scale must be a positive finite number, got {task.logit_scale}")
     for cls, desc in task.descriptions.items():

@@ -6,13 +6,14 @@ Alignment and Confusion-Aware Calibrated Margin", ICML 2025.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
 import torch
 
 from vlm_pseudolabel.alignment import detect_mismatch, select_descriptions
-from vlm_pseudolabel.base import PseudolabelEstimator
+from vlm_pseudolabel.base import PseudolabelEstimator, _finite_2d
 from vlm_pseudolabel.data import VLMTask
 from vlm_pseudolabel.engine import EngineConfig, train_prompts
 from vlm_pseudolabel.model import PROMPTS, PromptModel
@@ -31,7 +32,37 @@ def allowed_classes(task: VLMTask) -> np.ndarray:
 
 
 def zero_shot_proba(X: np.ndarray, text: np.ndarray, scale: float, allowed=None) -> np.ndarray:
-    """Softmax of ``scale * cos`` over the allowed classes (others get probability 0)."""
+    """Softmax of ``scale * cos`` over the allowed classes (others get probability 0).
+
+    Parameters
+    ----------
+    X : ndarray (n, d)
+        Image embeddings.
+    text : ndarray (C, d)
+        Class-prompt embeddings.
+    scale : float
+        Logit scale ``s`` (> 0).
+    allowed : ndarray of bool (C,), optional
+
+    Returns
+    -------
+    ndarray (n, C)
+    """
+    d = _finite_2d(text, "text").shape[1]
+    _finite_2d(X, "X", d)
+    X, text = np.asarray(X, dtype=np.float64), np.asarray(text, dtype=np.float64)
+    if (
+        isinstance(scale, bool)
+        or not isinstance(scale, numbers.Real)
+        or not (np.isfinite(scale) and scale > 0)
+    ):
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    if allowed is not None:
+        allowed = np.asarray(allowed)
+        if allowed.dtype != bool or allowed.shape != (text.shape[0],) or not allowed.any():
+            raise ValueError(
+                f"allowed must be a boolean mask of {text.shape[0]} classes, not all False"
+            )
     x = X / np.linalg.norm(X, axis=1, keepdims=True).clip(1e-12)
     t = text / np.linalg.norm(text, axis=1, keepdims=True).clip(1e-12)
     z = scale * x @ t.T

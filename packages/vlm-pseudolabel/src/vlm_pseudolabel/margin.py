@@ -38,8 +38,19 @@ def margin_cross_entropy(
     c = logits.shape[1]
     if margin.shape != (c, c):
         raise ValueError(f"margin must be ({c}, {c}), got {tuple(margin.shape)}")
+    if not logits.is_floating_point():
+        raise TypeError(f"logits must be a floating tensor, got {logits.dtype}")
+    if target.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8):
+        raise TypeError(f"target must hold integer class ids, got {target.dtype}")
     if len(target) == 0:
         return logits.sum() * 0.0
+    if not torch.isfinite(logits).all():
+        raise ValueError("logits contain NaN or inf")
+    if not torch.isfinite(margin).all():
+        raise ValueError("margin contains NaN or inf")
+    if target.min() < 0 or target.max() >= c:
+        raise ValueError(f"target must hold class ids in [0, {c})")
+    target = target.long()
     m = margin.to(logits)[target]  # (B, C): the label's row
     m = m.scatter(1, target[:, None], 0.0)
     return F.cross_entropy(logits + m, target)

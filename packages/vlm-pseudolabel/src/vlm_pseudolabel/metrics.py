@@ -39,7 +39,18 @@ def evaluate(
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     if y_true.shape != y_pred.shape or y_true.ndim != 1 or len(y_true) == 0:
         raise ValueError("y_true and y_pred must be non-empty 1-D arrays of the same length")
+    for name, a in (("y_true", y_true), ("y_pred", y_pred)):
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"{name} must hold integer class ids, got dtype {a.dtype}")
+        if a.min() < 0:
+            raise ValueError(f"{name} holds negative class ids")
+    if n_classes is not None and (
+        isinstance(n_classes, bool) or not isinstance(n_classes, int | np.integer) or n_classes < 1
+    ):
+        raise ValueError(f"n_classes must be a positive int, got {n_classes!r}")
     c = int(n_classes or max(y_true.max(), y_pred.max()) + 1)
+    if max(y_true.max(), y_pred.max()) >= c:
+        raise ValueError(f"y_true, y_pred: class ids must be < n_classes={c}")
     recall = np.array(
         [(y_pred[y_true == k] == k).mean() if (y_true == k).any() else np.nan for k in range(c)]
     )
@@ -56,6 +67,8 @@ def evaluate(
         p = np.asarray(proba)
         if p.shape != (len(y_true), c):
             raise ValueError(f"proba must have shape ({len(y_true)}, {c})")
+        if not np.isfinite(p).all():
+            raise ValueError("proba contains NaN or inf")
         out["nll"] = float(-np.log(np.clip(p[np.arange(len(y_true)), y_true], 1e-12, None)).mean())
     if seen is not None:
         s = np.isin(y_true, np.asarray(seen))

@@ -1,0 +1,182 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from vlm_pseudolabel import (
+    CAP,
+    ZeroShot,
+    detect_mismatch,
+    evaluate,
+    make_synthetic_vlm_task,
+    margin_cross_entropy,
+    topk_pseudolabels,
+    zero_shot_proba,
+)
+
+FAST = {"epochs": 1, "iters_per_epoch": 2, "n_main": 2, "kmeans_n_init": 1}
+
+
+def _task():
+    return make_synthetic_vlm_task(n_classes=6, dim=16, n_groups=2, n_unlabeled=10, n_test=5,
+                                   n_mismatch=1, n_confused_groups=1, seed=0)  # fmt: skip
+
+
+def _trzsl(seen, unseen):
+    t = _task()
+    y = t.y_unlabeled
+    return dataclasses.replace(
+        t, paradigm="trzsl", seen=np.asarray(seen), unseen=np.asarray(unseen),
+        X_labeled=t.X_unlabeled[np.isin(y, seen)], y_labeled=y[np.isin(y, seen)],
+    )  # fmt: skip
+
+
+def _fit_trzsl(seen, unseen):
+    return ZeroShot().fit(_trzsl(seen, unseen)).predict_proba(_task().X_test)
+
+
+def _topk(proba, k=2):
+    sel = topk_pseudolabels(proba, k)
+    return np.concatenate([np.sort(np.asarray(v)) for _, v in sorted(sel.items())])
+
+
+def _mce(logits, target, margin):
+    return margin_cross_entropy(torch.as_tensor(logits), torch.as_tensor(target),
+                                torch.as_tensor(margin)).item()  # fmt: skip
+
+
+def _mismatch(X, text_features):
+    return np.asarray(detect_mismatch(X, text_features, t=1, n_init=1)[0])
+
+
+def entries() -> list[dict]:
+    task = _task()
+    rng = np.random.default_rng(0)
+    X, T = task.X_test, task.text_features
+    proba = zero_shot_proba(task.X_unlabeled, T, 30.0)
+    logits = rng.normal(size=(5, 3))
+    target = np.array([0, 1, 2, 1, 0])
+    out = [
+        {
+            "name": "zero_shot_proba",
+            "call": lambda X, text, scale=30.0: zero_shot_proba(X, text, scale),
+            "kwargs": {"X": X, "text": T},
+            "arrays": {"X": {"kind": "float", "ndim": 2}, "text": {"kind": "float", "ndim": 2}},
+            "rows": [["X"]],
+            "order": "equivariant",
+            "params": {"scale": {"type": "float", "bad": [float("nan"), 0.0, -1.0]}},
+        },
+        {
+            "name": "topk_pseudolabels",
+            "call": _topk,
+            "kwargs": {"proba": proba},
+            "arrays": {"proba": {"kind": "float", "ndim": 2}},
+            "params": {"k": {"type": "int", "bad": [0, -1]}},
+        },
+        {
+            "name": "margin_cross_entropy",
+            "call": _mce,
+            "kwargs": {"logits": logits, "target": target, "margin": np.zeros((3, 3))},
+            "arrays": {
+                "logits": {"kind": "float", "ndim": 2},
+                "target": "labels",
+                "margin": {"kind": "float", "ndim": 2},
+            },
+            "rows": [["logits", "target"]],
+            "order": "invariant",
+            "min_rows": 0,  # an empty batch (no confident pseudolabel) is a zero loss by design
+            "known": [
+                {
+                    "kwargs": {"logits": logits, "target": target, "margin": np.zeros((3, 3))},
+                    "check": lambda v: (
+                        abs(
+                            v
+                            - torch.nn.functional.cross_entropy(
+                                torch.as_tensor(logits), torch.as_tensor(target)
+                            ).item()
+                        )
+                        < 1e-9
+                    ),
+                    "why": "zero margins give plain cross-entropy",
+                }
+            ],
+        },
+        {
+            "name": "evaluate",
+            "call": lambda y_true, y_pred: evaluate(y_true, y_pred)["accuracy"],
+            "kwargs": {"y_true": target, "y_pred": np.array([0, 1, 1, 1, 0])},
+            "arrays": {"y_true": "labels", "y_pred": "labels"},
+            "rows": [["y_true", "y_pred"]],
+            "order": "invariant",
+            "known": [
+                {
+                    "kwargs": {"y_true": target, "y_pred": np.array([0, 1, 1, 1, 0])},
+                    "check": lambda a: abs(a - 0.8) < 1e-12,
+                    "why": "4 of 5 right",
+                }
+            ],
+        },
+        {
+            "name": "detect_mismatch",
+            "call": _mismatch,
+            "kwargs": {"X": task.X_unlabeled, "text_features": T},
+            "arrays": {
+                "X": {"kind": "float", "ndim": 2},
+                "text_features": {"kind": "float", "ndim": 2},
+            },
+            "min_rows": 2,
+        },
+        {
+            "name": "ZeroShot(trzsl)",
+            "call": _fit_trzsl,
+            "kwargs": {"seen": [0, 1, 2], "unseen": [3, 4, 5]},
+            "known": [
+                {
+                    "kwargs": {"seen": [0, 1, 2], "unseen": [2, 3, 4, 5]},
+                    "raises": ["seen"],
+                    "check": None,
+                    "why": "a class both seen and unseen",
+                },
+                {
+                    "kwargs": {"seen": [0, 1, 2], "unseen": [3, 4, 9]},
+                    "raises": ["unseen"],
+                    "check": None,
+                    "why": "an unseen id outside [0, C)",
+                },
+            ],
+        },
+    ]
+    out.append(
+        {
+            "name": "CAP",
+            "kind": "estimator",
+            "cls": CAP,
+            "init": FAST,
+            "fit": {"task": task},
+            "methods": {"predict_proba": {"X": X}, "predict": {"X": X}},
+            "arrays": {"predict_proba:X": {"kind": "float", "ndim": 2}},
+            "rows": [["predict_proba:X"]],
+            "order": "equivariant",
+            "params": {
+                "tau": {"type": "float", "bad": [1.5, float("nan")]},
+                "epochs": {"type": "int", "bad": [0]},
+                "n_main": {"type": "int", "bad": [0]},
+            },
+            "known": [
+                {
+                    "kwargs": {"task": dataclasses.replace(task, y_unlabeled=task.y_unlabeled[:3])},
+                    "raises": ["y_unlabeled"],
+                    "check": None,
+                    "why": "pool ground truth shorter than the pool",
+                }
+            ],
+        }
+    )
+    return out  # fmt: skip
