@@ -146,6 +146,21 @@ def test_loaders_read_every_benchmark_layout(tmp_path):
     b = load_mtsad("swat", swat)
     np.testing.assert_allclose(b.X_train, tr)
     np.testing.assert_array_equal(b.y_test, y)
+    # the real attack file's "A ttack" spelling is an attack; an unknown label or a stray word
+    # in a numeric column stops the load instead of turning into 0 / a forward-filled value
+    attack = swat / "SWaT_Dataset_Attack_v0.csv"
+    text = attack.read_text()
+    attack.write_text(text.replace(",Attack\n", ",A ttack\n"))
+    np.testing.assert_array_equal(load_mtsad("swat", swat).y_test, y)
+    attack.write_text(text.replace(",Attack\n", ",Unknown\n", 1))
+    with pytest.raises(ValueError, match="Normal/Attack"):
+        load_mtsad("swat", swat)
+    lines = text.splitlines()
+    lines[3] = lines[3].replace(lines[3].split(",")[1], "err", 1)
+    attack.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match="row 4 column 2"):
+        load_mtsad("swat", swat)
+    attack.write_text(text)
     # WADI
     wadi = tmp_path / "wadi"
     wadi.mkdir()

@@ -50,16 +50,41 @@ def _read_csv(path: pathlib.Path) -> tuple[list[str], list[list[str]]]:
     return [c.strip() for c in rows[0]], rows[1:]
 
 
-def _to_float(rows: list[list[str]], cols: list[int]) -> np.ndarray:
+_MISSING = {"", "nan", "na", "n/a", "null", "none"}
+
+
+def _to_float(rows: list[list[str]], cols: list[int], path: pathlib.Path, width: int) -> np.ndarray:
+    """Numeric cells of ``cols``; empty / "nan" cells are missing, any other text raises.
+
+    A silently skipped cell would be filled from its neighbour, so a second header row, a shifted
+    column or a stray unit in a real file must stop the load instead.
+    """
     out = np.full((len(rows), len(cols)), np.nan)
     for i, r in enumerate(rows):
+        if len(r) != width:
+            raise ValueError(
+                f"root: {path.name} row {i + 2} has {len(r)} fields, the header has {width}"
+            )
         for j, c in enumerate(cols):
-            v = r[c].strip() if c < len(r) else ""
+            v = r[c].strip()
+            if v.lower() in _MISSING:
+                continue
             try:
                 out[i, j] = float(v)
             except ValueError:
-                pass
+                raise ValueError(
+                    f"root: {path.name} row {i + 2} column {c + 1} is not a number: {v[:30]!r}"
+                ) from None
     return out
+
+
+def _swat_label(value: str, i: int) -> int:
+    v = value.strip().lower().replace(" ", "")  # the attack file spells it "A ttack" in places
+    if v == "normal":
+        return 0
+    if v == "attack":
+        return 1
+    raise ValueError(f"root: SWaT attack file row {i + 2}: label {value!r} is not Normal/Attack")
 
 
 def _fill(X: np.ndarray) -> np.ndarray:
@@ -80,13 +105,20 @@ def _fill(X: np.ndarray) -> np.ndarray:
 
 
 def _finish(name: str, X_tr: np.ndarray, X_te: np.ndarray, y: np.ndarray, cols: list[str]) -> Bunch:
+    if X_tr.shape[1] != X_te.shape[1]:
+        raise ValueError(
+            f"root: {name} train has {X_tr.shape[1]} columns but test has {X_te.shape[1]}"
+        )
+    if len(X_tr) == 0 or len(X_te) == 0:
+        raise ValueError(f"root: {name} has an empty train or test part")
     keep = ~(np.isnan(X_tr).all(0) | np.isnan(X_te).all(0))
     X_tr, X_te = _fill(X_tr[:, keep]), _fill(X_te[:, keep])
-    y = np.asarray(y).astype(int).ravel()
+    y = np.asarray(y, dtype=float).ravel()
     if y.shape[0] != X_te.shape[0]:
         raise ValueError(f"root: {name} has {X_te.shape[0]} test rows but {y.shape[0]} labels")
-    if not set(np.unique(y)) <= {0, 1}:
-        raise ValueError(f"root: {name} labels must be 0/1")
+    if not set(np.unique(y).tolist()) <= {0.0, 1.0}:
+        raise ValueError(f"root: {name} labels must be 0/1, got {np.unique(y)[:5].tolist()}")
+    y = y.astype(int)
     return Bunch(
         X_train=X_tr, X_test=X_te, y_test=y, name=name,
         columns=[c for c, k in zip(cols, keep, strict=True) if k],
@@ -118,12 +150,18 @@ def load_mtsad(name: str, root: str | pathlib.Path, machine: str | None = None) 
         raise FileNotFoundError(f"root: {str(root)!r} is not a folder")
     if name == "psm":
         head, tr = _read_csv(root / "train.csv")
-        _, te = _read_csv(root / "test.csv")
+        head_te, te = _read_csv(root / "test.csv")
+        if head_te != head:
+            raise ValueError("root: PSM train.csv and test.csv headers differ")
         lab_head, lab = _read_csv(root / "test_label.csv")
         cols = list(range(1, len(head)))
         li = lab_head.index("label") if "label" in lab_head else len(lab_head) - 1
-        y = _to_float(lab, [li])[:, 0]
-        return _finish(name, _to_float(tr, cols), _to_float(te, cols), y, head[1:])
+        y = _to_float(lab, [li], root / "test_label.csv", len(lab_head))[:, 0]
+        if np.isnan(y).any():
+            raise ValueError("root: test_label.csv has missing labels")
+        X_tr = _to_float(tr, cols, root / "train.csv", len(head))
+        X_te = _to_float(te, cols, root / "test.csv", len(head))
+        return _finish(name, X_tr, X_te, y, head[1:])
     if name == "smd":
         if not machine:
             raise ValueError("machine: SMD needs a machine name such as 'machine-1-1'")
@@ -132,7 +170,10 @@ def load_mtsad(name: str, root: str | pathlib.Path, machine: str | None = None) 
             path = root / sub / f"{machine}.txt"
             if not path.is_file():
                 raise FileNotFoundError(f"root: missing {sub}/{machine}.txt")
-            arrays.append(np.loadtxt(path, delimiter=",", ndmin=2))
+            try:
+                arrays.append(np.loadtxt(path, delimiter=",", ndmin=2))
+            except ValueError as e:  # a header row, a ragged row, a stray word
+                raise ValueError(f"root: {sub}/{machine}.txt is not plain numbers ({e})") from e
         n = arrays[0].shape[1]
         return _finish(name, arrays[0], arrays[1], arrays[2][:, 0], [f"x{i}" for i in range(n)])
     if name in ("msl", "smap"):
@@ -148,10 +189,14 @@ def load_mtsad(name: str, root: str | pathlib.Path, machine: str | None = None) 
     if name == "swat":
         head, tr = _read_csv(root / "SWaT_Dataset_Normal_v1.csv")
         head_te, te = _read_csv(root / "SWaT_Dataset_Attack_v0.csv")
+        if [c.lower() for c in head_te] != [c.lower() for c in head]:
+            raise ValueError("root: SWaT normal and attack files have different headers")
         label_col = len(head) - 1
         cols = list(range(1, label_col))
-        y = np.array([r[len(head_te) - 1].strip().lower().startswith("a") for r in te], int)
-        return _finish(name, _to_float(tr, cols), _to_float(te, cols), y, head[1:label_col])
+        y = np.array([_swat_label(r[label_col], i) for i, r in enumerate(te)], int)
+        X_tr = _to_float(tr, cols, root / "SWaT_Dataset_Normal_v1.csv", len(head))
+        X_te = _to_float(te, cols, root / "SWaT_Dataset_Attack_v0.csv", len(head))
+        return _finish(name, X_tr, X_te, y, head[1:label_col])
     # wadi
     head, tr = _read_csv(root / "WADI_14days.csv")
     head_te, te = _read_csv(root / "WADI_attackdata.csv")
@@ -165,5 +210,10 @@ def load_mtsad(name: str, root: str | pathlib.Path, machine: str | None = None) 
     lab_path = root / "WADI_attack_labels.csv"
     if not lab_path.is_file():
         raise FileNotFoundError("root: missing WADI_attack_labels.csv (one 0/1 label per test row)")
-    y = np.loadtxt(lab_path, delimiter=",", ndmin=1)
-    return _finish(name, _to_float(tr, cols), _to_float(te, idx_te), y, names)
+    try:
+        y = np.loadtxt(lab_path, delimiter=",", ndmin=1)
+    except ValueError as e:
+        raise ValueError(f"root: WADI_attack_labels.csv is not one number per row ({e})") from e
+    X_tr = _to_float(tr, cols, root / "WADI_14days.csv", len(head))
+    X_te = _to_float(te, idx_te, root / "WADI_attackdata.csv", len(head_te))
+    return _finish(name, X_tr, X_te, y, names)

@@ -1,0 +1,192 @@
+"""Public entry points and valid examples for the workspace conformance suite.
+
+Not imported by the package: ``tests/conformance`` reads ``entries()``.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+
+from causal_ts import (
+    CAROTS,
+    IsolationForestWindows,
+    PCAReconstruction,
+    VARGrangerDiscoverer,
+    VARResidual,
+    load_mtsad,
+    make_var,
+    sliding_windows,
+)
+
+TINY = {
+    "window": 6,
+    "encoder": "mlp",
+    "hidden_dim": 16,
+    "proj_dim": 16,
+    "epochs": 1,
+    "batch_size": 32,
+}
+
+
+def _rows(path, head, rows):
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(head)
+        w.writerows(rows)
+
+
+def _psm(folder):
+    rng = np.random.default_rng(0)
+    tr, te = rng.normal(size=(30, 3)), rng.normal(size=(20, 3))
+    y = (np.arange(20) % 7 == 0).astype(int)
+    root = folder / "psm"
+    root.mkdir()
+    head = ["timestamp_(min)", "a", "b", "c"]
+    _rows(root / "train.csv", head, [[i, *np.round(r, 6)] for i, r in enumerate(tr)])
+    _rows(root / "test.csv", head, [[i, *np.round(r, 6)] for i, r in enumerate(te)])
+    _rows(root / "test_label.csv", ["timestamp_(min)", "label"], [[i, v] for i, v in enumerate(y)])
+    return root
+
+
+def _smd(folder):
+    rng = np.random.default_rng(0)
+    root = folder / "smd"
+    for sub, arr in (
+        ("train", rng.normal(size=(30, 3))),
+        ("test", rng.normal(size=(20, 3))),
+        ("test_label", (np.arange(20) % 7 == 0).astype(float)[:, None]),
+    ):
+        (root / sub).mkdir(parents=True)
+        np.savetxt(root / sub / "machine-1-1.txt", arr, delimiter=",")
+    return root
+
+
+def _psm_ok(b):
+    return (
+        b.X_train.shape == (30, 3)
+        and b.X_test.shape == (20, 3)
+        and b.y_test.sum() == 3
+        and b.columns == ["a", "b", "c"]
+    )
+
+
+def _psm_corrupt():
+    def header_in_data(p):
+        t = (p / "test.csv").read_text().splitlines()
+        (p / "test.csv").write_text("\n".join([t[0], t[0], *t[1:]]) + "\n")
+
+    def fractional_label(p):
+        (p / "test_label.csv").write_text(
+            (p / "test_label.csv").read_text().replace("\n0,1", "\n0,0.5")
+        )
+
+    def ragged(p):
+        (p / "train.csv").write_text((p / "train.csv").read_text() + "99,1.0,2.0\n")
+
+    def short_labels(p):
+        (p / "test_label.csv").write_text(
+            "\n".join((p / "test_label.csv").read_text().splitlines()[:-3]) + "\n"
+        )
+
+    return [
+        ("header-in-data", header_in_data),
+        ("fractional-label", fractional_label),
+        ("ragged-row", ragged),
+        ("short-labels", short_labels),
+        ("no-labels", lambda p: (p / "test_label.csv").unlink()),
+    ]
+
+
+def entries() -> list[dict]:
+    data = make_var(n_vars=4, n_train=200, n_test=400, seed=0)
+    Xtr, Xte = data.X_train, data.X_test[:40]
+    out = [
+        {
+            "name": "sliding_windows",
+            "call": sliding_windows,
+            "kwargs": {"X": Xte, "window": 5},
+            "arrays": {"X": {"kind": "float", "ndim": 2}},
+            "min_rows": 5,
+            "params": {
+                "window": {"type": "int", "bad": [0, 1000]},
+                "stride": {"type": "int", "bad": [0]},
+            },
+            "known": [
+                {
+                    "kwargs": {"X": np.arange(6.0)[:, None], "window": 3, "stride": 2},
+                    "check": lambda w: w[:, :, 0].tolist() == [[0, 1, 2], [2, 3, 4]],
+                    "why": "windows at 0 and 2",
+                }
+            ],
+        },
+    ]
+    for cls, init, params in (
+        (
+            CAROTS,
+            TINY,
+            {"epochs": {"type": "int", "bad": [0]}, "window": {"type": "int", "bad": [0]}},
+        ),
+        (VARResidual, {"window": 6}, {"window": {"type": "int", "bad": [0]}}),
+        (IsolationForestWindows, {"window": 6}, {}),
+        (PCAReconstruction, {"window": 6}, {}),
+    ):
+        out.append(
+            {
+                "name": cls.__name__,
+                "kind": "estimator",
+                "cls": cls,
+                "init": {**init, "random_state": 0}
+                if "random_state" in cls().get_params()
+                else init,
+                "fit": {"X": Xtr},
+                "methods": {"decision_function": {"X": Xte}},
+                "arrays": {
+                    "fit:X": {"kind": "float", "ndim": 2},
+                    "decision_function:X": {"kind": "float", "ndim": 2},
+                },
+                "min_rows": {"fit:X": 12, "decision_function:X": 6},
+                "params": params,
+            }
+        )
+    out.append(
+        {
+            "name": "VARGrangerDiscoverer",
+            "kind": "estimator",
+            "cls": VARGrangerDiscoverer,
+            "init": {},
+            "fit": {"X": Xtr},
+            "methods": {"predict_next": {"prefix": sliding_windows(Xte, 5)}},
+            "arrays": {"fit:X": {"kind": "float", "ndim": 2}},
+            "min_rows": {"fit:X": 12},
+        }
+    )
+    out.append(
+        {
+            "name": "load_mtsad(psm)",
+            "kind": "loader",
+            "write": _psm,
+            "read": lambda p: load_mtsad("psm", p),
+            "check": _psm_ok,
+            "corrupt": [("empty-test", lambda p: (p / "test.csv").write_text("")), *_psm_corrupt()],
+        }
+    )
+    out.append(
+        {
+            "name": "load_mtsad(smd)",
+            "kind": "loader",
+            "write": _smd,
+            "read": lambda p: load_mtsad("smd", p, machine="machine-1-1"),
+            "check": lambda b: b.X_test.shape == (20, 3) and b.y_test.sum() == 3,
+            "corrupt": [
+                (
+                    "header-row",
+                    lambda p: (p / "train" / "machine-1-1.txt").write_text(
+                        "a,b,c\n" + (p / "train" / "machine-1-1.txt").read_text()
+                    ),
+                )
+            ],
+        }
+    )
+    return out  # fmt: skip
