@@ -31,6 +31,7 @@ from qat_dg.data import (
 from qat_dg.demo import demo
 from qat_dg.ensemble import Ensemble, EoQ
 from qat_dg.flatness import local_flatness
+from qat_dg.folders import IMAGE_EXTENSIONS, load_domainbed
 from qat_dg.models import MLP, SmallCNN, build_model
 from qat_dg.pretrain import pretrain_backbone
 from qat_dg.quant import (
@@ -56,6 +57,7 @@ from qat_dg.train import TrainConfig, accuracy, train_domain, train_loo
 __all__ = [
     "ERM",
     "ERM_SMA",
+    "IMAGE_EXTENSIONS",
     "MLP",
     "PTQ",
     "SAM",
@@ -90,6 +92,7 @@ __all__ = [
     "get_algorithm_class",
     "init_step_size",
     "is_quantized",
+    "load_domainbed",
     "local_flatness",
     "lsq_fake_quant",
     "model_size_bits",

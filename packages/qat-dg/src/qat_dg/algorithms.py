@@ -211,6 +211,24 @@ class Algorithm(nn.Module):
         """Logits of shape (B, num_classes) for x of shape (B, C, H, W)."""
         raise NotImplementedError
 
+    def _check_input(self, x: Tensor) -> Tensor:
+        """``x``: a non-empty finite float tensor (B, *input_shape); NaN would give NaN logits."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+        if not x.is_floating_point():
+            raise TypeError(f"x must be a floating tensor, got {x.dtype}")
+        want = tuple(self.input_shape)
+        if x.ndim != len(want) + 1 or tuple(x.shape[1:]) != want:
+            raise ValueError(
+                f"x must have shape (B, {', '.join(map(str, want))}), got {tuple(x.shape)}"
+            )
+        if len(x) == 0:
+            raise ValueError("x is empty")
+        if not torch.isfinite(x).all():
+            raise ValueError("x contains NaN or inf")
+        p = next(self.parameters(), None)
+        return x if p is None else x.to(p.dtype)  # e.g. float16 images into a float32 net
+
     def forward(self, x: Tensor) -> Tensor:
         """Same as :meth:`predict` (DomainBed)."""
         return self.predict(x)
@@ -273,6 +291,7 @@ class ERM(Algorithm):
 
     def predict(self, x: Tensor) -> Tensor:
         """Logits (B, num_classes)."""
+        x = self._check_input(x)
         return self.network(x)
 
 
@@ -415,6 +434,7 @@ class ERM_SMA(ERM):
 
     def predict(self, x: Tensor) -> Tensor:
         """Logits of the averaged network."""
+        x = self._check_input(x)
         self.network_sma.train(self.training)
         return self.network_sma(x)
 
@@ -479,6 +499,7 @@ class PTQ(ERM):
 
     def predict(self, x: Tensor) -> Tensor:
         """Logits of the quantized copy."""
+        x = self._check_input(x)
         net = self.quantized_network()
         net.train(self.training)
         return net(x)
@@ -622,6 +643,7 @@ class SWA(ERM):
 
     def predict(self, x: Tensor) -> Tensor:
         """Logits of :meth:`predict_network`."""
+        x = self._check_input(x)
         return self.predict_network()(x)
 
 
@@ -729,6 +751,7 @@ class SWAD(ERM):
 
     def predict(self, x: Tensor) -> Tensor:
         """Logits of :meth:`predict_network`."""
+        x = self._check_input(x)
         return self.predict_network()(x)
 
 

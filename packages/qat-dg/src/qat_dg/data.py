@@ -48,11 +48,14 @@ class DomainDataset:
         One name per domain.
     num_classes : int
         Number of classes (10).
+    class_names : list of str or None
+        Class names in label order (set by :func:`~qat_dg.folders.load_domainbed`).
     """
 
     envs: list[tuple[torch.Tensor, torch.Tensor]]
     env_names: list[str]
     num_classes: int = 10
+    class_names: list[str] | None = None
 
     @property
     def input_shape(self) -> tuple[int, int, int]:

@@ -67,7 +67,18 @@ class Ensemble(nn.Module):
 
     def predict(self, x: Tensor) -> Tensor:
         """Combined scores (B, num_classes): summed logits, or mean probabilities."""
-        z = self.member_outputs(x)
+        if not isinstance(x, Tensor) or not x.is_floating_point():
+            raise TypeError("x must be a floating torch.Tensor")
+        if x.ndim < 2 or len(x) == 0:
+            raise ValueError(f"x must be a non-empty batch (B, ...), got shape {tuple(x.shape)}")
+        if not torch.isfinite(x).all():
+            raise ValueError("x contains NaN or inf")
+        p = next(self.parameters(), None)
+        x = x if p is None else x.to(p.dtype)
+        try:
+            z = self.member_outputs(x)
+        except RuntimeError as e:  # a shape the members cannot take (conv/linear size errors)
+            raise ValueError(f"x of shape {tuple(x.shape)} does not fit the members: {e}") from e
         if self.combine == "logits":
             return z.sum(dim=0)
         return z.softmax(dim=-1).mean(dim=0)

@@ -60,6 +60,10 @@ class TrainConfig:
 @torch.no_grad()
 def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """Top-1 accuracy of ``model.predict`` (or ``model``) on x (N, C, H, W), y (N,), in eval mode."""
+    if not isinstance(y, torch.Tensor) or y.is_floating_point() or y.is_complex():
+        raise TypeError("y must be an integer tensor of class ids")
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {tuple(y.shape)}")
     if len(x) != len(y) or len(x) == 0:
         raise ValueError("x and y must have the same non-zero length")
     was = model.training

@@ -78,6 +78,10 @@ def init_step_size(weight: Tensor, bits: int, per_channel: bool = True, **kw: bo
         raise TypeError(f"weight must be a torch.Tensor, got {type(weight).__name__}")
     if weight.ndim < 1 or weight.numel() == 0:
         raise ValueError("weight must be a non-empty tensor with at least one dimension")
+    if not weight.is_floating_point():
+        raise TypeError(f"weight must be a floating tensor, got {weight.dtype}")
+    if not torch.isfinite(weight).all():
+        raise ValueError("weight contains NaN or inf")
     _, q_p = quant_range(bits, **kw)
     w = weight.detach().abs()
     mean = w.reshape(w.shape[0], -1).mean(dim=1) if per_channel else w.mean()
@@ -148,6 +152,12 @@ def lsq_fake_quant(
         raise ValueError(
             f"step must have shape () or ({weight.shape[0]},), got {tuple(step.shape)}"
         )
+    if not weight.is_floating_point():
+        raise TypeError(f"weight must be a floating tensor, got {weight.dtype}")
+    if not torch.isfinite(weight).all():
+        raise ValueError("weight contains NaN or inf (training diverged?)")
+    if not torch.isfinite(step).all():
+        raise ValueError("step contains NaN or inf")
     q_n, q_p = quant_range(bits, symmetric=symmetric)
     g = 1.0 / math.sqrt(q_p * weight.numel()) if grad_scale is None else float(grad_scale)
     # a step driven to <= 0 by the optimiser would flip/blow up the grid: floor it

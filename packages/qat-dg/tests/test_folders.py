@@ -1,0 +1,83 @@
+"""DomainBed image folders: labels shared across domains, nothing dropped silently."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from qat_dg import ERM, load_domainbed
+
+PIL = pytest.importorskip("PIL.Image")
+
+
+def _write(
+    root, domains=("art_painting", "photo", "sketch"), classes=("dog", "giraffe", "horse"), n=2
+):
+    rng = np.random.default_rng(0)
+    pixels = {}
+    for d in domains:
+        for c in classes:
+            (root / d / c).mkdir(parents=True)
+            for i in range(n):
+                img = rng.integers(0, 256, size=(12, 12, 3), dtype=np.uint8)
+                PIL.fromarray(img).save(root / d / c / f"pic_{i}.png")
+                pixels[(d, c, i)] = img
+    return pixels
+
+
+def test_reads_every_image_with_shared_labels(tmp_path) -> None:
+    pixels = _write(tmp_path)
+    (tmp_path / "photo" / ".DS_Store").write_bytes(b"\0")
+    ds = load_domainbed(tmp_path, image_size=12)
+    assert ds.env_names == ["art_painting", "photo", "sketch"]
+    assert ds.class_names == ["dog", "giraffe", "horse"] and ds.num_classes == 3
+    X, y = ds.envs[1]
+    assert X.shape == (6, 3, 12, 12) and X.dtype == torch.float32
+    assert y.tolist() == [0, 0, 1, 1, 2, 2]
+    # lossless PNG: the pixels are the ones written, channels first, in [0, 1]
+    np.testing.assert_allclose(
+        X[2].permute(1, 2, 0).numpy() * 255, pixels[("photo", "giraffe", 0)], atol=1e-4
+    )
+    assert load_domainbed(tmp_path, image_size=8, domains=["sketch", "photo"]).env_names == [
+        "sketch",
+        "photo",
+    ]
+    # grayscale and resized images come out RGB at image_size
+    PIL.fromarray(np.zeros((20, 30), np.uint8)).save(tmp_path / "sketch" / "dog" / "gray.jpg")
+    assert load_domainbed(tmp_path, image_size=12).envs[2][0].shape == (7, 3, 12, 12)
+
+
+def test_trains_an_algorithm(tmp_path) -> None:
+    _write(tmp_path)
+    ds = load_domainbed(tmp_path, image_size=16)
+    algo = ERM(ds.input_shape, ds.num_classes, len(ds) - 1)
+    algo.update([ds.envs[0], ds.envs[1]])
+    assert algo.predict(ds.envs[2][0]).shape == (6, 3)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda r: ([p.unlink() for p in (r / "photo" / "horse").iterdir()] and None) or (r / "photo" / "horse").rmdir(), "lacks class"),
+        (lambda r: (r / "photo" / "dog" / "notes.txt").write_text("x"), "non-image"),
+        (lambda r: (r / "photo" / "dog" / "pic_0.png").write_bytes(b"not a png"), "not a readable image"),
+        (lambda r: (r / "photo" / "stray.png").write_bytes(b""), "outside a class folder"),
+        (lambda r: (r / "README.txt").write_text("x"), "outside any domain"),
+    ],
+)  # fmt: skip
+def test_layout_mistakes_raise(tmp_path, mutate, match) -> None:
+    _write(tmp_path)
+    mutate(tmp_path)
+    with pytest.raises(ValueError, match=match):
+        load_domainbed(tmp_path, image_size=8)
+
+
+def test_bad_arguments(tmp_path) -> None:
+    _write(tmp_path)
+    with pytest.raises(ValueError, match="image_size"):
+        load_domainbed(tmp_path, image_size=0)
+    with pytest.raises(ValueError, match="domains"):
+        load_domainbed(tmp_path, domains=["cartoon"])
+    with pytest.raises(ValueError, match="root"):
+        load_domainbed(tmp_path / "nope")
