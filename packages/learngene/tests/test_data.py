@@ -143,7 +143,20 @@ def test_from_folder(tmp_path):
         for i in range(4):
             arr = (rng.random((20, 20)) * 255).astype(np.uint8)
             Image.fromarray(arr).convert("RGB").save(tmp_path / c / f"{i}.png")
-    (tmp_path / "cat" / "notes.txt").write_text("ignored")
+    # nothing is dropped silently: a stray file, a nested folder or a broken image raises
+    (tmp_path / "cat" / ".DS_Store").write_bytes(b"\0")  # hidden litter is ignored
+    (tmp_path / "cat" / "notes.txt").write_text("x")
+    with pytest.raises(ValueError, match="non-image files"):
+        Task.from_folder(tmp_path)
+    (tmp_path / "cat" / "notes.txt").unlink()
+    (tmp_path / "cat" / "more").mkdir()
+    with pytest.raises(ValueError, match="sub-folders"):
+        Task.from_folder(tmp_path)
+    (tmp_path / "cat" / "more").rmdir()
+    (tmp_path / "cat" / "9.png").write_bytes(b"broken")
+    with pytest.raises(ValueError, match="not a readable image"):
+        Task.from_folder(tmp_path)
+    (tmp_path / "cat" / "9.png").unlink()
     t = Task.from_folder(tmp_path, image_size=16, test_fraction=0.25, seed=0)
     assert t.n_classes == 2 and t.meta["classes"] == ["cat", "dog"]
     assert t.X_train.shape == (6, 1, 16, 16) and t.X_test.shape == (2, 1, 16, 16)

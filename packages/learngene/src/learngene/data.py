@@ -74,6 +74,9 @@ _CANVAS, _IMG = 24, 16
 _SIZES = (10, 11, 12, 13, 14, 15)
 
 
+_IMAGE_EXT = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+
+
 @dataclass
 class Task:
     """One classification task: train/test images (n, c, h, w) in [0, 1] and integer labels.
@@ -148,21 +151,33 @@ class Task:
         classes = sorted(d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d)))
         if len(classes) < 2:
             raise ValueError(f"path needs >= 2 class sub-folders, found {len(classes)}")
+        stray = sorted(
+            f for f in os.listdir(path)
+            if not f.startswith(".") and os.path.isfile(os.path.join(path, f))
+        )  # fmt: skip
+        if stray:
+            raise ValueError(f"path: files outside any class folder: {stray[:5]}")
         rng = np.random.default_rng(seed)
         tr, te = [], []
         for label, c in enumerate(classes):
-            files = sorted(
-                f
-                for f in os.listdir(os.path.join(path, c))
-                if f.lower().endswith((".png", ".jpg", ".jpeg", ".bmp", ".gif"))
-            )
+            entries = sorted(f for f in os.listdir(os.path.join(path, c)) if not f.startswith("."))
+            nested = [f for f in entries if os.path.isdir(os.path.join(path, c, f))]
+            if nested:
+                raise ValueError(f"path: class folder {c!r} holds sub-folders {nested[:5]}")
+            files = [f for f in entries if f.lower().endswith(_IMAGE_EXT)]
+            other = [f for f in entries if f not in files]
+            if other:
+                raise ValueError(f"path: non-image files in class folder {c!r}: {other[:5]}")
             if len(files) < 2:
                 raise ValueError(f"class folder {c!r} needs >= 2 images, found {len(files)}")
             imgs = []
             for f in files:
-                with Image.open(os.path.join(path, c, f)) as im:
-                    im = im.convert("L").resize((image_size, image_size), Image.BILINEAR)
-                    imgs.append(np.asarray(im, dtype=np.float32) / 255.0)
+                try:
+                    with Image.open(os.path.join(path, c, f)) as im:
+                        im = im.convert("L").resize((image_size, image_size), Image.BILINEAR)
+                        imgs.append(np.asarray(im, dtype=np.float32) / 255.0)
+                except OSError as e:  # PIL's UnidentifiedImageError is an OSError
+                    raise ValueError(f"path: {c}/{f} is not a readable image ({e})") from e
             order = rng.permutation(len(imgs))
             n_te = min(len(imgs) - 1, max(1, round(test_fraction * len(imgs))))
             for k, i in enumerate(order):

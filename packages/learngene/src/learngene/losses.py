@@ -41,9 +41,28 @@ def kd_loss(
     """
     alpha = check_real(alpha, "alpha", 0.0, 1.0)
     T = check_real(T, "T", 0.0, open_low=True)
+    for name, v in (
+        ("logits", logits),
+        ("student_feat", student_feat),
+        ("teacher_feat", teacher_feat),
+    ):
+        if not isinstance(v, torch.Tensor) or not v.is_floating_point():
+            raise TypeError(f"{name} must be a floating tensor")
+    if (
+        not isinstance(target, torch.Tensor)
+        or target.is_floating_point()
+        or target.dtype == torch.bool
+    ):
+        raise TypeError("target must be an integer tensor of class ids")
     if logits.dim() != 2 or target.shape != logits.shape[:1]:
         raise ValueError(f"logits (n, C) and target (n,) mismatch: {logits.shape}, {target.shape}")
-    ce = F.cross_entropy(logits, target)
+    if len(logits) == 0:
+        raise ValueError("logits, target: empty batch")
+    if not torch.isfinite(logits).all():
+        raise ValueError("logits contain NaN or inf")
+    if target.min() < 0 or target.max() >= logits.shape[1]:
+        raise ValueError(f"target must hold class ids in [0, {logits.shape[1]})")
+    ce = F.cross_entropy(logits, target.long())
     if alpha == 0.0:
         return ce
     if student_feat.shape != teacher_feat.shape or student_feat.dim() != 2:
@@ -51,6 +70,10 @@ def kd_loss(
             f"student_feat and teacher_feat must share a 2-D shape: {student_feat.shape}, "
             f"{teacher_feat.shape}"
         )
+    if len(student_feat) != len(logits):
+        raise ValueError("student_feat, logits: different numbers of rows")
+    if not (torch.isfinite(student_feat).all() and torch.isfinite(teacher_feat).all()):
+        raise ValueError("student_feat or teacher_feat contains NaN or inf")
     kl = F.kl_div(
         F.log_softmax(student_feat / T, dim=1), F.softmax(teacher_feat / T, dim=1), reduction="sum"
     )

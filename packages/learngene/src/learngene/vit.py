@@ -188,10 +188,17 @@ class TinyViT(nn.Module):
 
     def _patches(self, x):
         s = self.spec
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise TypeError("x must be a floating torch.Tensor of images")
         if x.dim() != 4 or x.shape[1:] != (s.in_chans, s.img, s.img):
             raise ValueError(
                 f"x must have shape (n, {s.in_chans}, {s.img}, {s.img}), got {tuple(x.shape)}"
             )
+        if len(x) == 0:
+            raise ValueError("x is empty")
+        if not torch.isfinite(x).all():
+            raise ValueError("x contains NaN or inf")
+        x = x.to(self.patch_embed.weight.dtype)
         p = F.unfold(x, kernel_size=s.patch, stride=s.patch)  # (n, c*p*p, tokens)
         return p.transpose(1, 2)
 
