@@ -41,13 +41,8 @@ def kd_loss(
     """
     alpha = check_real(alpha, "alpha", 0.0, 1.0)
     T = check_real(T, "T", 0.0, open_low=True)
-    for name, v in (
-        ("logits", logits),
-        ("student_feat", student_feat),
-        ("teacher_feat", teacher_feat),
-    ):
-        if not isinstance(v, torch.Tensor) or not v.is_floating_point():
-            raise TypeError(f"{name} must be a floating tensor")
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        raise TypeError("logits must be a floating tensor")
     if (
         not isinstance(target, torch.Tensor)
         or target.is_floating_point()
@@ -65,6 +60,9 @@ def kd_loss(
     ce = F.cross_entropy(logits, target.long())
     if alpha == 0.0:
         return ce
+    for name, v in (("student_feat", student_feat), ("teacher_feat", teacher_feat)):
+        if not isinstance(v, torch.Tensor) or not v.is_floating_point():
+            raise TypeError(f"{name} must be a floating tensor")
     if student_feat.shape != teacher_feat.shape or student_feat.dim() != 2:
         raise ValueError(
             f"student_feat and teacher_feat must share a 2-D shape: {student_feat.shape}, "
