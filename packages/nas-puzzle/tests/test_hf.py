@@ -64,3 +64,80 @@ def test_pipeline_on_a_llama_parent():
         npz.from_hf(torch.nn.Linear(2, 2))
     with pytest.raises(TypeError, match="HeteroDecoder"):
         npz.to_hf(torch.nn.Linear(2, 2))
+
+
+def _child():
+    parent = npz.from_hf(_llama())
+    blocks = [npz.BlockConfig.from_name(n) for n in ("noop/ffn32", "gqa1/linear", "linear/ffn64")]
+    torch.manual_seed(1)
+    return npz.HeteroDecoder(parent.cfg, blocks).eval()
+
+
+def test_saved_child_reloads_exactly(tmp_path):
+    child = _child()
+    hf = npz.to_hf(child)
+    hf.save_pretrained(tmp_path / "child")
+    assert (tmp_path / "child" / "model.safetensors").is_file()
+    assert (tmp_path / "child" / "hf_modeling.py").is_file()  # the remote-code path
+    again = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "child").eval()
+    assert type(again).__name__ == "PuzzleLlamaForCausalLM"
+    assert [b["attention"]["kind"] for b in again.config.block_configs] == ["noop", "gqa", "linear"]
+    toks = torch.randint(0, 256, (2, 20))
+    with torch.no_grad():
+        ref = child(toks)[0]
+        assert (again(toks).logits - ref).abs().max() < 1e-5
+        assert (hf(toks).logits - ref).abs().max() < 1e-4
+    kw = {"max_new_tokens": 6, "do_sample": False}
+    assert torch.equal(again.generate(toks[:1, :5], **kw), hf.generate(toks[:1, :5], **kw))
+
+
+def test_saved_child_reloads_from_the_directory_alone(tmp_path):
+    """A fresh interpreter that never imports nas_puzzle: trust_remote_code uses the saved file."""
+    import subprocess
+    import sys
+
+    child = _child()
+    npz.to_hf(child).save_pretrained(tmp_path / "child")
+    toks = torch.randint(0, 256, (1, 12))
+    with torch.no_grad():
+        torch.save({"toks": toks, "ref": child(toks)[0]}, tmp_path / "ref.pt")
+    code = (
+        "import sys, torch, transformers\n"
+        f"d = {str(tmp_path)!r}\n"
+        "m = transformers.AutoModelForCausalLM.from_pretrained(d + '/child', trust_remote_code=True).eval()\n"
+        "assert 'nas_puzzle' not in sys.modules\n"
+        "r = torch.load(d + '/ref.pt')\n"
+        "with torch.no_grad():\n"
+        "    err = (m(r['toks']).logits - r['ref']).abs().max().item()\n"
+        "assert err < 1e-5, err\n"
+    )
+    env_home = {"HF_HOME": str(tmp_path / "hf_home"), "HF_HUB_OFFLINE": "1"}
+    import os
+
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, **env_home}, timeout=300)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_from_hf_never_drops_parameters():
+    torch.manual_seed(0)
+    small = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32)  # fmt: skip
+    qwen = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**small)).eval()
+    with pytest.raises(ValueError, match="q_proj.bias"):
+        npz.from_hf(qwen)
+    gemma = transformers.GemmaForCausalLM(transformers.GemmaConfig(**small, head_dim=8)).eval()
+    with pytest.raises(ValueError):
+        npz.from_hf(gemma)
+    mistral = transformers.MistralForCausalLM(
+        transformers.MistralConfig(**small, sliding_window=None)
+    ).eval()
+    parent = npz.from_hf(mistral)
+    toks = torch.randint(0, 64, (2, 16))
+    with torch.no_grad():
+        assert (mistral(toks).logits - parent(toks)[0]).abs().max() < 1e-4
+    windowed = transformers.MistralForCausalLM(
+        transformers.MistralConfig(**small, sliding_window=8)
+    )
+    with pytest.warns(UserWarning, match="sliding_window"):
+        npz.from_hf(windowed)

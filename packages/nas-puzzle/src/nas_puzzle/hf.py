@@ -1,18 +1,20 @@
 """Hugging Face Llama-family models as Puzzle parents, and children exported back to transformers.
 
-``from_hf`` maps ``LlamaForCausalLM`` weights onto :class:`~nas_puzzle.model.HeteroDecoder`
-(same pre-norm RMSNorm / rotate-half RoPE / SwiGLU / GQA computation). ``to_hf`` builds a
-``LlamaForCausalLM`` from a (heterogeneous) child: per-layer KV-head counts and FFN widths are
-set on the layer's own modules, and linear / no-op subblocks replace the attention or MLP module
-of that layer. The export runs with stock transformers code (no ``trust_remote_code``); saving it
-with ``save_pretrained`` stores the weights, but reloading a heterogeneous child needs ``to_hf``
-again on the loaded Puzzle child (a stock config cannot describe per-layer shapes).
+``from_hf`` maps ``LlamaForCausalLM`` (and Mistral-style) weights onto
+:class:`~nas_puzzle.model.HeteroDecoder` (same pre-norm RMSNorm / rotate-half RoPE / SwiGLU / GQA
+computation) and raises, listing them, when the source holds parameters the decoder would drop
+(Qwen2's q/k/v biases, Qwen3's q/k norms, ...). ``to_hf`` builds a
+:class:`~nas_puzzle.hf_modeling.PuzzleLlamaForCausalLM` (a ``LlamaForCausalLM`` subclass) whose
+config carries per-layer ``block_configs``, so ``save_pretrained`` -> ``from_pretrained`` rebuilds
+the same heterogeneous child: after ``import nas_puzzle.hf`` through the Auto classes, or from the
+directory alone with ``trust_remote_code=True`` (the modeling file is saved with the weights).
 """
 
 from __future__ import annotations
 
+import warnings
+
 import torch
-from torch import nn
 
 from nas_puzzle.config import BlockConfig, DecoderConfig
 from nas_puzzle.model import HeteroDecoder
@@ -77,46 +79,53 @@ def from_hf(model) -> HeteroDecoder:
         sd[f"blocks.{i}.ffn.norm.weight"] = layer.post_attention_layernorm.weight
         for p in ("gate_proj", "up_proj", "down_proj"):
             sd[f"blocks.{i}.ffn.{p}.weight"] = getattr(m, p).weight
+    used = {id(v) for v in sd.values()}
+    dropped = [n for n, p in model.named_parameters() if id(p) not in used]
+    if dropped:
+        raise ValueError(
+            f"model: from_hf would drop {len(dropped)} parameter(s) the decoder has no place for "
+            f"(biases, extra norms, ...): {dropped[:8]}"
+        )
+    window = getattr(model.config, "sliding_window", None)
+    if (
+        window is not None
+        and getattr(model.config, "use_sliding_window", True)
+        and window < cfg.max_seq_len
+    ):
+        warnings.warn(
+            f"model: sliding_window={window} < max_position_embeddings={cfg.max_seq_len}; the "
+            "decoder attends over the full context, so outputs match only up to "
+            f"{window} tokens",
+            stacklevel=2,
+        )
     sd = {k: v.detach().float() for k, v in sd.items()}
     return HeteroDecoder.from_state_dict(cfg, sd, [cfg.parent_block] * cfg.n_layers)
 
 
-class _ZeroAttention(nn.Module):
-    def forward(self, hidden_states, *args, **kwargs):
-        return torch.zeros_like(hidden_states), None
+def _block_dict(b: BlockConfig) -> dict:
+    return {
+        "attention": {"kind": b.attention.kind, "n_kv_heads": b.attention.n_kv_heads},
+        "ffn": {"kind": b.ffn.kind, "intermediate": b.ffn.intermediate},
+    }
 
 
-class _LinearAttention(nn.Module):
-    def __init__(self, linear: nn.Linear) -> None:
-        super().__init__()
-        self.linear = linear
+def _register() -> None:
+    """Puzzle classes in the Auto registries, and ``auto_map`` written by ``save_pretrained``."""
+    from transformers import AutoConfig, AutoModelForCausalLM
 
-    def forward(self, hidden_states, *args, **kwargs):
-        return self.linear(hidden_states), None
+    from nas_puzzle.hf_modeling import PuzzleLlamaConfig, PuzzleLlamaForCausalLM
 
-
-class _ZeroMLP(nn.Module):
-    def forward(self, x):
-        return torch.zeros_like(x)
-
-
-class _LinearMLP(nn.Module):
-    def __init__(self, linear: nn.Linear) -> None:
-        super().__init__()
-        self.linear = linear
-
-    def forward(self, x):
-        return self.linear(x)
-
-
-def _copy_linear(src: nn.Linear) -> nn.Linear:
-    out = nn.Linear(src.in_features, src.out_features, bias=False)
-    out.weight.data.copy_(src.weight.data)
-    return out
+    try:
+        AutoConfig.register("puzzle_llama", PuzzleLlamaConfig)
+        AutoModelForCausalLM.register(PuzzleLlamaConfig, PuzzleLlamaForCausalLM)
+    except ValueError:  # already registered (module reloaded)
+        pass
+    PuzzleLlamaConfig.register_for_auto_class()
+    PuzzleLlamaForCausalLM.register_for_auto_class("AutoModelForCausalLM")
 
 
 def to_hf(child: HeteroDecoder):
-    """A ``transformers.LlamaForCausalLM`` computing the same function as ``child``.
+    """A ``PuzzleLlamaForCausalLM`` (a ``LlamaForCausalLM``) computing the same function as ``child``.
 
     Parameters
     ----------
@@ -125,14 +134,18 @@ def to_hf(child: HeteroDecoder):
 
     Returns
     -------
-    transformers.LlamaForCausalLM (eval mode, float32)
+    PuzzleLlamaForCausalLM (eval mode, float32)
+        ``save_pretrained`` writes ``block_configs`` into ``config.json`` and this package's
+        modeling file beside the weights; it reloads to the same logits.
     """
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from nas_puzzle.hf_modeling import PuzzleLlamaConfig, PuzzleLlamaForCausalLM
 
     if not isinstance(child, HeteroDecoder):
         raise TypeError(f"child must be a HeteroDecoder, got {type(child).__name__}")
+    _register()
     cfg = child.cfg
-    hf_cfg = LlamaConfig(
+    hf_cfg = PuzzleLlamaConfig(
+        block_configs=[_block_dict(blk.config) for blk in child.blocks],
         vocab_size=cfg.vocab_size,
         hidden_size=cfg.d_model,
         intermediate_size=cfg.ffn_intermediate,
@@ -147,7 +160,7 @@ def to_hf(child: HeteroDecoder):
         attention_bias=False,
         mlp_bias=False,
     )
-    hf = LlamaForCausalLM(hf_cfg).eval()
+    hf = PuzzleLlamaForCausalLM(hf_cfg).eval()
     with torch.no_grad():
         hf.model.embed_tokens.weight.copy_(child.embed.weight)
         hf.model.norm.weight.copy_(child.norm.weight)
@@ -156,24 +169,18 @@ def to_hf(child: HeteroDecoder):
         for layer, blk in zip(hf.model.layers, child.blocks, strict=True):
             b: BlockConfig = blk.config
             at, ff = blk.attn, blk.ffn
-            if b.attention.kind == "noop":
-                layer.self_attn = _ZeroAttention()
-            else:
+            if b.attention.kind != "noop":
                 layer.input_layernorm.weight.copy_(at.norm.weight)
                 if b.attention.kind == "linear":
-                    layer.self_attn = _LinearAttention(_copy_linear(at.linear))
+                    layer.self_attn.linear.weight.copy_(at.linear.weight)
                 else:
-                    sa = layer.self_attn
                     for p in ("q_proj", "k_proj", "v_proj", "o_proj"):
-                        setattr(sa, p, _copy_linear(getattr(at, p)))
-                    sa.num_key_value_groups = cfg.n_heads // b.attention.n_kv_heads
-            if b.ffn.kind == "noop":
-                layer.mlp = _ZeroMLP()
-            else:
+                        getattr(layer.self_attn, p).weight.copy_(getattr(at, p).weight)
+            if b.ffn.kind != "noop":
                 layer.post_attention_layernorm.weight.copy_(ff.norm.weight)
                 if b.ffn.kind == "linear":
-                    layer.mlp = _LinearMLP(_copy_linear(ff.linear))
+                    layer.mlp.linear.weight.copy_(ff.linear.weight)
                 else:
                     for p in ("gate_proj", "up_proj", "down_proj"):
-                        setattr(layer.mlp, p, _copy_linear(getattr(ff, p)))
+                        getattr(layer.mlp, p).weight.copy_(getattr(ff, p).weight)
     return hf.eval()
