@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -24,6 +25,11 @@ def _check_same_shape(a: Tensor, b: Tensor, na: str, nb: str) -> None:
         raise ValueError(f"{na} shape {tuple(a.shape)} != {nb} shape {tuple(b.shape)}")
     if a.numel() == 0:
         raise ValueError(f"{na} is empty")
+    for n, t in ((na, a), (nb, b)):
+        if not t.is_floating_point():
+            raise TypeError(f"{n} must be a floating tensor, got {t.dtype}")
+        if not torch.isfinite(t).all():
+            raise ValueError(f"{n} contains NaN or inf")
 
 
 def normalized_mse_loss(
