@@ -124,7 +124,7 @@ def test_from_hf_never_drops_parameters():
     small = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32)  # fmt: skip
     qwen = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**small)).eval()
-    with pytest.raises(ValueError, match="q_proj.bias"):
+    with pytest.raises(ValueError, match=r"q_proj\.bias"):
         npz.from_hf(qwen)
     gemma = transformers.GemmaForCausalLM(transformers.GemmaConfig(**small, head_dim=8)).eval()
     with pytest.raises(ValueError):
