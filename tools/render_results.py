@@ -109,13 +109,13 @@ def _glance(results: pathlib.Path) -> str:
         rec = json.loads(path.read_text())
         if rec.get("headline"):
             key = f"{path.parent.name}/{path.stem}"
-            script = rec["command"].split()[3] if len(rec["command"].split()) > 3 else ""
+            script = next((w for w in rec["command"].split() if w.startswith("tools/")), "")
             rows.append(
                 (
                     order.get(rec["package"], 99),
                     rec["package"],
                     f"`{script}`" if script else "",
-                    rec["headline"],
+                    rec["headline"] + (" (`--quick` run)" if "--quick" in rec["command"] else ""),
                     f"[`{key}`](results/{key}.json) @ `{(rec.get('commit') or '?')[:7]}`",
                 )
             )
