@@ -69,3 +69,33 @@ def test_transformers_sharded_checkpoint_loads_complete(tmp_path) -> None:
     ids = torch.tensor([[1, 2, 3, 4]])
     with torch.no_grad():
         assert torch.equal(again(ids).logits, model(ids).logits)
+
+
+def test_bad_objectives_raise_and_leave_the_merger_unchanged() -> None:
+    from pareto_merge import ParetoMerger, adamerging
+
+    g = torch.Generator().manual_seed(0)
+    theta0 = {"w": torch.randn(4, 3, generator=g)}
+    ft = [{"w": theta0["w"] + 0.1 * torch.randn(4, 3, generator=g)} for _ in range(2)]
+    good = [lambda p: (p["w"] ** 2).sum(), lambda p: (p["w"] - 1).pow(2).sum()]
+    merger = ParetoMerger(theta0, ft, rank=1, base="task_arithmetic", n_steps=5).fit(good)
+    before = merger.merge([0.3, 0.7])
+    calls = {"n": 0}
+
+    def nan_later(p):  # finite for two steps, then NaN: the fit must roll back
+        calls["n"] += 1
+        return (p["w"] ** 2).sum() * (float("nan") if calls["n"] > 2 else 1.0)
+
+    cases = [
+        ([nan_later, good[1]], "non-finite"),
+        ([lambda p: p["w"], good[1]], "scalar"),
+        ([lambda p: (p["w"] * 1e30).exp().sum(), good[1]], "non-finite"),
+    ]
+    for objs, match in cases:
+        with pytest.raises(ValueError, match=match):
+            merger.fit(objs)
+        after = merger.merge([0.3, 0.7])
+        assert all(torch.equal(before[k], after[k]) for k in before)
+        with pytest.raises(ValueError, match=r"objectives\[0\]"):
+            adamerging(theta0, ft, objs, n_steps=3)
+        calls["n"] = 0

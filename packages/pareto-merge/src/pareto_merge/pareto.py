@@ -170,6 +170,30 @@ class _MergedWeights(nn.Module):
         return {k: merged[k] for k in order}
 
 
+def _evaluate(objectives: Sequence[Objective], weights: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Stack the K objective values; a non-tensor, non-scalar or non-finite value raises."""
+    values = []
+    for k, f in enumerate(objectives):
+        v = f(weights)
+        if not isinstance(v, torch.Tensor) or v.numel() != 1 or not v.is_floating_point():
+            raise ValueError(
+                f"objectives[{k}]: must return a scalar floating tensor, got "
+                f"{type(v).__name__}{tuple(v.shape) if isinstance(v, torch.Tensor) else ''}"
+            )
+        if not torch.isfinite(v.detach()).all():
+            raise ValueError(
+                f"objectives[{k}]: returned {float(v.detach())} (non-finite: NaN input, "
+                "overflow, or a diverging merge; lower lr or init_scale)"
+            )
+        values.append(v.reshape(()))
+    return torch.stack(values)
+
+
+def _check_finite_params(params: Sequence[torch.Tensor], what: str) -> None:
+    if not all(bool(torch.isfinite(p.detach()).all()) for p in params):
+        raise ValueError(f"{what}: the merge weights became non-finite (overflow); lower lr")
+
+
 def _check_objectives(objectives: Sequence[Objective], n_tasks: int) -> None:
     if len(objectives) != n_tasks:
         raise ValueError(f"objectives: expected {n_tasks} (one per task), got {len(objectives)}")
@@ -301,26 +325,34 @@ class ParetoMerger:
         self
         """
         _check_objectives(objectives, self.n_tasks_)
-        self._objectives = objectives
         params = [p for p in self._weights.parameters() if p.requires_grad]
         opt = torch.optim.Adam(params, lr=self.lr)
         rng = np.random.default_rng(self.random_state)
-        self.history_: list[float] = []
-        for _ in tqdm(range(self.n_steps), disable=not self.verbose, desc="Pareto merging"):
-            gamma = torch.as_tensor(
-                rng.dirichlet(np.full(self.n_tasks_, self.alpha)), dtype=torch.float32
-            )
-            weights = self._weights(gamma if self.conditioned else self._uniform())
-            losses = torch.stack([f(weights) for f in objectives])
-            if self.scalarization == "tchebycheff":
-                loss = (gamma * losses).max()
-            else:
-                loss = (gamma * losses).sum()
-            loss = loss + self.reg * self._weights.penalty()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            self.history_.append(float(loss.detach()))
+        # a rejected fit (bad objective mid-run) leaves the merger as it was
+        before = {k: v.detach().clone() for k, v in self._weights.state_dict().items()}
+        history: list[float] = []
+        try:
+            for _ in tqdm(range(self.n_steps), disable=not self.verbose, desc="Pareto merging"):
+                gamma = torch.as_tensor(
+                    rng.dirichlet(np.full(self.n_tasks_, self.alpha)), dtype=torch.float32
+                )
+                weights = self._weights(gamma if self.conditioned else self._uniform())
+                losses = _evaluate(objectives, weights)
+                if self.scalarization == "tchebycheff":
+                    loss = (gamma * losses).max()
+                else:
+                    loss = (gamma * losses).sum()
+                loss = loss + self.reg * self._weights.penalty()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                _check_finite_params(params, "fit")
+                history.append(float(loss.detach()))
+        except (ValueError, TypeError):
+            self._weights.load_state_dict(before)
+            raise
+        self._objectives = objectives
+        self.history_ = history
         return self
 
     def merge(
@@ -433,10 +465,11 @@ def adamerging(
         else check_preference(preference, len(finetuned)) * len(finetuned)
     )
     for _ in tqdm(range(n_steps), disable=not verbose, desc="AdaMerging"):
-        loss = (w * torch.stack([f(weights(gamma)) for f in objectives])).sum()
+        loss = (w * _evaluate(objectives, weights(gamma))).sum()
         opt.zero_grad()
         loss.backward()
         opt.step()
+        _check_finite_params([weights.coef], "adamerging")
     with torch.no_grad():
         merged = weights.to_state_dict(weights(gamma), list(pretrained))
     return merged, weights.coefficients().detach().numpy().copy()
