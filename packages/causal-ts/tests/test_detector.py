@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 from causal_ts import (
     CAROTS,
@@ -147,7 +148,7 @@ def test_bad_inputs(fitted, data) -> None:  # type: ignore[no-untyped-def]
         CAROTS(**{**TINY, "epochs": 0}).fit(X)
     with pytest.raises(ValueError, match="align"):
         fitted.decision_function(data.X_test, align="centre")
-    with pytest.raises(RuntimeError, match="fit"):
+    with pytest.raises(NotFittedError, match="fit"):
         CAROTS().decision_function(X)
     with pytest.raises(ValueError, match="nan_policy"):
         VARResidual(nan_policy="drop").fit(X)

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
 from causal_ts.data import simulate_var
 from causal_ts.discovery import GivenGraphDiscoverer, VARGrangerDiscoverer
@@ -74,7 +75,7 @@ def test_bad_inputs(var_data) -> None:  # type: ignore[no-untyped-def]
         VARGrangerDiscoverer(correction="holm").fit(X)
     with pytest.raises(ValueError, match="graph"):
         GivenGraphDiscoverer(np.eye(3)).fit(X)
-    with pytest.raises(RuntimeError, match="fit"):
+    with pytest.raises(NotFittedError, match="fit"):
         VARGrangerDiscoverer().predict_next(X[None])
     disc = GivenGraphDiscoverer(graph, lag=3).fit(X)
     with pytest.raises(ValueError, match="lag"):

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 from sklearn.metrics import roc_auc_score
 
 from causal_ts import CAROTS, make_var
@@ -35,7 +36,7 @@ def test_bad_inputs() -> None:
         NeuralGrangerDiscoverer(threshold=1.0).fit(X)
     with pytest.raises(ValueError, match="time steps"):
         NeuralGrangerDiscoverer(lag=3).fit(X[:4])
-    with pytest.raises(RuntimeError, match="fit"):
+    with pytest.raises(NotFittedError, match="fit"):
         NeuralGrangerDiscoverer().predict_next(X[None])
     disc = NeuralGrangerDiscoverer(lag=2, epochs=2).fit(X)
     with pytest.raises(ValueError, match="prefix"):

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from causal_ts._validation import check_fraction, check_int, check_series
 from causal_ts.discovery import constant_columns
@@ -58,7 +59,7 @@ class BaseWindowDetector(BaseEstimator):
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "threshold_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(X) first")
+            raise NotFittedError(f"{type(self).__name__} is not fitted; call fit(X) first")
 
     def _validated_test(self, X: Any) -> np.ndarray:
         self._check_fitted()

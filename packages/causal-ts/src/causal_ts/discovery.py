@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from causal_ts._validation import check_fraction, check_graph, check_int, check_series
 from causal_ts.data import sliding_windows
@@ -154,7 +155,7 @@ class _GraphForecasterMixin:
             ``intercept_ + sum_l prefix[:, L-1-l] @ coef_[l]``.
         """
         if not hasattr(self, "coef_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(X) first")
+            raise NotFittedError(f"{type(self).__name__} is not fitted; call fit(X) first")
         x = np.asarray(prefix, dtype=float)
         if x.ndim != 3:
             raise ValueError(f"prefix must be 3-D of shape (B, L, N); got shape {x.shape}")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from causal_ts._validation import check_fraction, check_int, check_positive, check_series
 from causal_ts.discovery import _finish_edge_scores, constant_columns
@@ -152,7 +153,7 @@ class NeuralGrangerDiscoverer(BaseEstimator):
         numpy.ndarray of shape (B, N)
         """
         if not hasattr(self, "graph_"):
-            raise RuntimeError("NeuralGrangerDiscoverer is not fitted; call fit(X) first")
+            raise NotFittedError("NeuralGrangerDiscoverer is not fitted; call fit(X) first")
         x = np.asarray(prefix, dtype=np.float32)
         if x.ndim != 3 or x.shape[2] != self.n_features_in_:
             raise ValueError(f"prefix must have shape (B, L, {self.n_features_in_}); got {x.shape}")
