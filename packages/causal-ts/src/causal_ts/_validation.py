@@ -50,22 +50,31 @@ def check_series(
         raise TypeError(f"{name} must be a numeric array of shape (T, N); got {type(X).__name__}")
     if hasattr(X, "detach"):  # torch tensor
         X = X.detach().cpu().numpy()
+    if hasattr(X, "tocsr") or type(X).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name}: sparse input is not supported; pass a dense (T, N) array")
     arr = np.asarray(X)
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
-    ):
+    if arr.dtype == object:  # numbers in an object array (pandas, lists of Decimals) convert
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{name} must hold numbers; got dtype object ({e})") from None
+    if not (np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)):
         raise TypeError(f"{name} must hold numbers; got dtype {arr.dtype}")
     if np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be real-valued; got dtype {arr.dtype}")
+        raise ValueError(f"{name}: Complex data not supported (got dtype {arr.dtype})")
     if arr.ndim == 1:
         raise ValueError(
             f"{name} must be 2-D of shape (T, N); got a 1-D array of length {arr.shape[0]}. "
-            f"For a univariate series pass {name}.reshape(-1, 1)."
+            f"Reshape your data: for a univariate series pass {name}.reshape(-1, 1)."
         )
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D of shape (T, N); got shape {arr.shape}")
-    if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"{name} is empty (shape {arr.shape})")
+    if arr.shape[1] == 0:
+        raise ValueError(
+            f"{name} is empty: 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required."
+        )
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty: 0 time steps (shape {arr.shape})")
     if arr.shape[0] < min_length:
         raise ValueError(
             f"{name} has {arr.shape[0]} time steps; at least {min_length} are required"

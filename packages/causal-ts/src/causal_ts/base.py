@@ -66,8 +66,8 @@ class BaseWindowDetector(BaseEstimator):
         X = check_series(X, "X", nan_policy=self.nan_policy)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
-                f"X has {X.shape[1]} variables (channels); the detector was fit on "
-                f"{self.n_features_in_}"
+                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input (variables / channels)"
             )
         if X.shape[0] < self.window:
             raise ValueError(
@@ -94,7 +94,8 @@ class BaseWindowDetector(BaseEstimator):
         X = check_series(X, "X", nan_policy=self.nan_policy)
         if X.shape[0] < window:
             raise ValueError(
-                f"X has {X.shape[0]} time steps; it must be at least window={window} long"
+                f"X has {X.shape[0]} time steps (n_samples={X.shape[0]}); it must be at least "
+                f"window={window} long"
             )
         self.n_features_in_ = X.shape[1]
         self.mean_ = X.mean(axis=0)
@@ -155,6 +156,7 @@ class BaseWindowDetector(BaseEstimator):
         -------
         numpy.ndarray of shape (T - W + 1,), int
         """
+        self._check_fitted()
         thr = self.threshold_ if threshold is None else float(threshold)
         if not np.isfinite(thr):
             raise ValueError(f"threshold must be finite; got {threshold}")
