@@ -110,3 +110,21 @@ def test_bad_inputs_and_no_mutation(lag):
         SARCTransformer(periods=[2]).fit(Xtr).transform(np.repeat(Xtr, 2, axis=1))
     with pytest.raises(ValueError, match="shape"):
         SARCTransformer().fit(np.zeros((2, 2, 2, 5)))
+
+
+def test_dataset_normalisation_removes_a_shared_offset_and_keeps_levels() -> None:
+    from spectral_reservoir import SARCClassifier
+    from spectral_reservoir.data import make_lag_sign
+
+    X, y = make_lag_sign(40, L=60, period=6, seed=0)
+    Xt, _ = make_lag_sign(12, L=60, period=6, seed=1)
+    kw = {"n_reservoir": 4, "period_mode": "base"}
+    base = SARCClassifier(**kw).fit(X, y).predict(Xt)
+    shifted = SARCClassifier(**kw).fit(X * 3 + 1e6, y).predict(Xt * 3 + 1e6)
+    np.testing.assert_array_equal(base, shifted)
+    # a level that differs between series survives "dataset" but not "series"
+    lv = np.concatenate([np.zeros((20, 30)), np.ones((20, 30))]) + 0.01 * np.sin(np.arange(30))
+    yl = np.r_[np.zeros(20), np.ones(20)]
+    assert SARCClassifier(**kw).fit(lv, yl).score(lv, yl) == 1.0
+    with pytest.raises(ValueError, match="normalize"):
+        SARCClassifier(normalize="channel").fit(X, y)

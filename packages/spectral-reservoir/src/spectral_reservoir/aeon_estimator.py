@@ -39,7 +39,7 @@ class SARCAeonClassifier(BaseClassifier):
         ridge: float = 1.0,
         leaky: float = 0.0,
         period_mode: str = "extended-100",
-        normalize: bool = True,
+        normalize: str | bool = "dataset",
         random_state: int = 0,
     ) -> None:
         self.n_reservoir = n_reservoir

@@ -39,6 +39,17 @@ def _real(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
+def _norm_mode(normalize) -> str | None:
+    """``True``/"series" -> "series", "dataset", ``False``/None -> None; anything else raises."""
+    if normalize is None or (isinstance(normalize, bool | np.bool_) and not normalize):
+        return None
+    if isinstance(normalize, bool | np.bool_):
+        return "series"
+    if normalize in ("series", "dataset"):
+        return normalize
+    raise ValueError(f"normalize must be 'dataset', 'series', True or False, got {normalize!r}")
+
+
 def znormalize(X: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Each series' channels to zero mean and unit variance over its own steps (a new array).
 
@@ -77,9 +88,12 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
     batch_size : int, default=256
         Series per chunk (memory ~ batch_size * |P| * L * 2H floats).
     dtype : numpy dtype, default=np.float64
-    normalize : bool, default=True
-        Z-normalise every series (per channel) before the reservoir, as MiniRocket's users
-        usually do; ``False`` feeds the raw values (the reference code's choice).
+    normalize : {"dataset", "series"} or bool, default="dataset"
+        ``"dataset"``: each channel standardised with its mean and standard deviation over the
+        training series (kept in ``channel_mean_`` / ``channel_scale_``): removes a shared offset
+        or scale, keeps level differences between series. ``"series"`` (or ``True``): every series
+        z-normalised per channel on its own steps (the UCR convention; it erases per-series
+        levels: JapaneseVowels 0.968 -> 0.684). ``False``: raw values (the reference code).
     random_state : int, default=0
     verbose : int, default=0
         1 shows a progress bar over chunks.
@@ -109,7 +123,7 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
         top_k: int = 1,
         batch_size: int = 256,
         dtype=np.float64,
-        normalize: bool = True,
+        normalize: str | bool = "dataset",
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -161,8 +175,7 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
                 )
         if np.dtype(self.dtype) not in (np.float32, np.float64):
             raise ValueError(f"dtype must be float32 or float64, got {self.dtype!r}")
-        if not isinstance(self.normalize, bool | np.bool_):
-            raise TypeError(f"normalize must be a bool, got {type(self.normalize).__name__}")
+        _norm_mode(self.normalize)
 
     def _find_periods(self, X: np.ndarray, offsets: np.ndarray) -> list[int]:
         if not self._cyclic:
@@ -190,11 +203,30 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
         y : ignored
         """
         self._validate_params()
-        return self._fit_checked(*self._series(X))
+        return self._fit_checked(*self._series(X, fit=True))
 
-    def _series(self, X) -> tuple[np.ndarray, np.ndarray]:
+    def _series(self, X, fit: bool = False) -> tuple[np.ndarray, np.ndarray]:
         Xp, off = check_series(X)
-        return (znormalize(Xp, off) if self.normalize else Xp), off
+        mode = _norm_mode(self.normalize)
+        if mode == "series":
+            return znormalize(Xp, off), off
+        if mode == "dataset":
+            if fit:  # per-channel statistics over the observed steps of the training series
+                obs = np.arange(Xp.shape[2])[None, :] >= np.asarray(off)[:, None]  # (n, L)
+                vals = np.where(obs[:, None, :], Xp, np.nan)
+                mean = np.nanmean(vals, axis=(0, 2))
+                sd = np.nanstd(vals, axis=(0, 2))
+                self.channel_mean_ = mean
+                self.channel_scale_ = np.where(sd > 0, sd, 1.0)
+            if Xp.shape[1] != len(self.channel_mean_):
+                raise ValueError(
+                    f"X has {Xp.shape[1]} channels, the transformer was fitted on "
+                    f"{len(self.channel_mean_)}"
+                )
+            out = (Xp - self.channel_mean_[None, :, None]) / self.channel_scale_[None, :, None]
+            obs = np.arange(Xp.shape[2])[None, :] >= np.asarray(off)[:, None]
+            return np.where(obs[:, None, :], out, 0.0).astype(Xp.dtype), off
+        return Xp, off
 
     def _fit_checked(self, Xp: np.ndarray, off: np.ndarray) -> SARCTransformer:
         periods = self._find_periods(Xp, off)
@@ -276,7 +308,7 @@ class SARCClassifier(ClassifierMixin, SARCTransformer):
         classifier=None,
         batch_size: int = 256,
         dtype=np.float64,
-        normalize: bool = True,
+        normalize: str | bool = "dataset",
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -302,7 +334,9 @@ class SARCClassifier(ClassifierMixin, SARCTransformer):
             raise ValueError("y must contain at least two classes")
         t = self._transformer()
         t._validate_params()
-        Xp, off = t._series(X)  # validated, padded (and normalised) once for fit and features
+        Xp, off = t._series(
+            X, fit=True
+        )  # validated, padded (and normalised) once for fit and features
         F = t._fit_checked(Xp, off)._transform_checked(Xp, off)
         clf = (
             RidgeClassifierCV(alphas=np.logspace(-3, 3, 10))
