@@ -24,6 +24,7 @@ from torch.ao.quantization import FakeQuantize, MovingAveragePerChannelMinMaxObs
 from torch.nn.utils import parametrize
 from torch.optim import swa_utils
 
+from qat_dg._validation import check_batch
 from qat_dg.models import build_model
 from qat_dg.quant import (
     QuantConfig,
@@ -212,22 +213,8 @@ class Algorithm(nn.Module):
         raise NotImplementedError
 
     def _check_input(self, x: Tensor) -> Tensor:
-        """``x``: a non-empty finite float tensor (B, *input_shape); NaN would give NaN logits."""
-        if not isinstance(x, Tensor):
-            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-        if not x.is_floating_point():
-            raise TypeError(f"x must be a floating tensor, got {x.dtype}")
-        want = tuple(self.input_shape)
-        if x.ndim != len(want) + 1 or tuple(x.shape[1:]) != want:
-            raise ValueError(
-                f"x must have shape (B, {', '.join(map(str, want))}), got {tuple(x.shape)}"
-            )
-        if len(x) == 0:
-            raise ValueError("x is empty")
-        if not torch.isfinite(x).all():
-            raise ValueError("x contains NaN or inf")
-        p = next(self.parameters(), None)
-        return x if p is None else x.to(p.dtype)  # e.g. float16 images into a float32 net
+        """``x``: a non-empty finite float tensor (B, *input_shape), in the network's dtype."""
+        return check_batch(x, self, self.input_shape)
 
     def forward(self, x: Tensor) -> Tensor:
         """Same as :meth:`predict` (DomainBed)."""

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from qat_dg._validation import check_batch
 from qat_dg.quant import is_quantized, model_size_bits
 
 __all__ = ["Ensemble", "EoQ"]
@@ -67,14 +68,7 @@ class Ensemble(nn.Module):
 
     def predict(self, x: Tensor) -> Tensor:
         """Combined scores (B, num_classes): summed logits, or mean probabilities."""
-        if not isinstance(x, Tensor) or not x.is_floating_point():
-            raise TypeError("x must be a floating torch.Tensor")
-        if x.ndim < 2 or len(x) == 0:
-            raise ValueError(f"x must be a non-empty batch (B, ...), got shape {tuple(x.shape)}")
-        if not torch.isfinite(x).all():
-            raise ValueError("x contains NaN or inf")
-        p = next(self.parameters(), None)
-        x = x if p is None else x.to(p.dtype)
+        x = check_batch(x, self)
         try:
             z = self.member_outputs(x)
         except RuntimeError as e:  # a shape the members cannot take (conv/linear size errors)

@@ -211,21 +211,19 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
         if mode == "series":
             return znormalize(Xp, off), off
         if mode == "dataset":
-            if fit:  # per-channel statistics over the observed steps of the training series
-                obs = np.arange(Xp.shape[2])[None, :] >= np.asarray(off)[:, None]  # (n, L)
-                vals = np.where(obs[:, None, :], Xp, np.nan)
-                mean = np.nanmean(vals, axis=(0, 2))
+            observed = (np.arange(Xp.shape[2])[None, :] >= np.asarray(off)[:, None])[:, None, :]
+            if fit:  # per-channel statistics over the observed (unpadded) training steps
+                vals = np.where(observed, Xp, np.nan)
                 sd = np.nanstd(vals, axis=(0, 2))
-                self.channel_mean_ = mean
+                self.channel_mean_ = np.nanmean(vals, axis=(0, 2))
                 self.channel_scale_ = np.where(sd > 0, sd, 1.0)
-            if Xp.shape[1] != len(self.channel_mean_):
+            if Xp.shape[1] != len(self.channel_mean_):  # before broadcasting the statistics
                 raise ValueError(
                     f"X has {Xp.shape[1]} channels, the transformer was fitted on "
                     f"{len(self.channel_mean_)}"
                 )
-            out = (Xp - self.channel_mean_[None, :, None]) / self.channel_scale_[None, :, None]
-            obs = np.arange(Xp.shape[2])[None, :] >= np.asarray(off)[:, None]
-            return np.where(obs[:, None, :], out, 0.0).astype(Xp.dtype), off
+            out = (Xp - self.channel_mean_[:, None]) / self.channel_scale_[:, None]
+            return np.where(observed, out, 0.0).astype(Xp.dtype), off
         return Xp, off
 
     def _fit_checked(self, Xp: np.ndarray, off: np.ndarray) -> SARCTransformer:
