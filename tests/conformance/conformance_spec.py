@@ -124,6 +124,7 @@ KNOWN_KEYS = {
         "fit",
         "methods",
         "sklearn",
+        "not_sklearn",
         "expected_failed",
         "pickle",
         "refit_ok",

@@ -368,6 +368,34 @@ def test_pickle_round_trip(entry: Entry) -> None:
 
 
 @pytest.mark.parametrize(
+    ("entry", "method"),
+    [
+        pytest.param(e, m, id=f"{e.id}.{m}")
+        for e in CALLABLE
+        if e.kind == "estimator"
+        for m in e.raw.get("methods", {})
+    ],
+)
+def test_unfitted_methods_say_fit_first(entry: Entry, method: str) -> None:
+    """Before fit, every method raises NotFittedError or a RuntimeError that says to fit; a raw
+    AttributeError on a missing ``model_`` tells the user nothing."""
+    from sklearn.exceptions import NotFittedError
+
+    est = entry.raw["cls"](**entry.raw.get("init", {}))
+    try:
+        getattr(est, method)(**entry.raw["methods"][method])
+    except NotFittedError:
+        return
+    except RuntimeError as exc:
+        if "fit" in str(exc):
+            return
+        raise ContractError(f"{entry.id}.{method} before fit: {exc!r}") from exc
+    except Exception as exc:
+        raise ContractError(f"{entry.id}.{method} before fit raised {exc!r}") from exc
+    raise ContractError(f"{entry.id}.{method} before fit returned without an error")
+
+
+@pytest.mark.parametrize(
     "entry",
     [
         pytest.param(e, id=e.id)

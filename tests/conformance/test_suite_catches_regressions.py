@@ -102,6 +102,47 @@ def _gfn_bare_string(mp):
     )
 
 
+def _gfn_nan_labels(mp):
+    import gfn_symmetry.automorphisms as aut
+
+    mp.setattr(aut, "check_label_values", lambda *a, **k: None)  # NaN != NaN: a colour each
+    e = _entry("gfn-symmetry:count_automorphisms")
+    i = next(i for i, k in enumerate(e.raw["known"]) if "NaN" in k["why"])
+    tc.test_known_answers(entry=e, i=i)
+
+
+def _pareto_nan_objective(mp):
+    import pareto_merge.pareto as pm
+
+    mp.setattr(pm, "torch", _torch_without_isfinite())  # the finiteness checks removed
+    e = _entry("pareto-merge:ParetoMerger.merge")
+    i = next(i for i, k in enumerate(e.raw["known"]) if "NaN" in k["why"])
+    tc.test_known_answers(entry=e, i=i)
+
+
+def _brain_duplicate_subject(mp, tmp_path):
+    import brain_gcl.loaders as loaders
+
+    def old(by_subject):  # every file loads, so a subject in two files counts twice
+        pairs = [(sid, p) for sid, ps in by_subject.items() for p in ps]
+        return sorted(pairs, key=lambda kv: str(kv[1]))
+
+    mp.setattr(loaders, "_one_file_per_subject", old)
+    e = _entry("brain-gcl:load_connectomes")
+    how = next(c for c in e.raw["corrupt"] if c[0] == "duplicate-subject")
+    tc.test_loader_rejects_corrupted_files(entry=e, how=how, tmp_path=tmp_path)
+
+
+def _brain_batch_of_one(mp):
+    import brain_gcl.base as base
+
+    mp.setattr(base, "_MIN_BATCH_SIZE", 1)  # batch_size=1 skips every step: nothing trains
+    e = _entry("brain-gcl:GIN")
+    tc.test_out_of_range_hyperparameters_are_rejected(
+        entry=e, param="batch_size", i=e.params["batch_size"]["bad"].index(1)
+    )
+
+
 CASES = {
     "kd-losses: NaN teacher -> NaN loss": _kd_nan,
     "epi-ode: header row read as missing data": _epi_header,
@@ -109,6 +150,10 @@ CASES = {
     "evolving-dg: predict differs between calls": _edg_nondeterministic,
     "spectral-reservoir: 1e6 offset drops to chance": _sarc_offset,
     "gfn-symmetry: a string iterated as attribute names": _gfn_bare_string,
+    "gfn-symmetry: NaN labels become distinct colours": _gfn_nan_labels,
+    "pareto-merge: a NaN objective trains to NaN weights": _pareto_nan_objective,
+    "brain-gcl: a subject in two files loads twice": _brain_duplicate_subject,
+    "brain-gcl: batch_size=1 trains nothing": _brain_batch_of_one,
 }
 
 

@@ -45,6 +45,7 @@ def entries() -> list[dict]:
     fit = {"graphs": g, "y": d.y, "sites": d.site}
     common = {
         "fit": fit,
+        "not_sklearn": "fit(graphs, y, sites) takes a batch of brain graphs, not 2-D features",
         "methods": {"predict_proba": {"graphs": g}},
         "arrays": {"y": "labels", "sites": {"kind": "int"}},
         "rows": [["y", "sites"]],

@@ -17,6 +17,10 @@ from brain_gcl.graphs import BrainGraphs
 
 __all__ = ["GraphClassifierBase", "check_graphs", "check_labels", "check_sites"]
 
+# BatchNorm and the contrastive losses need two graphs per step: with batch_size=1 every step
+# would be skipped and the model would silently stay at its initialisation
+_MIN_BATCH_SIZE = 2
+
 
 def check_graphs(graphs, name: str = "graphs") -> BrainGraphs:
     if not isinstance(graphs, BrainGraphs):
@@ -95,10 +99,8 @@ class GraphClassifierBase:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if self.batch_size < 2:
-            # BatchNorm and the contrastive losses need two graphs per step: with batch_size=1
-            # every step would be skipped and the model would silently stay at its initialisation
-            raise ValueError(f"batch_size must be >= 2, got {self.batch_size}")
+        if self.batch_size < _MIN_BATCH_SIZE:
+            raise ValueError(f"batch_size must be >= {_MIN_BATCH_SIZE}, got {self.batch_size}")
         v = self.val_fraction
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < 1:
             raise ValueError(f"val_fraction must be in [0, 1), got {v!r}")

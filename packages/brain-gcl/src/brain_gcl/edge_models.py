@@ -49,7 +49,8 @@ class _EdgeClassifier:
         return fisher_z_edges(graphs.fc)
 
     def predict_proba(self, graphs) -> np.ndarray:
-        return self.model_.predict_proba(self._features(graphs))
+        features = self._features(graphs)  # first: it says "not fitted" before model_ is read
+        return self.model_.predict_proba(features)
 
     def predict(self, graphs) -> np.ndarray:
         return self.predict_proba(graphs).argmax(axis=1)

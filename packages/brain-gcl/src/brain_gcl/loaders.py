@@ -139,15 +139,7 @@ def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str
             unmatched.append(path.name)
             continue
         by_subject.setdefault(match[0], []).append(path)
-    dup = {sid: ps for sid, ps in by_subject.items() if len(ps) > 1}
-    if dup:
-        show = "; ".join(
-            f"{sid}: {', '.join(p.name for p in ps)}" for sid, ps in list(dup.items())[:5]
-        )
-        raise ValueError(
-            f"{len(dup)} subjects appear in more than one file ({show}); loading both would count "
-            "a subject twice (and leak it across CV folds). Remove the extra files or pass atlas="
-        )
+    pairs = _one_file_per_subject(by_subject)
     if unmatched:
         warnings.warn(
             f"{len(unmatched)} files hold no subject id of {pheno.name} and were skipped: "
@@ -155,7 +147,7 @@ def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str
             stacklevel=2,
         )
     fcs, ys, sites, ids, short = [], [], [], [], []
-    for sid, (path,) in sorted(by_subject.items(), key=lambda kv: str(kv[1][0])):
+    for sid, path in pairs:
         a = _read(path)
         if a.ndim != 2:
             raise ValueError(f"{path.name}: expected a 2-D array, got shape {a.shape}")
@@ -198,3 +190,17 @@ def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str
     names, codes = np.unique(np.asarray(sites), return_inverse=True)
     return BrainGraphDataset(fc, np.asarray(ys), codes.astype(np.int64),
                              {"site_names": names.tolist()}, ids)  # fmt: skip
+
+
+def _one_file_per_subject(by_subject: dict[int, list[Path]]) -> list[tuple[int, Path]]:
+    """(subject, file) pairs ordered by file name; a subject in two files raises."""
+    dup = {sid: ps for sid, ps in by_subject.items() if len(ps) > 1}
+    if dup:
+        show = "; ".join(
+            f"{sid}: {', '.join(p.name for p in ps)}" for sid, ps in list(dup.items())[:5]
+        )
+        raise ValueError(
+            f"{len(dup)} subjects appear in more than one file ({show}); loading both would count "
+            "a subject twice (and leak it across CV folds). Remove the extra files or pass atlas="
+        )
+    return sorted(((sid, ps[0]) for sid, ps in by_subject.items()), key=lambda kv: str(kv[1]))

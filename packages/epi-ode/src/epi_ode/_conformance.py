@@ -39,6 +39,7 @@ def entries() -> list[dict]:
     ctx = np.stack([Y[40:50], Y[44:54], Y[30:40]])
     common = {
         "fit": {"Y_train": Y, "adjacency": A},
+        "not_sklearn": "fit(Y_train, adjacency) takes one multivariate series and a region graph",
         "methods": {"predict": {"context": ctx}},
         "arrays": {
             "Y_train": {"kind": "float", "ndim": 2, "nan_ok": True},  # NaN = a missing report

@@ -41,6 +41,9 @@ def entries() -> list[dict]:
                 "cls": cls,
                 "init": {**fast, **extra},
                 "fit": {"domains": src},
+                "not_sklearn": (
+                    "fit(domains) takes a time-ordered sequence of (X, y) domains, not one (X, y)"
+                ),
                 "methods": {"predict_proba": {"X": X}, "predict": {"X": X}},
                 "arrays": {"predict_proba:X": {"kind": "float", "ndim": 2}},
                 "rows": [["predict_proba:X"]],

@@ -45,6 +45,7 @@ def entries() -> list[dict]:
             "cls": I2MoEClassifier,
             "init": fast,
             "fit": {"X": xs, "y": y},
+            "not_sklearn": "X is a list of per-modality arrays, not one 2-D feature matrix",
             "methods": {"predict_proba": {"X": xt}, "predict": {"X": xt}},
             "arrays": {"y": {"kind": "labels", "ndim": 1}},
             "params": {

@@ -269,7 +269,8 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         """Predicted labels (n,)."""
-        return self.classes_[self.predict_proba(X).argmax(1)]
+        proba = self.predict_proba(X)  # first: it raises NotFittedError before classes_ is read
+        return self.classes_[proba.argmax(1)]
 
     @torch.no_grad()
     def interaction_weights(self, X) -> np.ndarray:

@@ -34,15 +34,18 @@ def _flat(sd):
     return torch.cat([v.reshape(-1) for v in sd.values()]).numpy()
 
 
-def _merge(preference, n_steps=3):
+def _merge(preference, n_steps=3, nan_objective=False):
     theta0, ft = _models()
     targets = ft
 
     def make(t):
         return lambda p: sum(((p[k] - t[k]) ** 2).sum() for k in t)
 
+    objectives = [make(t) for t in targets]
+    if nan_objective:  # e.g. a NaN batch in the user's evaluation data
+        objectives[0] = lambda p: objectives[1](p) * float("nan")
     merger = ParetoMerger(theta0, ft, rank=1, base="task_arithmetic", n_steps=n_steps)
-    merger.fit([make(t) for t in targets])
+    merger.fit(objectives)
     return _flat(merger.merge(preference))
 
 
@@ -105,7 +108,9 @@ def entries() -> list[dict]:
         {"name": "ParetoMerger.merge", "call": _merge,
          "kwargs": {"preference": np.array([0.3, 0.7])},
          "arrays": {"preference": {"kind": "float", "ndim": 1}},
-         "params": {"n_steps": {"type": "int", "bad": [0, -1]}}},
+         "params": {"n_steps": {"type": "int", "bad": [0, -1]}},
+         "known": [{"kwargs": {"nan_objective": True}, "raises": ["objectives"],
+                    "why": "a NaN objective would train silently to NaN merge weights"}]},
         {"name": "load_state_dict", "kind": "loader", "write": _write, "read": load_state_dict,
          "check": lambda sd: _same(sd, _models()[0]), "export": _export, "same": _same,
          "corrupt": ["truncate", "empty"]},

@@ -40,6 +40,10 @@ def entries() -> list[dict]:
             "kind": "estimator",
             "cls": SARCClassifier,
             "init": init,
+            "not_sklearn": (
+                "X is a panel of series (n, C, L); sklearn's checks pass 2-D features, read here "
+                "as univariate series of length 1-3; SARCAeonClassifier passes aeon's checks"
+            ),
             "fit": {"X": X, "y": y},
             "methods": {"predict": {"X": Xt}, "decision_function": {"X": Xt}},
             "arrays": arrays,
@@ -61,6 +65,7 @@ def entries() -> list[dict]:
             "kind": "estimator",
             "cls": SARCTransformer,
             "init": init,
+            "not_sklearn": "X is a panel of series (n, C, L), not 2-D features (see SARCClassifier)",
             "fit": {"X": X},
             "methods": {"transform": {"X": Xt}},
             "arrays": {

@@ -354,6 +354,7 @@ class SARCClassifier(ClassifierMixin, SARCTransformer):
 
     def decision_function(self, X) -> np.ndarray:
         """Classifier scores (n,) or (n, K)."""
+        check_is_fitted(self, "transformer_")
         return self.pipeline_.decision_function(self.transform(X))
 
     def predict(self, X) -> np.ndarray:
@@ -368,6 +369,7 @@ class SARCClassifier(ClassifierMixin, SARCTransformer):
     @available_if(_has_proba)
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities (n, K), when the classifier has ``predict_proba``."""
+        check_is_fitted(self, "transformer_")
         return self.pipeline_.predict_proba(self.transform(X))
 
 

@@ -86,6 +86,7 @@ def entries() -> list[dict]:
             "kind": "estimator",
             "cls": OracleSelectiveSamplingClassifier,
             "init": {"features": RBFSampler(n_components=20, random_state=0), "kappa": 0.5},
+            "sklearn": True,
             "fit": {"X": X, "y": y},
             "methods": {"predict": {"X": X_test}, "decision_function": {"X": X_test}},
             "arrays": arrays,

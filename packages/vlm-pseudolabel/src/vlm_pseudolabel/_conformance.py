@@ -160,6 +160,7 @@ def entries() -> list[dict]:
             "cls": CAP,
             "init": FAST,
             "fit": {"task": task},
+            "not_sklearn": "fit(task) takes a zero-shot task (class text embeddings, unlabeled images)",
             "methods": {"predict_proba": {"X": X}, "predict": {"X": X}},
             "arrays": {"predict_proba:X": {"kind": "float", "ndim": 2}},
             "rows": [["predict_proba:X"]],
