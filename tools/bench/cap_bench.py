@@ -12,6 +12,8 @@ C1  ablations (alignment, margin, independent adapters, delta) on B1 and on the 
 C2  synthetic: accuracy of the confused groups' classes vs margin_scale.
 
 Run: ``uv run python tools/bench/cap_bench.py`` (about 25 min on 2 cores; ``--quick`` ~1 min).
+Every table is written to ``results/vlm-pseudolabel/`` (see ``record.py``); the README's tables are
+generated from those files.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 
 import numpy as np
 import torch
+from record import Run, fmt_ci
 
 from vlm_pseudolabel import (
     CAP,
@@ -73,13 +76,8 @@ def good_description(task, c: int) -> int:
     return int(np.argmax(d @ mean / np.linalg.norm(d, axis=1)))
 
 
-def part_a(seeds: list[int], n_init: int) -> None:
-    print("\n## A1/A2 mismatch detection on the synthetic task (40 classes, 8 groups)\n")
-    print(
-        "| seed | planted | detected | precision | recall | good description chosen | none planted: detected |"
-    )
-    print("|---|---|---|---|---|---|---|")
-    rec, prec, hit, none = [], [], [], []
+def part_a(run: Run, seeds: list[int], n_init: int) -> None:
+    rec, prec, hit, none, rows = [], [], [], [], []
     for s in seeds:
         task = make_synthetic_vlm_task(seed=s)
         cap = CAP(epochs=1, iters_per_epoch=1, kmeans_n_init=n_init, random_state=s).fit(task)
@@ -96,21 +94,30 @@ def part_a(seeds: list[int], n_init: int) -> None:
         )
         rec.append(r), prec.append(p), none.append(n0)
         hit += h
-        print(
-            f"| {s} | {sorted(pl)} | {sorted(det)} | {p:.2f} | {r:.2f} | {sum(h)}/{len(h)} | {n0} |"
-        )
-    print(
-        f"\nrecall {ms(rec)}, precision {ms(prec)}, good-description hit rate "
-        f"{np.mean(hit) if hit else float('nan'):.2f}, classes detected with none planted: max {max(none)}"
-    )
+        rows.append([s, str(sorted(pl)), str(sorted(det)), p, r, f"{sum(h)}/{len(h)}", n0])
+    run.table(
+        "detection",
+        ["seed", "planted", "detected", "precision", "recall", "good description chosen",
+         "none planted: detected"],
+        rows,
+        fmt=[None, None, None, ".2f", ".2f", None, None],
+        seeds=seeds,
+        per_seed={"recall": rec, "precision": prec, "none_planted_detected": none},
+        title="A1/A2 mismatch detection on the synthetic task (40 classes, 8 groups)",
+        notes=f"recall {ms(rec)}, precision {ms(prec)}, good-description hit rate "
+        f"{np.mean(hit) if hit else float('nan'):.2f}, classes detected with none planted: "
+        f"max {max(none)}",
+        headline=f"mismatch detection recall {np.mean(rec):.2f}, precision {np.mean(prec):.2f}, "
+        f"{max(none)} false classes with none planted",
+    )  # fmt: skip
 
 
-def run_table(title: str, paradigm: str, seeds: list[int], sched: dict) -> None:
-    print(f"\n## {title}\n")
+def run_table(run: Run, name: str, title: str, paradigm: str, seeds: list[int],
+              sched: dict) -> None:  # fmt: skip
     rows: dict[str, dict[str, list]] = {}
     for s in seeds:
         task = make_glyph_digits_task(paradigm, seed=s)
-        for name, est in methods(sched, s).items():
+        for mname, est in methods(sched, s).items():
             t0 = time.process_time()
             est.fit(task)
             r = evaluate(
@@ -121,43 +128,49 @@ def run_table(title: str, paradigm: str, seeds: list[int], sched: dict) -> None:
                 seen=task.seen,
             )
             d = rows.setdefault(
-                name, {k: [] for k in ("acc", "bacc", "ratio", "minrec", "H", "s", "u", "cpu")}
+                mname, {k: [] for k in ("acc", "bacc", "ratio", "minrec", "H", "s", "u", "cpu")}
             )
             d["acc"].append(r["accuracy"]), d["bacc"].append(r["balanced_accuracy"])
             d["ratio"].append(r["max_min_ratio"]), d["minrec"].append(r["min_recall"])
             d["cpu"].append(time.process_time() - t0)
             if paradigm == "trzsl":
                 d["H"].append(r["H"]), d["s"].append(r["acc_seen"]), d["u"].append(r["acc_unseen"])
-            print(f"  seed {s} {name}: acc {r['accuracy']:.3f}", file=sys.stderr)
+            print(f"  seed {s} {mname}: acc {r['accuracy']:.3f}", file=sys.stderr, flush=True)
+        run.sample_load()
+    key = "H" if paradigm == "trzsl" else "acc"
     if paradigm == "trzsl":
-        print("| method | H | seen acc | unseen acc | accuracy | CPU s |")
-        print("|---|---|---|---|---|---|")
-        for n, d in rows.items():
-            print(
-                f"| {n} | {ms(d['H'])} | {ms(d['s'])} | {ms(d['u'])} | {ms(d['acc'])} | {np.mean(d['cpu']):.1f} |"
-            )
+        cols = ["method", "H", "seen acc", "unseen acc", "accuracy", "CPU s"]
+        table = [[n, ms(d["H"]), ms(d["s"]), ms(d["u"]), ms(d["acc"]), float(np.mean(d["cpu"]))]
+                 for n, d in rows.items()]  # fmt: skip
     else:
-        print(
-            "| method | accuracy | balanced acc | max/min predicted count | min class recall | CPU s |"
+        cols = ["method", "accuracy", "balanced acc", "max/min predicted count",
+                "min class recall", "CPU s"]  # fmt: skip
+        table = [[n, ms(d["acc"]), ms(d["bacc"]), ms(d["ratio"]), ms(d["minrec"]),
+                  float(np.mean(d["cpu"]))] for n, d in rows.items()]  # fmt: skip
+    notes = ["Mean ± sd over seeds; CPU s is the mean fit + predict CPU time, one thread."]
+    for base in ("FPL", "GRIP", "CPL"):
+        diff = np.array(rows["CAP"][key]) - np.array(rows[base][key])
+        notes.append(
+            f"CAP - {base} ({key}, paired, 95% CI): {fmt_ci(diff, sign=True)}; CAP ahead in "
+            f"{int((diff > 0).sum())}/{len(diff)} seeds"
         )
-        print("|---|---|---|---|---|---|")
-        for n, d in rows.items():
-            print(
-                f"| {n} | {ms(d['acc'])} | {ms(d['bacc'])} | {ms(d['ratio'])} | {ms(d['minrec'])} | {np.mean(d['cpu']):.1f} |"
-            )
-    if "CAP" in rows:
-        key = "H" if paradigm == "trzsl" else "acc"
-        for base in ("FPL", "GRIP", "CPL"):
-            diff = np.array(rows["CAP"][key]) - np.array(rows[base][key])
-            print(
-                f"CAP - {base} ({key}, paired): {ms(diff)}; CAP ahead in {int((diff > 0).sum())}/{len(diff)} seeds"
-            )
+    d_fpl = np.array(rows["CAP"][key]) - np.array(rows["FPL"][key])
+    run.table(
+        name,
+        cols,
+        table,
+        fmt=[None] * (len(cols) - 1) + [".1f"],
+        seeds=seeds,
+        per_seed={n: {k: v for k, v in d.items() if v} for n, d in rows.items()},
+        title=title,
+        notes=notes,
+        headline=f"glyph digits {paradigm.upper()}: CAP {key} {np.mean(rows['CAP'][key]):.3f} vs "
+        f"FPL {np.mean(rows['FPL'][key]):.3f} (ahead in {int((d_fpl > 0).sum())}/{len(d_fpl)} "
+        "seeds)",
+    )
 
 
-def part_c1(seeds: list[int], sched: dict) -> None:
-    print("\n## C1 ablations (accuracy; glyph digits UL and the synthetic task)\n")
-    print("| variant | glyph UL | synthetic |")
-    print("|---|---|---|")
+def part_c1(run: Run, seeds: list[int], sched: dict) -> None:
     res = {n: ([], []) for n in ABLATIONS}
     for s in seeds:
         tasks = (make_glyph_digits_task("ul", seed=s), make_synthetic_vlm_task(seed=s))
@@ -165,15 +178,20 @@ def part_c1(seeds: list[int], sched: dict) -> None:
             for j, task in enumerate(tasks):
                 est = CAP(**sched, random_state=s, **kw).fit(task)
                 res[n][j].append(evaluate(task.y_test, est.predict(task.X_test))["accuracy"])
-    for n, (g, y) in res.items():
-        print(f"| {n} | {ms(g)} | {ms(y)} |")
+        run.sample_load()
+    run.table(
+        "ablations",
+        ["variant", "glyph UL", "synthetic"],
+        [[n, ms(g), ms(y)] for n, (g, y) in res.items()],
+        seeds=seeds,
+        per_seed={n: {"glyph_ul": g, "synthetic": y} for n, (g, y) in res.items()},
+        title="C1 ablations (accuracy; glyph digits UL and the synthetic task)",
+        notes="Mean ± sd over seeds.",
+    )
 
 
-def part_c2(seeds: list[int], sched: dict) -> None:
-    print("\n## C2 confused groups vs margin_scale (synthetic; accuracy of the confused classes)\n")
+def part_c2(run: Run, seeds: list[int], sched: dict) -> None:
     scales = [0.0, 4.0, 8.0, 12.0, 16.0]
-    print("| margin_scale | " + " | ".join(f"{m:g}" for m in scales) + " |")
-    print("|---|" + "---|" * len(scales))
     group, overall = {m: [] for m in scales}, {m: [] for m in scales}
     for s in seeds:
         task = make_synthetic_vlm_task(seed=s)
@@ -184,8 +202,17 @@ def part_c2(seeds: list[int], sched: dict) -> None:
             yhat = est.predict(task.X_test)
             group[m].append(float((yhat[sel] == task.y_test[sel]).mean()))
             overall[m].append(float((yhat == task.y_test).mean()))
-    print("| confused-group acc | " + " | ".join(ms(group[m]) for m in scales) + " |")
-    print("| overall acc | " + " | ".join(ms(overall[m]) for m in scales) + " |")
+    run.table(
+        "margin_scale",
+        ["margin_scale", *(f"{m:g}" for m in scales)],
+        [["confused-group acc", *(ms(group[m]) for m in scales)],
+         ["overall acc", *(ms(overall[m]) for m in scales)]],
+        seeds=seeds,
+        per_seed={"confused_group": {f"{m:g}": group[m] for m in scales},
+                  "overall": {f"{m:g}": overall[m] for m in scales}},
+        title="C2 confused groups vs margin_scale (synthetic; accuracy of the confused classes)",
+        notes="Mean ± sd over seeds; margin_scale 0 = no margin.",
+    )  # fmt: skip
 
 
 def main() -> None:
@@ -203,20 +230,21 @@ def main() -> None:
         "iters_per_epoch": 10 if args.quick else args.iters,
     }
     parts = args.parts.split(",")
+    run = Run("vlm-pseudolabel")
     print(
         f"# CAP benchmark: seeds {seeds}, {sched['epochs']} epochs x {sched['iters_per_epoch']} iterations, 1 thread"
     )
     if "a" in parts:
-        part_a(seeds, 10)
+        part_a(run, seeds, 10)
     if "b" in parts:
-        run_table("B1 glyph digits, unsupervised", "ul", seeds, sched)
-        run_table("B2 glyph digits, semi-supervised (2 shots per class)", "ssl", seeds, sched)
-        run_table(
-            "B3 glyph digits, transductive zero-shot (6 seen / 4 unseen)", "trzsl", seeds, sched
-        )
+        run_table(run, "ul", "B1 glyph digits, unsupervised", "ul", seeds, sched)
+        run_table(run, "ssl", "B2 glyph digits, semi-supervised (2 shots per class)", "ssl",
+                  seeds, sched)  # fmt: skip
+        run_table(run, "trzsl", "B3 glyph digits, transductive zero-shot (6 seen / 4 unseen)",
+                  "trzsl", seeds, sched)  # fmt: skip
     if "c" in parts:
-        part_c1(seeds, sched)
-        part_c2(seeds, sched)
+        part_c1(run, seeds, sched)
+        part_c2(run, seeds, sched)
 
 
 if __name__ == "__main__":
