@@ -3,13 +3,16 @@
 Part 1 -- memory/time of one forward+backward (peak resident memory of a fresh subprocess above
 its inputs, CPU time with 2 threads, best of 2):
 
-* (a) the lm-head problem: V = 128K, 1024 tokens, d = 1024, bf16 hidden states and lm-head
-  weights, every loss of the package through the fused head (automatic block sizes). Logits paths first compute student and teacher logits with a matmul, then the
+* (a) the lm-head problem: V = 128K, 1024 tokens, d = 1024, fp32 hidden states and lm-head
+  weights (``--dtype bfloat16`` for bf16: on CPUs without a fast bf16 GEMM, such as the AVX2 CI
+  machine, one 1024 x 8192 x 1024 bf16 matmul takes ~30 s against ~0.3 s in fp32, so the bf16 run
+  takes hours), every loss of the package through the fused head (automatic block sizes).
+  Logits paths first compute student and teacher logits with a matmul, then the
   loss: *naive* (probability-space BDL with autograd), *TRL JSD* (the formula of TRL's
   ``GKDTrainer.generalized_jsd_loss``: log-softmax, log-mixture by logsumexp, two ``kl_div``),
   *package logits* (``bidirectional_discrepancy_loss``), *package chunked* (``chunk_size=64``),
   and *fused* (``fused_kd_loss`` on the hidden states, no full-vocab logits). Peak memory is
-  reported with and without the lm-head weight's gradient (256 MB here, needed by any method).
+  reported with and without the lm-head weight's gradient (V x d elements, needed by any method).
 * (b) the logits-only problem: V = 32K, 2048 tokens, fp32 logits given: naive BDL vs the
   package's unchunked and chunked BDL.
 
@@ -51,7 +54,7 @@ import json, sys, time, torch
 import torch.nn.functional as F
 import kd_losses as K
 torch.set_num_threads(2)
-method, problem = sys.argv[1], sys.argv[2]
+method, problem, dtype = sys.argv[1], sys.argv[2], sys.argv[3]
 def status(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):
@@ -71,7 +74,7 @@ def trl_jsd(s, t, beta=0.5):
     kl_s = F.kl_div(lm, ls, reduction="none", log_target=True)
     return (beta * kl_t + (1 - beta) * kl_s).sum(-1).mean()
 if problem == "head":
-    V, N, D, dt = 131072, 1024, 1024, torch.bfloat16
+    V, N, D, dt = 131072, 1024, 1024, getattr(torch, dtype)
     hs = torch.randn(N, D, generator=g).to(dt).requires_grad_(True)
     ws = (0.02 * torch.randn(V, D, generator=g)).to(dt).requires_grad_(True)
     ht = torch.randn(N, D, generator=g).to(dt)
@@ -90,7 +93,7 @@ if problem == "head":
                     }[method](s, t)
         loss.backward()
         hs.grad = ws.grad = None
-    grad_w_mb = V * D * 2 / 2**20
+    grad_w_mb = V * D * dt.itemsize / 2**20
 else:
     V, N = 32768, 2048
     s = torch.randn(N, V, generator=g).requires_grad_(True)
@@ -115,21 +118,24 @@ print(json.dumps([status("VmHWM") - base, best, grad_w_mb]))
 """
 
 
-def measure(method: str, problem: str) -> tuple[float, float, float]:
+def measure(method: str, problem: str, dtype: str = "float32") -> tuple[float, float, float]:
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, method, problem], capture_output=True, text=True, check=True
+        [sys.executable, "-c", _CHILD, method, problem, dtype],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def part1(run, quick: bool) -> None:
+def part1(run, quick: bool, dtype: str) -> None:
     if quick:
         print("\n(part 1 skipped with --quick: the 128K-vocab problem needs ~3 GB and minutes)")
         return
     methods = ["naive", "trl_jsd", "logits", "chunked"] + [f"fused:{k}" for k in K.LOSS_NAMES]
     rows = {}
     for m in methods:
-        rows[m] = measure(m, "head")
+        rows[m] = measure(m, "head", dtype)
         run.sample_load()
     base_t = rows["logits"][1]
     names = {"naive": "naive BDL (probability space)", "trl_jsd": "TRL JSD formula",
@@ -141,21 +147,25 @@ def part1(run, quick: bool) -> None:
     fused = [r for r in table if r[0].startswith("fused")]
     worst_mem = max(r[2] for r in fused)
     worst_t = max(r[4] for r in fused)
+    gw_mb = rows["logits"][2]
+    short = {"bfloat16": "bf16", "float32": "fp32"}[dtype]
     run.table(
         "memory",
         ["method", "peak MB", "peak MB above the weight gradient", "CPU s", "time / logits path"],
         table,
         fmt=[None, ".0f", ".0f", ".2f", ".2f"],
         timing=True,
-        title="lm-head + loss forward+backward, V=128K, 1024 tokens, d=1024, bf16, 2 threads",
+        title=f"lm-head + loss forward+backward, V=128K, 1024 tokens, d=1024, {short}, 2 threads",
         notes=(
-            "Target (issue #44): every loss through the fused head <= 64 MB above the 256 MB "
-            "weight gradient at <= 1.5x the logits path's CPU time."
+            f"Target (issue #44, stated for bf16): every loss through the fused head <= 64 MB "
+            f"above the weight gradient ({gw_mb:.0f} MB in {short}) at <= 1.5x the logits path's "
+            "CPU time."
         ),
         headline=(
-            f"fused head at V=128K (bf16): every loss <= {worst_mem:.0f} MB above the weight "
+            f"fused head at V=128K ({short}): every loss <= {worst_mem:.0f} MB above the weight "
             f"gradient at <= {worst_t:.2f}x the logits path's time"
         ),
+        extra={"dtype": dtype},
     )
     rows = {m: measure(m, "logits") for m in ("naive", "logits", "chunked")}
     bp, bt = rows["naive"][0], rows["naive"][1]
@@ -281,11 +291,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--sequences", type=int, default=1200)
     parser.add_argument("--parts", default="1,2")
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "bfloat16"],
+        help="part 1's hidden states and lm-head weights (bf16 needs a CPU with fast bf16 GEMM)",
+    )
     args = parser.parse_args()
     run = Run("kd-losses")
     parts = args.parts.split(",")
     if "1" in parts:
-        part1(run, args.quick)
+        part1(run, args.quick, args.dtype)
     torch.set_num_threads(1)
     if "2" in parts:
         part2(
