@@ -17,6 +17,9 @@ errors (reference error 1 per task), mean +- std over seeds, and paired differen
 
     uv run python tools/bench/pareto_bench.py --png pareto_front.png     # ~25 min on 2 cores
     uv run python tools/bench/pareto_bench.py --quick
+
+Every table is written to ``results/pareto-merge/`` (see ``record.py``); the README's tables are
+generated from those files.
 """
 
 import argparse
@@ -24,19 +27,12 @@ import time
 
 import numpy as np
 import torch
-from scipy import stats
+from record import Run, fmt_ci, fmt_sd
 
 from pareto_merge.experiment import merging_experiment
 
 
-def ci95(d) -> tuple[float, float]:
-    d = np.asarray(d, dtype=float)
-    if len(d) < 2:
-        return float(d.mean()), float("nan")
-    return float(d.mean()), float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
-
-
-def run_setting(domains, objective, arch, seeds, steps, n_points, png=None) -> None:
+def run_setting(run, name, domains, objective, arch, seeds, steps, n_points, png=None) -> None:
     runs = []
     for seed in range(seeds):
         r = merging_experiment(
@@ -46,40 +42,34 @@ def run_setting(domains, objective, arch, seeds, steps, n_points, png=None) -> N
         if seed == 0 and png and len(domains) == 2:
             _plot(r, png)
     names = runs[0]["tasks"]
-    print(
-        f"\n### {len(names)} tasks {names}, {arch.upper()} backbone, {objective} objective, "
-        f"{seeds} seeds, {steps} steps, {len(runs[0]['fronts']['Pareto Merging'][0])} "
-        "preferences on the front\n"
-    )
-    print("| method | " + " | ".join(names) + " | mean acc | hypervolume | CPU s |")
-    print("|---" * (len(names) + 4) + "|")
+    run.sample_load()
+    columns = ["method", *names, "mean acc", "hypervolume", "CPU s"]
+    rows = []
     for key in runs[0]["points"]:
         acc = np.asarray([r["points"][key] for r in runs])
         hv = [r["hv"][key] for r in runs]
         t = np.mean([r["times"].get(key, np.nan) for r in runs])
-        cells = " | ".join(f"{100 * acc[:, j].mean():.1f}" for j in range(len(names)))
-        print(
-            f"| {key} | {cells} | {100 * acc.mean():.1f} | {np.mean(hv):.3f} ± {np.std(hv):.3f} "
-            f"| {'' if np.isnan(t) else f'{t:.1f}'} |"
-        )
+        rows.append([key, *(100 * acc[:, j].mean() for j in range(len(names))),
+                     100 * acc.mean(), fmt_sd(hv), None if np.isnan(t) else float(t)])  # fmt: skip
     for key in runs[0]["fronts"]:
         hv = [r["hv"][f"{key} (front)"] for r in runs]
         t = np.mean([r["times"].get(key, np.nan) for r in runs])
-        blank = " | ".join("" for _ in names)
-        print(f"| {key} (front) | {blank} | | {np.mean(hv):.3f} ± {np.std(hv):.3f} | {t:.1f} |")
+        rows.append([f"{key} (front)", *([""] * len(names)), "", fmt_sd(hv), float(t)])
     pm_front = np.asarray([r["hv"]["Pareto Merging (front)"] for r in runs])
     pm_eq = np.asarray([r["hv"]["Pareto Merging, equal preference"] for r in runs])
     ctrl = np.asarray([r["hv"]["capacity control (no preference)"] for r in runs])
     wta = np.asarray([r["hv"]["weighted task arithmetic (front)"] for r in runs])
-    print()
+    notes = ["Accuracies in %, mean over seeds; hypervolume of the test errors (reference error "
+             "1 per task), mean ± sd; paired differences with 95% t-intervals:"]  # fmt: skip
+    diffs = {}
     for label, a, b in (
         ("Pareto Merging front - weighted task-arithmetic front", pm_front, wta),
         ("Pareto Merging front - capacity control", pm_front, ctrl),
         ("Pareto Merging at equal preference - capacity control", pm_eq, ctrl),
     ):
-        m, h = ci95(a - b)
-        print(
-            f"- {label}: {m:+.3f} (95% CI {m - h:+.3f} to {m + h:+.3f}; per seed "
+        diffs[label] = (a - b).tolist()
+        notes.append(
+            f"- {label}: {fmt_ci(a - b, sign=True)} (per seed "
             + ", ".join(f"{x:+.3f}" for x in a - b)
             + ")"
         )
@@ -88,21 +78,49 @@ def run_setting(domains, objective, arch, seeds, steps, n_points, png=None) -> N
     wspread = np.mean(
         [np.ptp(r["fronts"]["weighted task arithmetic"][1], axis=0).mean() for r in runs]
     )
-    print(
-        f"- mean per-task accuracy range along the front: Pareto Merging {100 * spread:.1f} points, "
-        f"weighted task arithmetic {100 * wspread:.1f}"
+    notes.append(
+        f"- mean per-task accuracy range along the front: Pareto Merging {100 * spread:.1f} "
+        f"points, weighted task arithmetic {100 * wspread:.1f}"
     )
     h = np.asarray([r["history"]["Pareto Merging"] for r in runs]).mean(0)
     k = max(1, len(h) // 10)
-    print(
+    curve = [float(np.mean(h[i : i + k])) for i in range(0, len(h), k)]
+    notes.append(
         "- Pareto Merging training loss (mean over seeds, every 10 %): "
-        + " ".join(f"{np.mean(h[i : i + k]):.3f}" for i in range(0, len(h), k))
+        + " ".join(f"{v:.3f}" for v in curve)
     )
     r0 = runs[0]
-    print(
+    notes.append(
         f"- merge() per preference {r0['merge_ms']:.2f} ms; extra parameters "
         f"{r0['extra_params']} ({r0['extra_params'] / r0['model_params']:.1%} of the "
         f"{r0['model_params']}-parameter backbone)"
+    )
+    n_pref = len(runs[0]["fronts"]["Pareto Merging"][0])
+    run.table(
+        name,
+        columns,
+        rows,
+        fmt=[None, *([".1f"] * (len(names) + 1)), None, ".1f"],
+        seeds=list(range(seeds)),
+        per_seed={
+            "hv": {k: [r["hv"][k] for r in runs] for k in runs[0]["hv"]},
+            "points": {
+                k: [list(map(float, r["points"][k])) for r in runs] for k in runs[0]["points"]
+            },
+            "paired": diffs,
+        },
+        title=f"{len(names)} tasks {names}, {arch.upper()} backbone, {objective} objective, "
+        f"{seeds} seeds, {steps} steps, {n_pref} preferences on the front",
+        notes=notes,
+        headline=f"{objective}, {len(names)} tasks: Pareto Merging front HV "
+        f"{pm_front.mean():.3f} vs weighted task arithmetic {wta.mean():.3f}, capacity control "
+        f"{ctrl.mean():.3f}; accuracy range along the front {100 * spread:.1f} vs "
+        f"{100 * wspread:.1f} points",
+        extra={
+            "training_loss_curve": curve,
+            "front_spread_points": 100 * spread,
+            "wta_front_spread_points": 100 * wspread,
+        },
     )
 
 
@@ -137,9 +155,12 @@ def main() -> None:
     torch.set_num_threads(1)
     seeds, steps = (1, 100) if args.quick else (args.seeds, args.steps)
     t0 = time.time()
-    for objective in ("entropy", "ce"):
-        run_setting(("rot90", "invert", "blur"), objective, "cnn", seeds, steps, 10)
-    run_setting(("rot90", "invert"), "entropy", "mlp", seeds, steps, 11, png=args.png)
+    run = Run("pareto-merge")
+    for objective, name in (("entropy", "cnn_unlabeled"), ("ce", "cnn_labelled")):
+        run_setting(run, name, ("rot90", "invert", "blur"), objective, "cnn", seeds, steps, 10)
+    run_setting(
+        run, "mlp_two_tasks", ("rot90", "invert"), "entropy", "mlp", seeds, steps, 11, png=args.png
+    )
     print(f"\ntotal wall time {time.time() - t0:.0f}s")
 
 
