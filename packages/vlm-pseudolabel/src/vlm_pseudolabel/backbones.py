@@ -14,6 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vlm_pseudolabel.base import check_task
 from vlm_pseudolabel.data import VLMTask
 
 __all__ = ["HFCLIPBackbone", "OpenCLIPBackbone", "encode_task"]
@@ -116,8 +117,13 @@ def encode_task(
     templates: Sequence[str] = ("a photo of a {}.",),
     descriptions_text: dict[int, Sequence[str]] | None = None,
     y_unlabeled: np.ndarray | None = None,
+    *,
+    paradigm: str = "ul",
+    images_labeled=None,
+    y_labeled: np.ndarray | None = None,
+    seen: Sequence[int] | None = None,
 ) -> VLMTask:
-    """Encode an unsupervised task with a real backbone (prompt-ensembled class embeddings).
+    """Encode a task with a real backbone (prompt-ensembled class embeddings).
 
     Parameters
     ----------
@@ -130,16 +136,49 @@ def encode_task(
     descriptions_text : dict of int -> sequence of str, optional
         Candidate descriptions per class (e.g. written by an LLM beforehand).
     y_unlabeled : ndarray, optional
+    paradigm : {"ul", "ssl", "trzsl"}, default="ul"
+        Unsupervised; semi-supervised (a few labeled images per class); transductive zero-shot
+        (labeled images of the ``seen`` classes only, the rest unseen).
+    images_labeled : pixel tensor (L, 3, H, W) or list of PIL images, optional
+        The labeled images ("ssl" and "trzsl"; not allowed with "ul").
+    y_labeled : ndarray (L,), optional
+        Their classes; in "trzsl" every one must be in ``seen``.
+    seen : sequence of int, optional
+        "trzsl" only: the seen classes; the unseen ones are the rest of ``range(C)``.
 
     Returns
     -------
     VLMTask
+        Validated (``check_task``): a bad label, an overlapping split or a missing field raises
+        ``ValueError`` naming it.
     """
+    if paradigm not in ("ul", "ssl", "trzsl"):
+        raise ValueError(f"paradigm must be 'ul', 'ssl' or 'trzsl', got {paradigm!r}")
     if any(t.count("{}") != 1 for t in templates):
         raise ValueError("every template must contain exactly one '{}'")
     names = list(class_names)
     if len(names) < 2:
         raise ValueError("class_names must hold at least 2 classes")
+    labeled = images_labeled is not None or y_labeled is not None
+    if paradigm == "ul" and (labeled or seen is not None):
+        raise ValueError("paradigm 'ul' takes no images_labeled, y_labeled or seen")
+    if paradigm != "ul" and (images_labeled is None or y_labeled is None):
+        raise ValueError(f"paradigm {paradigm!r} needs images_labeled and y_labeled")
+    if paradigm == "ssl" and seen is not None:
+        raise ValueError("seen is for paradigm 'trzsl' only")
+    if paradigm == "trzsl" and seen is None:
+        raise ValueError("paradigm 'trzsl' needs seen (the classes with labeled images)")
+    if labeled and len(images_labeled) != len(y_labeled):
+        raise ValueError(
+            f"images_labeled and y_labeled differ in length ({len(images_labeled)} vs "
+            f"{len(y_labeled)})"
+        )
+    split = {}
+    if seen is not None:
+        seen_arr = np.asarray(seen)
+        if seen_arr.ndim != 1 or not np.issubdtype(seen_arr.dtype, np.integer):
+            raise ValueError(f"seen must be a 1-D sequence of class ids, got {seen!r}")
+        split = {"seen": seen_arr, "unseen": np.setdiff1d(np.arange(len(names)), seen_arr)}
     text = np.stack(
         [backbone.encode_texts([t.format(n) for t in templates]).mean(0) for n in names]
     )
@@ -148,7 +187,7 @@ def encode_task(
     for c, strs in (descriptions_text or {}).items():
         if len(strs):
             desc[int(c)] = backbone.encode_texts(list(strs))
-    return VLMTask(
+    task = VLMTask(
         X_unlabeled=backbone.encode_images(images_unlabeled),
         X_test=backbone.encode_images(images_test),
         y_test=np.asarray(y_test),
@@ -157,4 +196,10 @@ def encode_task(
         class_names=names,
         logit_scale=backbone.logit_scale,
         y_unlabeled=None if y_unlabeled is None else np.asarray(y_unlabeled),
+        X_labeled=None if images_labeled is None else backbone.encode_images(images_labeled),
+        y_labeled=None if y_labeled is None else np.asarray(y_labeled),
+        paradigm=paradigm,
+        **split,
     )
+    check_task(task)
+    return task
