@@ -45,6 +45,29 @@ def test_detection_recovers_planted_mismatch(synth):
         assert j == int(np.argmax(d @ mean))
 
 
+def test_alignment_gate_keeps_true_mismatches_and_rejects_a_cluster_that_is_taken(synth):
+    e = np.eye(4)
+    text = np.stack([e[0], e[1], e[2]])  # class 2 is flagged; class 0 owns the e0 cluster
+    taken = {2: np.stack([e[3], 0.8 * e[0] + 0.6 * e[3]])}
+    assert select_descriptions([2], taken, e[:1]) == {2: 1}  # the paper's rule swaps it
+    assert select_descriptions([2], taken, e[:1], text_features=text) == {}  # gated: class 0's
+    free = {2: np.stack([e[3], e[1]])}  # a leftover cluster no prompt points at: kept
+    assert select_descriptions([2], free, e[3:], text_features=text) == {2: 0}
+    off = np.array([False, True, True])  # class 0 does not compete (e.g. not allowed): kept
+    assert select_descriptions([2], taken, e[:1], text_features=text, allowed=off) == {2: 1}
+    # on the synthetic task the gate keeps the same choice for the detections it lets through,
+    # and drops only one whose matched cluster is another class's (the Hungarian match missed)
+    mm, _, centres = detect_mismatch(
+        synth.X_unlabeled, synth.text_features, logit_scale=synth.logit_scale, n_init=3
+    )
+    plain = select_descriptions(mm, synth.descriptions, centres)
+    gated = select_descriptions(mm, synth.descriptions, centres, synth.text_features)
+    assert all(gated[c] == plain[c] for c in gated)
+    assert len(set(gated) & set(synth.planted_mismatch)) >= len(set(plain)) - 1
+    with pytest.raises(TypeError, match="alignment_gate"):
+        CAP(alignment_gate="yes", **FAST).fit(synth)
+
+
 def test_no_planted_mismatch_detects_at_most_one():
     task = make_synthetic_vlm_task(n_mismatch=0, n_confused_groups=0, seed=1)
     mm, _, _ = detect_mismatch(task.X_unlabeled, task.text_features, logit_scale=30, n_init=3)

@@ -118,6 +118,8 @@ def select_descriptions(
     mismatched: list[int],
     descriptions: dict[int, np.ndarray],
     centres: np.ndarray,
+    text_features: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
 ) -> dict[int, int]:
     """For each mismatched class, the description closest to "its" cluster.
 
@@ -125,10 +127,24 @@ def select_descriptions(
     assignment on their best description-centre cosine; the chosen description of class ``c``
     is the arg-max over its candidates of ``<d, mu_match(c)>``.
 
+    Parameters
+    ----------
+    mismatched : list of int
+    descriptions : dict of int -> ndarray (n_c, d)
+    centres : ndarray (K, d)
+    text_features : ndarray (C, d), optional
+        The alignment gate (this package's option, not the paper's): when given, a class keeps
+        its description only if that description is closer to the matched centre than every
+        other (allowed) class's text embedding, i.e. the cluster would become the class's. A
+        false detection, whose leftover cluster holds another class's images, is left alone.
+    allowed : ndarray of bool (C,), optional
+        Classes that compete in the gate (default: all).
+
     Returns
     -------
     dict of int -> int
-        Class -> index of the chosen description (classes without descriptions are skipped).
+        Class -> index of the chosen description (classes without descriptions, or rejected by
+        the gate, are skipped).
     """
     cls = [c for c in mismatched if c in descriptions and len(descriptions[c])]
     if not cls or len(centres) == 0:
@@ -138,8 +154,19 @@ def select_descriptions(
         [(_norm(np.asarray(descriptions[c], dtype=np.float64)) @ centres.T).max(0) for c in cls]
     )  # (|cls|, K)
     rows, cols = linear_sum_assignment(-best)
+    T = None if text_features is None else _norm(np.asarray(text_features, dtype=np.float64))
+    if T is not None:
+        keep = np.ones(len(T), bool) if allowed is None else np.asarray(allowed, bool).copy()
+        if keep.shape != (len(T),):
+            raise ValueError(f"allowed must be a bool mask of length {len(T)}")
     out = {}
     for r, j in zip(rows, cols, strict=True):
         d = _norm(np.asarray(descriptions[cls[r]], dtype=np.float64))
-        out[cls[r]] = int(np.argmax(d @ centres[j]))
+        k = int(np.argmax(d @ centres[j]))
+        if T is not None:
+            rivals = keep.copy()
+            rivals[cls[r]] = False
+            if rivals.any() and d[k] @ centres[j] <= (T[rivals] @ centres[j]).max():
+                continue
+        out[cls[r]] = k
     return out

@@ -105,6 +105,11 @@ class CAP(PseudolabelEstimator):
     fill : {"fpl", "reference"}, default="fpl"
     use_alignment, use_margin, independent_adapters : bool, default=True
         Ablation switches.
+    alignment_gate : bool, default=False
+        This package's option, not the paper's: keep a detected class's description only if it
+        wins its cluster against every other class's prompt (see
+        :func:`~vlm_pseudolabel.alignment.select_descriptions`); guards against false
+        detections, which swap a correct prompt for a worse one.
     random_state : int, default=0
     verbose : int, default=0
         1 shows a progress bar.
@@ -148,6 +153,7 @@ class CAP(PseudolabelEstimator):
         use_alignment: bool = True,
         use_margin: bool = True,
         independent_adapters: bool = True,
+        alignment_gate: bool = False,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -176,6 +182,7 @@ class CAP(PseudolabelEstimator):
         self.use_alignment = use_alignment
         self.use_margin = use_margin
         self.independent_adapters = independent_adapters
+        self.alignment_gate = alignment_gate
         self.random_state = random_state
         self.verbose = verbose
 
@@ -218,6 +225,9 @@ class CAP(PseudolabelEstimator):
             raise ValueError(f"removal must be 'cluster' or 'reference', got {self.removal!r}")
         if self.fill not in ("fpl", "reference"):
             raise ValueError(f"fill must be 'fpl' or 'reference', got {self.fill!r}")
+        for name in ("use_alignment", "use_margin", "independent_adapters", "alignment_gate"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
     def _engine_config(self, **overrides) -> EngineConfig:
         cfg = EngineConfig(
@@ -263,7 +273,8 @@ class CAP(PseudolabelEstimator):
             warnings.warn(
                 f"no descriptions for mismatched classes {missing}; not aligned", stacklevel=3
             )
-        chosen = select_descriptions(mism, task.descriptions, centres)
+        gate = {"text_features": text, "allowed": allowed} if self.alignment_gate else {}
+        chosen = select_descriptions(mism, task.descriptions, centres, **gate)
         x = task.X_unlabeled / np.linalg.norm(task.X_unlabeled, axis=1, keepdims=True).clip(1e-12)
         for c, j in chosen.items():
             d = np.asarray(task.descriptions[c][j], dtype=np.float64)
