@@ -17,7 +17,7 @@ from cost_model.kernels import (
 )
 from cost_model.matrices import MatrixSet, generate, load_mtx, load_mtx_folder
 from cost_model.models import CognateModel, pairwise_rank_loss
-from cost_model.search import evaluate, evaluate_scores, select
+from cost_model.search import TuneResult, evaluate, evaluate_scores, select, tune
 from cost_model.space import SHARED_KNOBS, Knob, ScheduleSpace
 from cost_model.transfer import ExperimentResult, finetune, matrix_overlap, run_experiment
 
@@ -36,6 +36,7 @@ __all__ = [
     "SimCPUBackend",
     "Timer",
     "TorchCPUBackend",
+    "TuneResult",
     "__version__",
     "collect",
     "dataset",
@@ -60,6 +61,7 @@ __all__ = [
     "space",
     "timing_quality",
     "transfer",
+    "tune",
 ]
 
 __version__ = "0.1.0"

@@ -200,6 +200,7 @@ class CognateModel:
             raise ValueError("het_sizes must name at least one hardware")
         torch.manual_seed(seed)
         self.loss, self.margin, self.seed = loss, float(margin), seed
+        self.resolution = int(resolution)
         self.het_sizes = {h: tuple(int(x) for x in s) for h, s in het_sizes.items()}
         n_shared = len(SHARED_KNOBS)
         present = {
@@ -423,14 +424,20 @@ class CognateModel:
         space: object,
         hardware: str,
         dense_width: int = 64,
-        resolution: int = 32,
+        resolution: int | None = None,
     ) -> np.ndarray:
-        """Scores of configurations of ``space`` on matrix ``A`` (lower = faster), shape (C,)."""
+        """Scores of configurations of ``space`` on matrix ``A`` (lower = faster), shape (C,).
+
+        ``resolution`` of the matrix image defaults to the one the model was built with.
+        """
         from cost_model.features import MatrixFeaturizer
 
         if not configs:
             raise ValueError("configs is empty")
-        img, sc = MatrixFeaturizer(resolution)(A)
+        res = getattr(self, "resolution", 32) if resolution is None else resolution
+        if res != getattr(self, "resolution", res):
+            raise ValueError(f"resolution must be the model's ({self.resolution}), got {res}")
+        img, sc = MatrixFeaturizer(res)(A)
         enc = [space.encode(c) for c in configs]  # type: ignore[attr-defined]
         ds = CostDataset(
             hardware,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numbers
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.stats
 
 from cost_model.dataset import CostDataset
 
-__all__ = ["evaluate", "evaluate_scores", "select"]
+__all__ = ["TuneResult", "evaluate", "evaluate_scores", "select", "tune"]
 
 
 def evaluate_scores(ds: CostDataset, scores: np.ndarray, ks: tuple[int, ...] = (1, 5)) -> dict:
@@ -86,3 +89,105 @@ def select(
         hardware=hardware,  # type: ignore[attr-defined]
         dense_width=dense_width,
     )
+
+
+@dataclass
+class TuneResult:
+    """What :func:`tune` found.
+
+    Attributes
+    ----------
+    config : dict
+        The fastest measured configuration.
+    runtime_s : float
+        Its measured (or simulated) runtime.
+    measurements : list of Measurement
+        Every measurement taken, in the order the model ranked the configurations.
+    n_candidates : int
+        Size of the candidate set the model scored.
+    """
+
+    config: dict
+    runtime_s: float
+    measurements: list
+    n_candidates: int
+
+
+def tune(
+    model: object,
+    A: object,
+    backend: object,
+    op: str,
+    *,
+    budget: int,
+    candidates: list[dict] | None = None,
+    include_default: bool = True,
+    dense_width: int = 64,
+    timer: object | None = None,
+    seed: int = 0,
+) -> TuneResult:
+    """Model-guided tuning: score every candidate, measure only the ``budget`` best-scored ones.
+
+    The loop of a learned-cost-model autotuner (TVM / Ansor style): the model ranks the whole
+    candidate set, the backend measures the top of the ranking, and the fastest measurement is
+    returned. ``budget / len(candidates)`` is the fraction of measurements spent.
+
+    Parameters
+    ----------
+    model : object with ``predict(A, configs, *, space, hardware, dense_width)``
+        A fitted :class:`~cost_model.models.CognateModel` (lower score = predicted faster), or
+        any object with that method.
+    A : sparse matrix
+    backend : a backend of :mod:`cost_model.kernels` (real or simulated)
+    op : {"spmm", "sddmm"}
+    budget : int
+        Configurations to measure, ``1 <= budget <= len(candidates)``.
+    candidates : list of dict, optional
+        Configurations of ``backend.space(op)``; default: the whole space (``enumerate()``).
+    include_default : bool, default=True
+        Spend one of the measurements on the default configuration, so that the result is never
+        slower than the default as measured (with ``budget=1`` only the default is measured:
+        pass ``include_default=False`` to measure the model's first choice).
+    dense_width : int, default=64
+    timer : Timer, optional
+        Passed to :func:`~cost_model.kernels.measure` (real backends).
+    seed : int, default=0
+        Seed of the dense operands.
+
+    Returns
+    -------
+    TuneResult
+    """
+    from cost_model.kernels import measure
+
+    if not callable(getattr(model, "predict", None)):
+        raise TypeError("model must have a predict(A, configs, *, space, hardware, ...) method")
+    space = backend.space(op)  # type: ignore[attr-defined]
+    cands = space.enumerate() if candidates is None else [space.check(c) for c in candidates]
+    if not cands:
+        raise ValueError("candidates is empty")
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Integral):
+        raise TypeError(f"budget must be an int, got {budget!r}")
+    if not 1 <= budget <= len(cands):
+        raise ValueError(f"budget must be in [1, {len(cands)}] (the candidates), got {budget}")
+    scores = np.asarray(
+        model.predict(A, cands, space=space, hardware=backend.hardware, dense_width=dense_width),  # type: ignore[attr-defined]
+        dtype=float,
+    )
+    if scores.shape != (len(cands),) or not np.isfinite(scores).all():
+        raise ValueError(f"model.predict must return {len(cands)} finite scores")
+    order = [int(i) for i in np.argsort(scores, kind="stable")]
+    picked: list[dict] = []
+    default = space.default()
+    if include_default:
+        picked.append(default)
+    for i in order:
+        if len(picked) >= budget:
+            break
+        if not (include_default and cands[i] == default):
+            picked.append(cands[i])
+    if include_default:  # the default is measured, but ranked where the model put it
+        picked = [*picked[1:], default] if len(picked) > 1 else picked
+    ms = measure(backend, op, A, picked, dense_width=dense_width, timer=timer, seed=seed)
+    best = min(ms, key=lambda m: m.runtime_s)
+    return TuneResult(dict(best.config), float(best.runtime_s), ms, len(cands))
