@@ -135,14 +135,17 @@ def part1(run, quick: bool, dtype: str) -> None:
     methods = ["naive", "trl_jsd", "logits", "chunked"] + [f"fused:{k}" for k in K.LOSS_NAMES]
     rows = {}
     for m in methods:
-        rows[m] = measure(m, "head", dtype)
+        # cached per method (keyed by the package source): a rerun after a crash resumes
+        rows[m] = tuple(
+            run.cached(f"head:{m}:{dtype}", lambda m=m: list(measure(m, "head", dtype)))
+        )
         run.sample_load()
     base_t = rows["logits"][1]
     names = {"naive": "naive BDL (probability space)", "trl_jsd": "TRL JSD formula",
              "logits": "package logits (BDL)", "chunked": "package chunked (64, BDL)"}  # fmt: skip
     table = []
     for m, (peak, t, gw) in rows.items():
-        label = names.get(m, f"fused head, {m.split(':')[1]}")
+        label = names[m] if m in names else f"fused head, {m.split(':')[1]}"
         table.append([label, peak, peak - gw, t, t / base_t])
     fused = [r for r in table if r[0].startswith("fused")]
     worst_mem = max(r[2] for r in fused)
