@@ -434,10 +434,10 @@ class CognateModel:
 
         if not configs:
             raise ValueError("configs is empty")
-        res = getattr(self, "resolution", 32) if resolution is None else resolution
-        if res != getattr(self, "resolution", res):
-            raise ValueError(f"resolution must be the model's ({self.resolution}), got {res}")
-        img, sc = MatrixFeaturizer(res)(A)
+        own = getattr(self, "resolution", 32)  # models pickled before it was stored used 32
+        if resolution is not None and resolution != own:
+            raise ValueError(f"resolution must be the model's ({own}), got {resolution}")
+        img, sc = MatrixFeaturizer(own)(A)
         enc = [space.encode(c) for c in configs]  # type: ignore[attr-defined]
         ds = CostDataset(
             hardware,

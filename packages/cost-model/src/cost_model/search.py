@@ -176,18 +176,13 @@ def tune(
     )
     if scores.shape != (len(cands),) or not np.isfinite(scores).all():
         raise ValueError(f"model.predict must return {len(cands)} finite scores")
-    order = [int(i) for i in np.argsort(scores, kind="stable")]
-    picked: list[dict] = []
     default = space.default()
-    if include_default:
-        picked.append(default)
-    for i in order:
-        if len(picked) >= budget:
-            break
-        if not (include_default and cands[i] == default):
-            picked.append(cands[i])
-    if include_default:  # the default is measured, but ranked where the model put it
-        picked = [*picked[1:], default] if len(picked) > 1 else picked
+    ranked = [cands[i] for i in np.argsort(scores, kind="stable")]
+    if include_default:  # the default is measured once, after the model's choices
+        ranked = [c for c in ranked if c != default][: budget - 1]
+        picked = [*ranked, default]
+    else:
+        picked = ranked[:budget]
     ms = measure(backend, op, A, picked, dense_width=dense_width, timer=timer, seed=seed)
     best = min(ms, key=lambda m: m.runtime_s)
     return TuneResult(dict(best.config), float(best.runtime_s), ms, len(cands))
