@@ -17,12 +17,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SKLEARN = [e for e in all_entries() if e.kind == "estimator" and e.raw.get("sklearn")]
 
 
+# keyed on class and constructor arguments: one class may be declared several times
+_SKIPS = {
+    (e.raw["cls"], repr(e.raw["cls"](**e.raw.get("init", {})))): e.raw.get("expected_failed", {})
+    for e in SKLEARN
+}
+
+
 def _expected_failed(est) -> dict[str, str]:
-    # matched on class and constructor arguments: one class may be declared several times
-    for e in SKLEARN:
-        if type(est) is e.raw["cls"] and repr(est) == repr(e.raw["cls"](**e.raw.get("init", {}))):
-            return dict(e.raw.get("expected_failed", {}))
-    return {}
+    return dict(_SKIPS.get((type(est), repr(est)), {}))
 
 
 @parametrize_with_checks(
