@@ -277,14 +277,21 @@ class Run:
         The cache is keyed by ``key`` and a hash of the package's source, so a rerun after a
         crash resumes where it stopped, and any code change starts afresh.
         """
-        folder = ROOT / "tools" / "bench" / ".cache" / self.package / self._source_hash()
-        path = folder / (hashlib.sha1(key.encode()).hexdigest()[:16] + ".json")
+        path = self._cache_path(key)
         if path.is_file():
             return json.loads(path.read_text())["value"]
         value = compute()
-        folder.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"key": key, "value": _jsonable(value)}))
         return value
+
+    def is_cached(self, key: str) -> bool:
+        """Whether :meth:`cached` would return a stored value for ``key`` (skip submitting work)."""
+        return self._cache_path(key).is_file()
+
+    def _cache_path(self, key: str) -> pathlib.Path:
+        folder = ROOT / "tools" / "bench" / ".cache" / self.package / self._source_hash()
+        return folder / (hashlib.sha1(key.encode()).hexdigest()[:16] + ".json")
 
     def _source_hash(self) -> str:
         if not hasattr(self, "_src_hash"):

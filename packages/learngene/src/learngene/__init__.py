@@ -3,6 +3,7 @@
 from learngene.baselines import GHN, GHNMultiTask, RandInit, TALNoAncestry, WeightSelection
 from learngene.data import Task, make_mini_decathlon, make_proxy_task, make_unseen_tasks
 from learngene.demo import demo
+from learngene.finetune_init import prepare_for_finetuning
 from learngene.graph import NODE_TYPES, ArchGraph, arch_graph
 from learngene.hypernet import GraphHyperNetwork, TaskFiLM
 from learngene.losses import TaskSampler, kd_loss, task_probabilities
@@ -36,6 +37,7 @@ __all__ = [
     "make_mini_decathlon",
     "make_proxy_task",
     "make_unseen_tasks",
+    "prepare_for_finetuning",
     "task_embedding",
     "task_probabilities",
     "train_ancestry",
