@@ -6,6 +6,7 @@ from learngene.demo import demo
 from learngene.finetune_init import prepare_for_finetuning
 from learngene.graph import NODE_TYPES, ArchGraph, arch_graph
 from learngene.hypernet import GraphHyperNetwork, TaskFiLM
+from learngene.interop import from_hf, from_timm, spec_from_hf, spec_from_timm, to_hf, to_timm
 from learngene.losses import TaskSampler, kd_loss, task_probabilities
 from learngene.tal import TAL
 from learngene.training import evaluate_init, finetune, task_embedding, train_ancestry
@@ -33,12 +34,18 @@ __all__ = [
     "demo",
     "evaluate_init",
     "finetune",
+    "from_hf",
+    "from_timm",
     "kd_loss",
     "make_mini_decathlon",
     "make_proxy_task",
     "make_unseen_tasks",
     "prepare_for_finetuning",
+    "spec_from_hf",
+    "spec_from_timm",
     "task_embedding",
     "task_probabilities",
+    "to_hf",
+    "to_timm",
     "train_ancestry",
 ]

@@ -51,6 +51,54 @@ def _folder(folder):
     return folder
 
 
+def _hf_write(folder):
+    from transformers import ViTConfig, ViTForImageClassification
+
+    torch.manual_seed(0)
+    cfg = ViTConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                    intermediate_size=32, image_size=8, patch_size=4, num_channels=3, num_labels=3)  # fmt: skip
+    ViTForImageClassification(cfg).save_pretrained(folder / "vit")
+    return folder / "vit"
+
+
+def _hf_read(path):
+    from learngene import from_hf
+
+    return from_hf(path)
+
+
+def _hf_export(net, folder):
+    from learngene import to_hf
+
+    to_hf(net).save_pretrained(folder)
+    return folder
+
+
+def _same_net(a, b):
+    x = torch.randn(
+        2, a.spec.in_chans, a.spec.img, a.spec.img, generator=torch.Generator().manual_seed(0)
+    )
+    with torch.no_grad():
+        return a.spec == b.spec and bool((a(x) - b(x)).abs().max() < 1e-5)
+
+
+def _set_config(path, **kv):
+    import json
+
+    cfg = json.loads((path / "config.json").read_text())
+    cfg.update(kv)
+    (path / "config.json").write_text(json.dumps(cfg))
+
+
+def _drop_classifier(path):
+    """A ViTModel-style checkpoint: no classifier tensors."""
+    from safetensors.torch import load_file, save_file
+
+    sd = load_file(path / "model.safetensors")
+    save_file({k: v for k, v in sd.items() if not k.startswith("classifier")},
+              path / "model.safetensors")  # fmt: skip
+
+
 def entries() -> list[dict]:
     rng = np.random.default_rng(0)
     X = rng.random((6, 1, 8, 8)).astype(np.float32)
@@ -83,4 +131,10 @@ def entries() -> list[dict]:
          "corrupt": [("text-file", lambda p: (p / "cat" / "notes.txt").write_text("x")),
                      ("broken-image", lambda p: (p / "dog" / "0.png").write_bytes(b"x")),
                      ("one-class", lambda p: [f.unlink() for f in (p / "dog").iterdir()] and (p / "dog").rmdir())]},
+        {"name": "from_hf", "kind": "loader", "write": _hf_write, "read": _hf_read,
+         "check": lambda net: net.spec == ViTSpec(1, 16, 2, 2, 4, 8, 3, ln_eps=1e-12),
+         "export": _hf_export, "same": _same_net,
+         "corrupt": [("tanh-gelu", lambda p: _set_config(p, hidden_act="gelu_new")),
+                     ("odd-mlp", lambda p: _set_config(p, intermediate_size=24)),
+                     ("backbone-only", _drop_classifier)]},
     ]  # fmt: skip

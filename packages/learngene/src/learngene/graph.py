@@ -113,7 +113,8 @@ def arch_graph(spec: ViTSpec, n_classes: int = 64, distill_dim: int | None = 64)
     for b in range(spec.depth):
         p = f"blocks.{b}."
         h = node("ln", (w,), (p + "ln1.weight", p + "ln1.bias"), [x])
-        h = node("qkv", (3 * w, w), (p + "qkv.weight", p + "qkv.bias"), [h])
+        qkv = (p + "qkv.weight", p + "qkv.bias") if spec.qkv_bias else (p + "qkv.weight",)
+        h = node("qkv", (3 * w, w), qkv, [h])
         h = node("softmax", (), (), [h])
         h = node("proj", (w, w), (p + "proj.weight", p + "proj.bias"), [h])
         x = node("add", (), (), [x, h])

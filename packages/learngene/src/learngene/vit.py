@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from learngene._validation import check_int
+from learngene._validation import check_int, check_real
 
 __all__ = ["TinyViT", "ViTSpace", "ViTSpec"]
 
@@ -31,6 +31,11 @@ class ViTSpec:
         Side of the square input image.
     in_chans : int
         Input channels.
+    qkv_bias : bool
+        Whether the attention's query/key/value projection has a bias (``transformers`` and
+        ``timm`` both default to True).
+    ln_eps : float > 0
+        LayerNorm epsilon (torch 1e-5; ``transformers`` ViT 1e-12; ``timm`` ViT 1e-6).
     """
 
     depth: int
@@ -40,10 +45,15 @@ class ViTSpec:
     patch: int = 4
     img: int = 16
     in_chans: int = 1
+    qkv_bias: bool = True
+    ln_eps: float = 1e-5
 
     def __post_init__(self):
         for name in ("depth", "width", "heads", "mlp_ratio", "patch", "img", "in_chans"):
             check_int(getattr(self, name), name, 1)
+        if not isinstance(self.qkv_bias, bool):
+            raise TypeError(f"qkv_bias must be a bool, got {type(self.qkv_bias).__name__}")
+        check_real(self.ln_eps, "ln_eps", 0.0, open_low=True)
         if self.width % self.heads:
             raise ValueError(f"width ({self.width}) must be divisible by heads ({self.heads})")
         if self.img % self.patch:
@@ -114,13 +124,13 @@ class ViTSpace:
 
 
 class _Block(nn.Module):
-    def __init__(self, width: int, heads: int, mlp_ratio: int):
+    def __init__(self, width: int, heads: int, mlp_ratio: int, qkv_bias=True, eps=1e-5):
         super().__init__()
         self.heads = heads
-        self.ln1 = nn.LayerNorm(width)
-        self.qkv = nn.Linear(width, 3 * width)
+        self.ln1 = nn.LayerNorm(width, eps=eps)
+        self.qkv = nn.Linear(width, 3 * width, bias=qkv_bias)
         self.proj = nn.Linear(width, width)
-        self.ln2 = nn.LayerNorm(width)
+        self.ln2 = nn.LayerNorm(width, eps=eps)
         self.fc1 = nn.Linear(width, mlp_ratio * width)
         self.fc2 = nn.Linear(mlp_ratio * width, width)
 
@@ -159,9 +169,10 @@ class TinyViT(nn.Module):
         self.cls_token = nn.Parameter(torch.zeros(1, 1, w))
         self.pos_embed = nn.Parameter(torch.zeros(1, spec.n_tokens, w))
         self.blocks = nn.ModuleList(
-            _Block(w, spec.heads, spec.mlp_ratio) for _ in range(spec.depth)
+            _Block(w, spec.heads, spec.mlp_ratio, spec.qkv_bias, spec.ln_eps)
+            for _ in range(spec.depth)
         )
-        self.norm = nn.LayerNorm(w)
+        self.norm = nn.LayerNorm(w, eps=spec.ln_eps)
         self.pre_logits = (
             None if head_hidden is None else nn.Linear(w, check_int(head_hidden, "head_hidden", 1))
         )
