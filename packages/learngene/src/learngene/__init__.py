@@ -1,6 +1,7 @@
 """learngene: TAL, task-aware learngene parameter prediction at flexible scales (ICML 2025)."""
 
 from learngene.baselines import GHN, GHNMultiTask, RandInit, TALNoAncestry, WeightSelection
+from learngene.cnn import ResNetSpace, ResNetSpec, TinyResNet
 from learngene.data import Task, make_mini_decathlon, make_proxy_task, make_unseen_tasks
 from learngene.demo import demo
 from learngene.finetune_init import prepare_for_finetuning
@@ -22,10 +23,13 @@ __all__ = [
     "GHNMultiTask",
     "GraphHyperNetwork",
     "RandInit",
+    "ResNetSpace",
+    "ResNetSpec",
     "TALNoAncestry",
     "Task",
     "TaskFiLM",
     "TaskSampler",
+    "TinyResNet",
     "TinyViT",
     "ViTSpace",
     "ViTSpec",

@@ -19,6 +19,8 @@ import numpy as np
 import torch
 
 from learngene._validation import check_int
+from learngene.cnn import ResNetSpec
+from learngene.nets import SPECS, make_net
 from learngene.tal import TAL
 from learngene.vit import TinyViT, ViTSpec
 
@@ -31,11 +33,12 @@ class RandInit:
     def __init__(self, random_state: int = 0):
         self.random_state = check_int(random_state, "random_state", 0)
 
-    def predict(self, arch: ViTSpec, task_emb=None, n_classes: int = 10) -> TinyViT:
-        if not isinstance(arch, ViTSpec):
-            raise TypeError(f"arch must be a ViTSpec, got {type(arch).__name__}")
+    def predict(self, arch: ViTSpec | ResNetSpec, task_emb=None, n_classes: int = 10):
+        """A fresh ``TinyViT`` / ``TinyResNet`` drawn from ``random_state``."""
+        if not isinstance(arch, SPECS):
+            raise TypeError(f"arch must be a ViTSpec or a ResNetSpec, got {type(arch).__name__}")
         torch.manual_seed(self.random_state)
-        return TinyViT(arch, check_int(n_classes, "n_classes", 1)).eval()
+        return make_net(arch, check_int(n_classes, "n_classes", 1)).eval()
 
 
 class GHN(TAL):
@@ -97,13 +100,9 @@ class WeightSelection:
             raise TypeError(f"arch must be a ViTSpec, got {type(arch).__name__}")
         if arch.depth > a.depth or arch.width > a.width:
             raise ValueError(f"arch {arch} is larger than the ancestry {a}")
-        if (arch.mlp_ratio, arch.patch, arch.img, arch.in_chans) != (
-            a.mlp_ratio,
-            a.patch,
-            a.img,
-            a.in_chans,
-        ):
-            raise ValueError("arch must share the ancestry's mlp_ratio, patch, img and in_chans")
+        shared = ("mlp_ratio", "patch", "img", "in_chans", "qkv_bias", "ln_eps")
+        if any(getattr(arch, k) != getattr(a, k) for k in shared):
+            raise ValueError(f"arch must share the ancestry's {', '.join(shared)}")
         torch.manual_seed(self.random_state)
         net = TinyViT(arch, check_int(n_classes, "n_classes", 1))
         src = self.ancestry.state_dict()

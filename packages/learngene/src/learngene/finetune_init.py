@@ -23,41 +23,55 @@ from __future__ import annotations
 import copy
 
 import torch
+from torch import nn
 
 from learngene._validation import check_int
+from learngene.cnn import TinyResNet
 from learngene.vit import TinyViT
 
-__all__ = ["HIDDEN_MATRICES", "prepare_for_finetuning"]
+__all__ = ["HIDDEN_MATRICES", "hidden_matrices", "prepare_for_finetuning"]
 
-#: parameter-name suffixes of the hidden matrices the polar step acts on
+#: parameter-name suffixes of a TinyViT's hidden matrices (the polar step's targets)
 HIDDEN_MATRICES = ("patch_embed.weight", "qkv.weight", "proj.weight", "fc1.weight", "fc2.weight")
+_HEADS = ("head", "pre_logits", "distill_head")
+
+
+def hidden_matrices(net: nn.Module) -> dict[str, torch.Tensor]:
+    """The weights of every linear map and convolution except the heads, by parameter name."""
+    return {
+        f"{name}.weight": m.weight
+        for name, m in net.named_modules()
+        if isinstance(m, nn.Linear | nn.Conv2d) and name.split(".")[0] not in _HEADS
+    }
 
 
 def _polar(w: torch.Tensor) -> torch.Tensor:
-    u, _, vh = torch.linalg.svd(w.double(), full_matrices=False)
+    """Orthogonal polar factor of ``w`` viewed as (out, rest), at ``w``'s RMS."""
+    m = w.double().reshape(w.shape[0], -1)
+    u, _, vh = torch.linalg.svd(m, full_matrices=False)
     q = u @ vh
-    rms = w.double().pow(2).mean().sqrt()
-    return (q / q.pow(2).mean().sqrt() * rms).to(w.dtype)
+    rms = m.pow(2).mean().sqrt()
+    return (q / q.pow(2).mean().sqrt() * rms).reshape(w.shape).to(w.dtype)
 
 
 @torch.no_grad()
 def prepare_for_finetuning(
-    net: TinyViT,
+    net: TinyViT | TinyResNet,
     *,
     spectrum: str = "polar",
     reset_head: bool = True,
     reset_tokens: bool = True,
     seed: int = 0,
-) -> TinyViT:
+) -> TinyViT | TinyResNet:
     """A copy of ``net`` conditioned for fine-tuning; ``net`` is not modified.
 
     Parameters
     ----------
-    net : TinyViT
+    net : TinyViT or TinyResNet
         Typically ``TAL.predict(...)``'s output.
     spectrum : {"polar", "keep"}
-        "polar": replace each hidden matrix (patch embedding, qkv, projection, MLP) by its
-        orthogonal polar factor at the same RMS. For a rank-deficient matrix the factor's null
+        "polar": replace each hidden matrix (patch embedding, qkv, projection, MLP; a
+        convolution viewed as (out, in·k·k)) by its orthogonal polar factor at the same RMS. For a rank-deficient matrix the factor's null
         directions are whatever the SVD returns (deterministic for a given matrix).
     reset_head, reset_tokens : bool
         Re-draw the classifier (and ``pre_logits``) / the class and positional tokens with timm's
@@ -67,11 +81,11 @@ def prepare_for_finetuning(
 
     Returns
     -------
-    TinyViT
+    TinyViT or TinyResNet
         In eval mode, same spec and classes.
     """
-    if not isinstance(net, TinyViT):
-        raise TypeError(f"net must be a TinyViT, got {type(net).__name__}")
+    if not isinstance(net, TinyViT | TinyResNet):
+        raise TypeError(f"net must be a TinyViT or a TinyResNet, got {type(net).__name__}")
     if spectrum not in ("polar", "keep"):
         raise ValueError(f"spectrum must be 'polar' or 'keep', got {spectrum!r}")
     for name, flag in (("reset_head", reset_head), ("reset_tokens", reset_tokens)):
@@ -83,8 +97,9 @@ def prepare_for_finetuning(
     def trunc_normal(t):
         t.copy_(torch.nn.init.trunc_normal_(torch.empty(t.shape), std=0.02, generator=g))
 
+    hidden = hidden_matrices(out) if spectrum == "polar" else {}
     for name, p in out.named_parameters():
-        if spectrum == "polar" and name.endswith(HIDDEN_MATRICES):
+        if name in hidden:
             p.copy_(_polar(p))
         elif reset_tokens and name in ("cls_token", "pos_embed"):
             trunc_normal(p)

@@ -1,4 +1,4 @@
-"""Computational graph of a TinyViT (spec §2.1, GHN-3 style).
+"""Computational graph of a TinyViT or a TinyResNet (spec §2.1, GHN-3 style).
 
 One node per operation of the forward pass: parametric ones (patch embedding, class token,
 positional embedding, LayerNorms, qkv / projection / MLP linears, classifier and distillation heads)
@@ -15,6 +15,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
+from learngene.cnn import ResNetSpec
 from learngene.vit import ViTSpec
 
 __all__ = ["NODE_TYPES", "ArchGraph", "arch_graph"]
@@ -35,6 +36,11 @@ NODE_TYPES = (
     "fc2",
     "head",
     "distill",
+    # TinyResNet (appended so that ViT type ids are unchanged)
+    "conv",
+    "gn",
+    "relu",
+    "pool",
 )
 _T = {t: i for i, t in enumerate(NODE_TYPES)}
 
@@ -63,19 +69,21 @@ class ArchGraph:
     dist: np.ndarray
     param_names: tuple
     edges: np.ndarray
-    spec: ViTSpec
+    spec: ViTSpec | ResNetSpec
 
     @property
     def n_nodes(self) -> int:
         return len(self.node_types)
 
 
-def arch_graph(spec: ViTSpec, n_classes: int = 64, distill_dim: int | None = 64) -> ArchGraph:
-    """Build the graph of ``TinyViT(spec, n_classes, distill_dim)``.
+def arch_graph(
+    spec: ViTSpec | ResNetSpec, n_classes: int = 64, distill_dim: int | None = 64
+) -> ArchGraph:
+    """Build the graph of ``TinyViT(spec, n_classes, distill_dim)`` (or of a ``TinyResNet``).
 
     Parameters
     ----------
-    spec : ViTSpec
+    spec : ViTSpec or ResNetSpec
     n_classes : int
         Classifier rows as seen by the graph (the hypernetwork uses ``c_max``; rows beyond a task's
         class count are cropped away after prediction).
@@ -86,11 +94,10 @@ def arch_graph(spec: ViTSpec, n_classes: int = 64, distill_dim: int | None = 64)
     -------
     ArchGraph
     """
-    if not isinstance(spec, ViTSpec):
-        raise TypeError(f"spec must be a ViTSpec, got {type(spec).__name__}")
+    if not isinstance(spec, ViTSpec | ResNetSpec):
+        raise TypeError(f"spec must be a ViTSpec or a ResNetSpec, got {type(spec).__name__}")
     if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 1:
         raise ValueError(f"n_classes must be a positive integer, got {n_classes!r}")
-    w, m = spec.width, spec.mlp_ratio * spec.width
     types, shapes, names, edges = [], [], [], []
 
     def node(t, shape=(), params=(), inputs=()):
@@ -100,6 +107,47 @@ def arch_graph(spec: ViTSpec, n_classes: int = 64, distill_dim: int | None = 64)
         names.append(tuple(params))
         edges.extend((j, i) for j in inputs)
         return i
+
+    if isinstance(spec, ResNetSpec):
+        _resnet_nodes(spec, n_classes, distill_dim, node)
+    else:
+        _vit_nodes(spec, n_classes, distill_dim, node)
+    n = len(types)
+    e = np.asarray(edges, np.int64)
+    adj = csr_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(n, n))
+    sp = shortest_path(adj, method="D", directed=True, unweighted=True)
+    dist = np.where(np.isfinite(sp), np.minimum(sp, 255), 0).astype(np.uint8)
+    return ArchGraph(
+        np.asarray(types, np.int64), np.asarray(shapes, np.int64), dist, tuple(names), e, spec
+    )
+
+
+def _resnet_nodes(spec: ResNetSpec, n_classes, distill_dim, node) -> None:
+    def conv_norm(prefix, conv, norm, c_in, c_out, k, x):
+        x = node("conv", (c_out, c_in, k, k), (prefix + conv + ".weight",), [x])
+        return node("gn", (c_out,), (prefix + norm + ".weight", prefix + norm + ".bias"), [x])
+
+    x = node("input")
+    c = spec.widths[0]
+    x = node("relu", (), (), [conv_norm("", "stem_conv", "stem_norm", spec.in_chans, c, 3, x)])
+    for s, (n, w) in enumerate(zip(spec.blocks, spec.widths, strict=True)):
+        for b in range(n):
+            p = f"stages.{s}.{b}."
+            h = node("relu", (), (), [conv_norm(p, "conv1", "norm1", c, w, 3, x)])
+            h = conv_norm(p, "conv2", "norm2", w, w, 3, h)
+            short = x
+            if (s > 0 and b == 0) or c != w:
+                short = conv_norm(p, "down_conv", "down_norm", c, w, 1, x)
+            x = node("relu", (), (), [node("add", (), (), [short, h])])
+            c = w
+    x = node("pool", (), (), [x])
+    node("head", (n_classes, c), ("head.weight", "head.bias"), [x])
+    if distill_dim is not None:
+        node("distill", (distill_dim, c), ("distill_head.weight",), [x])
+
+
+def _vit_nodes(spec: ViTSpec, n_classes, distill_dim, node) -> None:
+    w, m = spec.width, spec.mlp_ratio * spec.width
 
     x = node("input")
     x = node(
@@ -127,11 +175,3 @@ def arch_graph(spec: ViTSpec, n_classes: int = 64, distill_dim: int | None = 64)
     node("head", (n_classes, w), ("head.weight", "head.bias"), [x])
     if distill_dim is not None:
         node("distill", (distill_dim, w), ("distill_head.weight",), [x])
-    n = len(types)
-    e = np.asarray(edges, np.int64)
-    adj = csr_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(n, n))
-    sp = shortest_path(adj, method="D", directed=True, unweighted=True)
-    dist = np.where(np.isfinite(sp), np.minimum(sp, 255), 0).astype(np.uint8)
-    return ArchGraph(
-        np.asarray(types, np.int64), np.asarray(shapes, np.int64), dist, tuple(names), e, spec
-    )

@@ -33,7 +33,8 @@ __all__ = [
     "shape_bucket",
 ]
 
-_HIDDEN = {"patch_embed", "qkv", "proj", "fc1", "fc2"}
+_HIDDEN = {"patch_embed", "qkv", "proj", "fc1", "fc2", "conv"}
+_NORMS = {"ln", "gn"}
 _LINEAR = _HIDDEN | {"head", "distill"}
 _TOKENS = {"cls_token", "pos_embed"}
 _MAX_DEGREE, _MAX_DIST, _N_BUCKETS = 15, 255, 32
@@ -93,7 +94,7 @@ def postprocess_param(raw: torch.Tensor, node_type: str, role: str, gain=None) -
         # with timm-scale weights, O(0.1) biases would swamp the input-dependent signal; they are
         # scaled by the same gain (timm initialises them at zero)
         return b * gain if gain is not None and node_type in _HIDDEN else b
-    if node_type == "ln":
+    if node_type in _NORMS:
         return 2.0 * torch.sigmoid(0.5 * raw)
     if gain is not None and (node_type in _HIDDEN or node_type in _TOKENS):
         return raw / (raw.pow(2).mean().sqrt() + 1e-8) * gain
@@ -143,7 +144,8 @@ class GraphormerLayer(nn.Module):
 
 
 class GraphHyperNetwork(nn.Module):
-    """Predict every parameter of a TinyViT from its graph (and, with a TSL, a task embedding).
+    """Predict every parameter of a TinyViT or TinyResNet from its graph (and, with a TSL, a task
+    embedding).
 
     Parameters
     ----------
@@ -265,8 +267,10 @@ class GraphHyperNetwork(nn.Module):
             if t == "head" and n_classes is not None:
                 shape = (n_classes, shape[1])
             gain = self.log_gain[g.node_types[i]].exp() if self.scale == "timm" else None
-            block = mat_of[i] if len(shape) == 2 else vec_of[i][0]
-            w = postprocess_param(fit_to_shape(block, shape), t, "weight", gain)
+            block = mat_of[i] if len(shape) >= 2 else vec_of[i][0]
+            # a convolution kernel (out, in, k, k) is decoded as its (out, in·k·k) matrix view
+            flat = shape if len(shape) < 3 else (shape[0], math.prod(shape[1:]))
+            w = postprocess_param(fit_to_shape(block, flat), t, "weight", gain).reshape(shape)
             if t == "cls_token":
                 w = w.view(1, 1, -1)
             elif t == "pos_embed":

@@ -15,24 +15,28 @@ from torch.func import functional_call
 from tqdm.auto import tqdm
 
 from learngene._validation import check_int, check_real, check_vector
+from learngene.cnn import ResNetSpace, ResNetSpec
 from learngene.data import Task
 from learngene.graph import ArchGraph, arch_graph
 from learngene.hypernet import GraphHyperNetwork
 from learngene.losses import TaskSampler, kd_loss
+from learngene.nets import SPECS, make_net
 from learngene.training import head_features_batched
 from learngene.vit import TinyViT, ViTSpace, ViTSpec
 
 __all__ = ["TAL"]
 
 
-def _spec_pool(space) -> list[ViTSpec]:
-    if isinstance(space, ViTSpace):
+def _spec_pool(space) -> list[ViTSpec | ResNetSpec]:
+    if isinstance(space, ViTSpace | ResNetSpace):
         return list(space.specs)
-    if isinstance(space, ViTSpec):
+    if isinstance(space, SPECS):
         return [space]
-    if isinstance(space, Sequence) and space and all(isinstance(s, ViTSpec) for s in space):
-        return list(space)
-    raise TypeError("space must be a ViTSpace, a ViTSpec or a non-empty list of ViTSpecs")
+    if isinstance(space, Sequence) and space and all(isinstance(s, SPECS) for s in space):
+        return list(space)  # ViTs and ResNets may be mixed
+    raise TypeError(
+        "space must be a ViTSpace / ResNetSpace, a spec or a non-empty list of ViTSpec / ResNetSpec"
+    )
 
 
 def _cosine_warmup(step: int, total: int, warmup: int) -> float:
@@ -152,10 +156,10 @@ class TAL:
         return f"{type(self).__name__}({args})"
 
     # ------------------------------------------------------------------ helpers
-    def graph(self, arch: ViTSpec) -> ArchGraph:
+    def graph(self, arch: ViTSpec | ResNetSpec) -> ArchGraph:
         """The (cached) graph the hypernetwork reads for ``arch`` (head with ``c_max`` rows)."""
-        if not isinstance(arch, ViTSpec):
-            raise TypeError(f"arch must be a ViTSpec, got {type(arch).__name__}")
+        if not isinstance(arch, SPECS):
+            raise TypeError(f"arch must be a ViTSpec or a ResNetSpec, got {type(arch).__name__}")
         g = self._graphs.get(arch)
         if g is None:
             g = self._graphs[arch] = arch_graph(arch, self.c_max, self.task_dim)
@@ -165,7 +169,7 @@ class TAL:
         key = (arch, n_classes)
         m = self._templates.get(key)
         if m is None:
-            m = self._templates[key] = TinyViT(
+            m = self._templates[key] = make_net(
                 arch, n_classes, distill_dim=self.task_dim
             ).requires_grad_(False)
         return m
@@ -404,7 +408,9 @@ class TAL:
 
     # ------------------------------------------------------------------ using TAL
     @torch.no_grad()
-    def predict_parameters(self, arch: ViTSpec, task_emb=None, n_classes: int = 10) -> dict:
+    def predict_parameters(
+        self, arch: ViTSpec | ResNetSpec, task_emb=None, n_classes: int = 10
+    ) -> dict:
         """Predicted tensors ``{name: tensor}`` of ``TinyViT(arch, n_classes)`` (no distill head)."""
         n_classes = self._check_n_classes(n_classes)
         e = self._task_tensor(task_emb) if self.use_tsl else None
@@ -412,12 +418,12 @@ class TAL:
         params.pop("distill_head.weight")
         return params
 
-    def predict(self, arch: ViTSpec, task_emb=None, n_classes: int = 10) -> TinyViT:
-        """A ``TinyViT(arch, n_classes)`` initialised with the predicted parameters.
+    def predict(self, arch: ViTSpec | ResNetSpec, task_emb=None, n_classes: int = 10):
+        """A ``TinyViT(arch, n_classes)`` (or ``TinyResNet``) initialised with the predictions.
 
         Parameters
         ----------
-        arch : ViTSpec
+        arch : ViTSpec or ResNetSpec
             Any depth; widths beyond ``max_shape`` are tiled.
         task_emb : array (task_dim,) or None
             Task embedding (``task_embedding(ancestry, task)``); ignored when ``use_tsl`` is False;
@@ -425,12 +431,12 @@ class TAL:
         n_classes : int <= c_max
         """
         params = self.predict_parameters(arch, task_emb, n_classes)
-        net = TinyViT(arch, n_classes)
+        net = make_net(arch, n_classes)
         net.load_state_dict({k: v.clone() for k, v in params.items()})
         return net.eval()
 
     @torch.no_grad()
-    def encode(self, arch: ViTSpec, task_emb=None) -> np.ndarray:
+    def encode(self, arch: ViTSpec | ResNetSpec, task_emb=None) -> np.ndarray:
         """Node embeddings (N, hid) of ``arch``'s graph under the task (the learngene's output)."""
         e = self._task_tensor(task_emb) if self.use_tsl else None
         return self.ghn_.encode(self.graph(arch), e).numpy()

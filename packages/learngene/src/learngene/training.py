@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from learngene._validation import check_int, check_real
+from learngene.cnn import TinyResNet
 from learngene.data import Task
 from learngene.vit import TinyViT, ViTSpec
 
@@ -23,8 +24,8 @@ def _check_task(task, name="task") -> Task:
 
 
 def _check_net(net) -> TinyViT:
-    if not isinstance(net, TinyViT):
-        raise TypeError(f"net must be a TinyViT, got {type(net).__name__}")
+    if not isinstance(net, TinyViT | TinyResNet):
+        raise TypeError(f"net must be a TinyViT or a TinyResNet, got {type(net).__name__}")
     return net
 
 
