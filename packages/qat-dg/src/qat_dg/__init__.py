@@ -37,6 +37,8 @@ from qat_dg.pretrain import pretrain_backbone
 from qat_dg.quant import (
     FakeQuantConv2d,
     FakeQuantLinear,
+    Int8Conv2d,
+    Int8Linear,
     LSQQuantizer,
     QuantConfig,
     dequantize_export,
@@ -50,6 +52,8 @@ from qat_dg.quant import (
     quant_range,
     quantize_model,
     quantized_modules,
+    saved_size_bytes,
+    to_int8,
 )
 from qat_dg.theory import rounding_noise_stats
 from qat_dg.train import TrainConfig, accuracy, train_domain, train_loo
@@ -72,6 +76,8 @@ __all__ = [
     "FakeQuantConv2d",
     "FakeQuantLinear",
     "FrozenFP",
+    "Int8Conv2d",
+    "Int8Linear",
     "LSQQuantizer",
     "NoiseInjection",
     "PretrainDigits",
@@ -103,7 +109,9 @@ __all__ = [
     "quantize_model",
     "quantized_modules",
     "rounding_noise_stats",
+    "saved_size_bytes",
     "split_domains",
+    "to_int8",
     "train_domain",
     "train_loo",
 ]

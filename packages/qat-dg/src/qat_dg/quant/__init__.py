@@ -6,6 +6,7 @@ from qat_dg.quant.export import (
     model_size_bits,
     model_size_bytes,
 )
+from qat_dg.quant.int8 import Int8Conv2d, Int8Linear, saved_size_bytes, to_int8
 from qat_dg.quant.layers import (
     FakeQuantConv2d,
     FakeQuantLinear,
@@ -20,6 +21,8 @@ from qat_dg.quant.lsq import LSQQuantizer, init_step_size, lsq_fake_quant, quant
 __all__ = [
     "FakeQuantConv2d",
     "FakeQuantLinear",
+    "Int8Conv2d",
+    "Int8Linear",
     "LSQQuantizer",
     "QuantConfig",
     "dequantize_export",
@@ -33,4 +36,6 @@ __all__ = [
     "quant_range",
     "quantize_model",
     "quantized_modules",
+    "saved_size_bytes",
+    "to_int8",
 ]
