@@ -74,3 +74,34 @@ def test_algorithm_probes_its_predict_network():
     assert res["mean"][0] != 0.0  # frozen (requires_grad=False) averaged weights were perturbed
     for k, v in algo.network_sma.state_dict().items():
         assert torch.equal(v, sma[k])
+
+
+def test_filter_normalised_directions_ignore_weight_scale():
+    """A ReLU net rescaled (layer 1 x c, layer 2 / c) computes the same function: its
+    filter-normalised flatness is unchanged, while fixed absolute radii call it flatter."""
+    from qat_dg.flatness import _filter_normalized
+
+    torch.manual_seed(0)
+    x = torch.randn(128, 5)
+    y = torch.randint(0, 3, (128,))
+    net = nn.Sequential(nn.Linear(5, 16, bias=False), nn.ReLU(), nn.Linear(16, 3, bias=False))
+    big = nn.Sequential(nn.Linear(5, 16, bias=False), nn.ReLU(), nn.Linear(16, 3, bias=False))
+    with torch.no_grad():
+        big[0].weight.copy_(4.0 * net[0].weight)
+        big[2].weight.copy_(net[2].weight / 4.0)
+        assert torch.allclose(big(x), net(x), atol=1e-5)
+    kw = {"radii": [0.0, 0.1, 0.3], "n_directions": 5, "seed": 2, "normalize": "filter"}
+    a = local_flatness(net, F.cross_entropy, (x, y), **kw)
+    b = local_flatness(big, F.cross_entropy, (x, y), **kw)
+    assert a["mean"] == pytest.approx(b["mean"], rel=1e-4, abs=1e-6)
+    assert a["weight_norm"][0] != pytest.approx(b["weight_norm"][0])
+    kw["normalize"] = "sphere"
+    a = local_flatness(net, F.cross_entropy, (x, y), **kw)
+    b = local_flatness(big, F.cross_entropy, (x, y), **kw)
+    assert a["mean"][2] != pytest.approx(b["mean"][2], rel=1e-2)
+    d = _filter_normalized(torch.randn(4, 3, 2, 2), torch.arange(48.0).reshape(4, 3, 2, 2))
+    w = torch.arange(48.0).reshape(4, -1)
+    assert torch.allclose(d.reshape(4, -1).norm(dim=1), w.norm(dim=1))
+    assert torch.equal(_filter_normalized(torch.randn(5), torch.ones(5)), torch.zeros(5))
+    with pytest.raises(ValueError, match="normalize"):
+        local_flatness(net, F.cross_entropy, (x, y), normalize="layer")

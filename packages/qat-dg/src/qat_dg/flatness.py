@@ -45,6 +45,7 @@ def local_flatness(
     include: str = "weights",
     seed: int = 0,
     batch_size: int = 512,
+    normalize: str = "sphere",
 ) -> dict[str, list[float]]:
     """Monte-Carlo estimate of the loss increase under random weight perturbations.
 
@@ -75,12 +76,21 @@ def local_flatness(
         Direction seed.
     batch_size : int, default=512
         Evaluation batch size when ``loader`` is a tensor pair.
+    normalize : {"sphere", "filter"}, default="sphere"
+        ``"sphere"``: d uniform on the sphere of radius gamma (SWAD's protocol, ``radii`` as
+        above). ``"filter"``: filter-normalised directions (Li et al., 2018): each output filter
+        (row of a weight tensor viewed as (out, -1)) of a Gaussian direction is rescaled to the
+        norm of the same filter of w, one-dimensional parameters (biases, norm affine) are not
+        perturbed, and the perturbation is ``gamma · d`` with ``radii`` read as the scalar
+        gamma (``"rel"`` / ``"abs"`` make no difference). Invariant to per-filter weight
+        rescaling, so a model with larger weights does not look flatter.
 
     Returns
     -------
     dict
-        ``{"radius": [...], "mean": [...], "std": [...], "base_loss": [L(w)]}``; ``radius`` holds
-        absolute radii; ``mean``/``std`` are over directions.
+        ``{"radius": [...], "mean": [...], "std": [...], "base_loss": [L(w)], "weight_norm":
+        [||w||]}``; ``radius`` holds absolute radii (``"sphere"``) or gamma (``"filter"``);
+        ``mean``/``std`` are over directions.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -88,6 +98,8 @@ def local_flatness(
         raise ValueError(f"n_directions must be an int >= 1, got {n_directions!r}")
     if include not in ("weights", "all"):
         raise ValueError(f"include must be 'weights' or 'all', got {include!r}")
+    if normalize not in ("sphere", "filter"):
+        raise ValueError(f"normalize must be 'sphere' or 'filter', got {normalize!r}")
     if isinstance(radii, tuple) and len(radii) == 2 and isinstance(radii[0], str):
         mode, values = radii
         if mode not in ("rel", "abs"):
@@ -109,7 +121,7 @@ def local_flatness(
     originals = [p.detach().clone() for p in params]
     gen = torch.Generator().manual_seed(int(seed))
     norm = float(torch.sqrt(sum((p.detach() ** 2).sum() for p in params)))
-    abs_radii = values * norm if mode == "rel" else values
+    abs_radii = values * norm if mode == "rel" and normalize == "sphere" else values
     means, stds = [], []
     try:
         base = _mean_loss(model, loss_fn, batches)
@@ -121,10 +133,14 @@ def local_flatness(
             incs = []
             for _ in range(n_directions):
                 dirs = [torch.randn(p.shape, generator=gen, dtype=p.dtype) for p in params]
-                dnorm = torch.sqrt(sum((d**2).sum() for d in dirs))
+                if normalize == "filter":
+                    dirs = [_filter_normalized(d, o) for d, o in zip(dirs, originals, strict=True)]
+                    scale = r
+                else:
+                    scale = r / torch.sqrt(sum((d**2).sum() for d in dirs))
                 with torch.no_grad():
                     for p, d in zip(params, dirs, strict=True):
-                        p.add_(d * (r / dnorm))
+                        p.add_(d * scale)
                 incs.append(_mean_loss(model, loss_fn, batches) - base)
                 with torch.no_grad():
                     for p, o in zip(params, originals, strict=True):
@@ -141,4 +157,14 @@ def local_flatness(
         "mean": means,
         "std": stds,
         "base_loss": [base],
+        "weight_norm": [norm],
     }
+
+
+def _filter_normalized(d: Tensor, w: Tensor) -> Tensor:
+    """Rows of ``d`` (viewed as (out, -1)) rescaled to the norms of ``w``'s rows; 1-D -> 0."""
+    if w.ndim < 2:
+        return torch.zeros_like(d)
+    d2, w2 = d.reshape(d.shape[0], -1), w.reshape(w.shape[0], -1)
+    scale = w2.norm(dim=1, keepdim=True) / d2.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    return (d2 * scale).reshape(d.shape)

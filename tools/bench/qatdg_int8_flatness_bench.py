@@ -1,7 +1,8 @@
-"""QT-DoG as a real int8 model: accuracy, size on disk and CPU latency of ``to_int8``.
+"""QT-DoG as a real int8 model (accuracy, size on disk, CPU latency of ``to_int8``) and its
+flatness under filter-normalised directions, with SWAD as the protocol's sanity gate.
 
 Per seed and target domain (StyledDigits, leave-one-domain-out, the pre-trained SmallCNN of
-``qatdg_bench.py``): ERM and QT-DoG (learned steps, 7 bits) are trained with the same budget;
+``qatdg_bench.py``): ERM, SWAD and QT-DoG (learned steps, 7 bits) are trained with the same budget;
 QT-DoG's fake-quant network is converted with ``to_int8`` in both modes (weight-only; static
 x86 int8 kernels calibrated on 256 source images). Then, written to ``results/qat-dg/``:
 
@@ -24,12 +25,14 @@ import time
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from record import Run, fmt_ci, fmt_sd
 
 from qat_dg import (
     PretrainDigits,
     StyledDigits,
     TrainConfig,
+    local_flatness,
     model_size_bytes,
     pretrain_backbone,
     saved_size_bytes,
@@ -38,6 +41,8 @@ from qat_dg import (
 )
 
 PATHS = ("float32 ERM", "QT-DoG fake-quant", "int8 weight-only", "int8 static")
+FLAT = ("ERM", "SWAD", "QT-DoG")
+GAMMAS = (0.0, 0.025, 0.05, 0.1, 0.2)
 
 
 def _acc(net, x, y) -> float:
@@ -82,25 +87,36 @@ def main() -> None:
     ap.add_argument("--bits", type=int, default=7)
     ap.add_argument("--n-per-domain", type=int, default=500)
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--flat-dirs", type=int, default=20)
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     if a.quick:
         a.seeds, a.targets, a.steps, a.pretrain_steps, a.rounds = 2, [0], 200, 300, 3
+        a.flat_dirs = 3
     torch.set_num_threads(1)
     run = Run("qat-dg", out=tempfile.mkdtemp() if a.quick else None)
     xp, yp = PretrainDigits(size=16, n=8000, seed=0)
     backbone, _ = pretrain_backbone(xp, yp, width=a.width, n_steps=a.pretrain_steps, seed=0)
     ds = StyledDigits(size=16, n_per_domain=a.n_per_domain, seed=0)
     hp = {"pretrained": backbone, "freeze_bn": True, "width": a.width, "lr": 1e-3,
-          "bits": a.bits, "quant_start_step": int(0.4 * a.steps)}  # fmt: skip
+          "bits": a.bits, "quant_start_step": int(0.4 * a.steps), "sma_start_step": 100,
+          "swa_start_step": a.steps // 2, "swa_freq": 10}  # fmt: skip
     cfg = {"n_steps": a.steps, "checkpoint_freq": max(1, a.steps // 10)}
     acc = {k: [] for k in PATHS}
     sizes: dict[str, list] = {}
     lat: dict[int, dict] = {}
+    flat: dict[str, list] = {k: [] for k in FLAT}
+    wnorm: dict[str, list] = {k: [] for k in FLAT}
     for s in range(a.seeds):
         for te in a.targets:
             erm = train_domain(ds, "ERM", te, hp, TrainConfig(seed=s, **cfg))
             qt = train_domain(ds, "QTDoG", te, hp, TrainConfig(seed=s, **cfg))
+            swad = train_domain(ds, "SWAD", te, hp, TrainConfig(seed=s, **cfg))
+            for k, r in zip(FLAT, (erm, swad, qt), strict=True):
+                f = local_flatness(r["model"], F.cross_entropy, r["source"], radii=GAMMAS,
+                                   n_directions=a.flat_dirs, seed=1, normalize="filter")  # fmt: skip
+                flat[k].append(f["mean"])
+                wnorm[k].append(f["weight_norm"][0])
             fp = erm["model"].predict_network().eval()
             fq = qt["model"].predict_network().eval()
             xs, _ = qt["source"]
@@ -154,6 +170,34 @@ def main() -> None:
         fmt=[None, ".0f", ".3f", ".0f", ".3f"],
         title="Size on disk (torch.save of the state dict; BatchNorm, classifier and scales float32)",
         notes=["Issue #50 target: EoQ (5 members) at most 1.15x one float32 model."],
+    )  # fmt: skip
+    rows, per = [], {}
+    for k in FLAT:
+        v = np.asarray(flat[k])
+        row = [k, fmt_sd(wnorm[k], 2)] + [fmt_sd(v[:, i], 3) for i in range(1, len(GAMMAS))]
+        d = v[:, -1] - np.asarray(flat["ERM"])[:, -1]
+        row.append("—" if k == "ERM" else fmt_ci(d, 3, sign=True))
+        rows.append(row)
+        per[k] = {"flatness": v.tolist(), "weight_norm": wnorm[k]}
+    swad_d = np.asarray(flat["SWAD"])[:, -1] - np.asarray(flat["ERM"])[:, -1]
+    gate = bool(swad_d.mean() <= 0)
+    q_d = np.asarray(flat["QT-DoG"])[:, -1] - np.asarray(flat["ERM"])[:, -1]
+    run.table(
+        "flatness",
+        ["model", "weight norm", *[f"γ={g}" for g in GAMMAS[1:]],
+         f"− ERM at γ={GAMMAS[-1]} (95% CI over runs)"],
+        rows,
+        title=f"Loss increase under filter-normalised perturbations, source domains, "
+              f"{a.flat_dirs} directions per model, {n} runs",
+        seeds=list(range(a.seeds)),
+        per_seed=per,
+        notes=[f"Sanity gate (issue #50): SWAD ≤ ERM at γ={GAMMAS[-1]}: "
+               f"{'passed' if gate else 'FAILED'} (SWAD − ERM {fmt_ci(swad_d, 3, sign=True)}). "
+               + ("The protocol ranks the flat-minimum method as flat, so the QT-DoG − ERM row "
+                  "can be read." if gate else "The protocol does not rank SWAD as flatter, so no "
+                  "flatness ordering is claimed from it.")],
+        headline=f"flatness gate {'passed' if gate else 'failed'}; QT-DoG − ERM sharpness "
+                 f"{fmt_ci(q_d, 3, sign=True)} (filter-normalised, γ={GAMMAS[-1]})",
     )  # fmt: skip
     rows = []
     for b in (1, 64):
