@@ -147,3 +147,30 @@ def test_glyph_renderer_and_reports():
     rep = pseudolabel_report(np.array([0, 0, 0, 1]), np.array([0, 1, 0, 1]), 2)
     assert rep["max_min_ratio"] == 3 and rep["accuracy"] == 0.75 and rep["min_recall"] == 0.5
     assert harmonic_mean(0.5, 1.0) == pytest.approx(2 / 3) and harmonic_mean(0, 0) == 0
+
+
+def test_expected_calibration_error_against_brute_force():
+    from vlm_pseudolabel import evaluate, expected_calibration_error
+
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(4), size=200)
+    y = rng.integers(0, 4, 200)
+    conf, pred = p.max(1), p.argmax(1)
+    want = 0.0
+    for lo in np.arange(15) / 15:
+        sel = (conf > lo) & (conf <= lo + 1 / 15)
+        if sel.any():
+            want += sel.mean() * abs((pred[sel] == y[sel]).mean() - conf[sel].mean())
+    assert expected_calibration_error(y, p) == pytest.approx(want, abs=1e-12)
+    # perfectly calibrated: confidence 1 and always right / 0.5 and right half the time
+    q = np.array([[1.0, 0.0], [1.0, 0.0], [0.5, 0.5], [0.5, 0.5]])
+    assert expected_calibration_error(np.array([0, 0, 0, 1]), q) == pytest.approx(0.0)
+    assert evaluate(y, pred, proba=p)["ece"] == pytest.approx(want)
+    with pytest.raises(ValueError, match="proba"):
+        expected_calibration_error(y, p[:5])
+    with pytest.raises(ValueError, match="n_bins"):
+        expected_calibration_error(y, p, n_bins=0)
+    with pytest.raises(TypeError, match="y_true"):
+        expected_calibration_error(y.astype(float), p)
+    with pytest.raises(ValueError, match="finite"):
+        expected_calibration_error(y, np.full_like(p, np.nan))

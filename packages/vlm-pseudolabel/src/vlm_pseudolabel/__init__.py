@@ -15,7 +15,12 @@ from vlm_pseudolabel.data import (
 )
 from vlm_pseudolabel.demo import demo
 from vlm_pseudolabel.margin import margin_cross_entropy, margin_matrix
-from vlm_pseudolabel.metrics import evaluate, harmonic_mean, pseudolabel_report
+from vlm_pseudolabel.metrics import (
+    evaluate,
+    expected_calibration_error,
+    harmonic_mean,
+    pseudolabel_report,
+)
 from vlm_pseudolabel.model import Adapter, PromptModel
 from vlm_pseudolabel.pseudolabels import grow_main_samples, growth_k, topk_pseudolabels
 
@@ -35,6 +40,7 @@ __all__ = [
     "demo",
     "detect_mismatch",
     "evaluate",
+    "expected_calibration_error",
     "grow_main_samples",
     "growth_k",
     "harmonic_mean",

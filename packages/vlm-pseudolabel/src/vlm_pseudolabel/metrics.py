@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["evaluate", "harmonic_mean", "pseudolabel_report"]
+__all__ = ["evaluate", "expected_calibration_error", "harmonic_mean", "pseudolabel_report"]
 
 
 def harmonic_mean(acc_seen: float, acc_unseen: float) -> float:
@@ -70,12 +70,49 @@ def evaluate(
         if not np.isfinite(p).all():
             raise ValueError("proba contains NaN or inf")
         out["nll"] = float(-np.log(np.clip(p[np.arange(len(y_true)), y_true], 1e-12, None)).mean())
+        out["ece"] = expected_calibration_error(y_true, p)
     if seen is not None:
         s = np.isin(y_true, np.asarray(seen))
         a_s = float((y_pred[s] == y_true[s]).mean()) if s.any() else 0.0
         a_u = float((y_pred[~s] == y_true[~s]).mean()) if (~s).any() else 0.0
         out.update(acc_seen=a_s, acc_unseen=a_u, H=harmonic_mean(a_s, a_u))
     return out
+
+
+def expected_calibration_error(y_true: np.ndarray, proba: np.ndarray, n_bins: int = 15) -> float:
+    """Top-label expected calibration error with ``n_bins`` equal-width confidence bins.
+
+    ``ECE = Σ_b (n_b / n) |acc_b − conf_b|`` over the bins of the predicted class's probability
+    (Guo et al., 2017); restrict the rows to a group of classes for the spec's group ECE (C2).
+
+    Parameters
+    ----------
+    y_true : ndarray (n,) of int
+    proba : ndarray (n, C)
+        Class probabilities (rows need not be renormalised; the top entry is the confidence).
+    n_bins : int, default=15
+    """
+    y = np.asarray(y_true)
+    p = np.asarray(proba, dtype=float)
+    if y.ndim != 1 or len(y) == 0:
+        raise ValueError("y_true must be a non-empty 1-D array")
+    if y.dtype.kind not in "iu":
+        raise TypeError(f"y_true must hold integer class ids, got dtype {y.dtype}")
+    if p.ndim != 2 or p.shape[0] != len(y):
+        raise ValueError(f"proba must have shape ({len(y)}, C), got {p.shape}")
+    if not np.isfinite(p).all() or (p < 0).any():
+        raise ValueError("proba must be finite and non-negative")
+    if y.min() < 0 or y.max() >= p.shape[1]:
+        raise ValueError(f"y_true: class ids must lie in [0, {p.shape[1]})")
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int | np.integer) or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive int, got {n_bins!r}")
+    conf = p.max(axis=1)
+    correct = (p.argmax(axis=1) == y).astype(float)
+    # bin b holds confidences in (b/B, (b+1)/B]; confidence 0 goes to the first bin
+    b = np.clip(np.ceil(conf * n_bins).astype(int) - 1, 0, n_bins - 1)
+    n_b = np.bincount(b, minlength=n_bins)
+    gap = np.abs(np.bincount(b, correct, n_bins) - np.bincount(b, conf, n_bins))
+    return float(gap.sum() / len(y)) if n_b.sum() else 0.0
 
 
 def pseudolabel_report(pseudo: np.ndarray, truth: np.ndarray, n_classes: int | None = None) -> dict:
