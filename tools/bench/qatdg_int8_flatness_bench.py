@@ -152,7 +152,11 @@ def main() -> None:
         seeds=list(range(a.seeds)),
         per_seed=acc,
         notes=["Target (issue #50): int8 within 0.5 point of the fake-quant model."],
-        headline="int8 models vs the fake-quant QT-DoG model (see table)",
+        headline=(
+            "int8 vs fake-quant QT-DoG: weight-only "
+            f"{fmt_ci(np.asarray(acc['int8 weight-only']) - ref, 2, 100, True)}, static "
+            f"{fmt_ci(np.asarray(acc['int8 static']) - ref, 2, 100, True)} points"
+        ),
     )  # fmt: skip
     m = {k: np.asarray(v, float).mean(axis=0) for k, v in sizes.items()}
     fp_disk, fp_pay = m["float32 ERM"]
