@@ -168,6 +168,7 @@ class Run:
         self._t0 = time.perf_counter()
         self._cpu0 = time.process_time()
         self.machine = machine_info()
+        self._source_hash()  # at start: cached values belong to the code that was loaded
         self.loads: list[float] = []
         self.sample_load()
 
