@@ -125,3 +125,29 @@ def test_baselines_and_conditioning_on_a_cnn():
         WeightSelection(vit_anc).predict(spec, None, 3)
     with torch.no_grad():
         assert np.isfinite(float(out(torch.randn(1, 1, 16, 16)).sum()))
+
+
+def test_a_file_saved_before_the_cnn_node_types_reloads_to_the_same_predictions(tmp_path):
+    """Node types were appended for CNNs; an older file (14 types, no vocabulary) still loads,
+    and its ViT predictions are unchanged."""
+    from learngene import ViTSpec
+
+    proxy = make_proxy_task(0, n_per_class=2, n_test_per_class=1)
+    spec = ViTSpec(1, 16, 2)
+    tal = TAL(**KW).fit_stage1(proxy, None, [spec], steps=1, meta_batch=1, kd_alpha=0.0)
+    tal.save(tmp_path / "new.pt")
+    blob = torch.load(tmp_path / "new.pt", weights_only=True)
+    assert blob["node_types"] == list(NODE_TYPES)
+    old = dict(blob, state=dict(blob["state"]))
+    del old["node_types"]
+    for key in ("type_embed.weight", "log_gain"):
+        old["state"][key] = old["state"][key][:14].clone()
+    torch.save(old, tmp_path / "old.pt")
+    ref = tal.predict_parameters(spec, None, 3)
+    for f in ("new.pt", "old.pt"):
+        again = TAL.load(tmp_path / f).predict_parameters(spec, None, 3)
+        assert all(torch.equal(ref[k], again[k]) for k in ref)
+    bad = dict(blob, node_types=["conv", *NODE_TYPES[1:]])
+    torch.save(bad, tmp_path / "bad.pt")
+    with pytest.raises(ValueError, match="node types"):
+        TAL.load(tmp_path / "bad.pt")

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from learngene._validation import check_int, check_real, check_vector
 from learngene.cnn import ResNetSpace, ResNetSpec
 from learngene.data import Task
-from learngene.graph import ArchGraph, arch_graph
+from learngene.graph import NODE_TYPES, ArchGraph, arch_graph
 from learngene.hypernet import GraphHyperNetwork
 from learngene.losses import TaskSampler, kd_loss
 from learngene.nets import SPECS, make_net
@@ -37,6 +37,31 @@ def _spec_pool(space) -> list[ViTSpec | ResNetSpec]:
     raise TypeError(
         "space must be a ViTSpace / ResNetSpace, a spec or a non-empty list of ViTSpec / ResNetSpec"
     )
+
+
+_V1_NODE_TYPES = 14  # files written before the CNN node types were appended carry no vocabulary
+
+
+def _upgrade_state(blob: dict, own: dict) -> dict:
+    """The saved hypernetwork state, with rows for node types added since it was written.
+
+    Node types are only ever appended, and a graph never uses a type it does not hold, so rows
+    for new types (kept at their fresh initialisation) leave every earlier prediction unchanged.
+    """
+    saved = tuple(blob.get("node_types") or NODE_TYPES[:_V1_NODE_TYPES])
+    state = dict(blob["state"])
+    if saved == NODE_TYPES:
+        return state
+    if NODE_TYPES[: len(saved)] != saved:
+        raise ValueError(
+            f"path: the file's node types {list(saved)} are not a prefix of this version's "
+            f"{list(NODE_TYPES)}; it was written by an incompatible learngene"
+        )
+    for key in ("type_embed.weight", "log_gain"):
+        new = own[key].clone()
+        new[: len(saved)] = state[key]
+        state[key] = new
+    return state
 
 
 def _cosine_warmup(step: int, total: int, warmup: int) -> float:
@@ -465,6 +490,7 @@ class TAL:
                 "emb_mean": None if self.emb_mean_ is None else torch.from_numpy(self.emb_mean_),
                 "emb_scale": self.emb_scale_,
                 "class": type(self).__name__,
+                "node_types": list(NODE_TYPES),
             },
             path,
         )
@@ -474,7 +500,7 @@ class TAL:
         """Read a model written by ``save``."""
         blob = torch.load(path, weights_only=True)
         model = cls(**blob["params"])
-        model.ghn_.load_state_dict(blob["state"])
+        model.ghn_.load_state_dict(_upgrade_state(blob, model.ghn_.state_dict()))
         model.stage1_done_, model.stage2_done_ = blob["stages"]
         if blob.get("emb_mean") is not None:
             model.emb_mean_ = blob["emb_mean"].numpy()
