@@ -13,7 +13,8 @@ Work items run in parallel worker processes (``--jobs``), each in one process at
   ablation (T4) and the task clustering of TAL's node embeddings (T6);
 * ``curve`` (per seed and budget multiplier ≠ 1): TAL, GHN and GHNMultiTask only, T1 averages.
 
-    uv run python tools/bench/tal_bench.py           # 3 seeds, budgets 0.5x 1x 2x (~50 min, 2 cores)
+    uv run python tools/bench/tal_bench.py           # 3 seeds, budgets 0.5x 1x 2x, ablation (~2.5 h, 2 cores)
+    uv run python tools/bench/tal_bench.py --no-ablation --budgets 0.5 1   # the recorded run (~1 h)
     uv run python tools/bench/tal_bench.py --quick   # smoke run, tables to a temporary folder
 """
 
