@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from learngene._validation import check_int
+from learngene.vit import SpecSpace, check_image_batch
 
 __all__ = ["ResNetSpace", "ResNetSpec", "TinyResNet"]
 
@@ -144,17 +144,7 @@ class TinyResNet(nn.Module):
                     nn.init.zeros_(m.bias)
 
     def _check(self, x):
-        s = self.spec
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-            raise TypeError("x must be a floating torch.Tensor of images")
-        if x.dim() != 4 or x.shape[1:] != (s.in_chans, s.img, s.img):
-            raise ValueError(
-                f"x must have shape (n, {s.in_chans}, {s.img}, {s.img}), got {tuple(x.shape)}"
-            )
-        if len(x) == 0:
-            raise ValueError("x is empty")
-        if not torch.isfinite(x).all():
-            raise ValueError("x contains NaN or inf")
+        check_image_batch(x, self.spec.in_chans, self.spec.img)
         return x.to(self.stem_conv.weight.dtype)
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
@@ -172,7 +162,7 @@ class TinyResNet(nn.Module):
         return (out, f) if return_features else out
 
 
-class ResNetSpace:
+class ResNetSpace(SpecSpace):
     """A sampled TinyResNet family: stage count, blocks per stage and base width (doubling per stage).
 
     Parameters
@@ -201,20 +191,9 @@ class ResNetSpace:
             for w in base_width
         ]
 
-    def __len__(self) -> int:
-        return len(self.specs)
-
-    def sample(self, n: int, seed=None) -> list[ResNetSpec]:
-        """``n`` specs drawn uniformly with replacement."""
-        n = check_int(n, "n", 1)
-        rng = np.random.default_rng(seed)
-        return [self.specs[i] for i in rng.integers(0, len(self.specs), n)]
-
     def split(self, n_eval: int = 2, seed: int = 0) -> tuple[list[ResNetSpec], list[ResNetSpec]]:
         """Disjoint (train, held-out) specs: ``n_eval`` specs are never trained on."""
-        n_eval = check_int(n_eval, "n_eval", 0, len(self.specs) - 1)
-        order = np.random.default_rng(seed).permutation(len(self.specs))
-        return [self.specs[i] for i in order[n_eval:]], [self.specs[i] for i in order[:n_eval]]
+        return super().split(n_eval, seed)
 
     def __repr__(self) -> str:
         return (

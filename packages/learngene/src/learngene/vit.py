@@ -68,7 +68,40 @@ class ViTSpec:
         return asdict(self)
 
 
-class ViTSpace:
+class SpecSpace:
+    """A finite list of specs (``self.specs``) to sample from and split; shared by the families."""
+
+    specs: list
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def sample(self, n: int, seed=None) -> list:
+        """``n`` specs drawn uniformly with replacement from the space."""
+        n = check_int(n, "n", 1)
+        rng = np.random.default_rng(seed)
+        return [self.specs[i] for i in rng.integers(0, len(self.specs), n)]
+
+    def split(self, n_eval: int = 4, seed: int = 0) -> tuple[list, list]:
+        """Disjoint (train, held-out) specs: ``n_eval`` specs are never trained on."""
+        n_eval = check_int(n_eval, "n_eval", 0, len(self.specs) - 1)
+        order = np.random.default_rng(seed).permutation(len(self.specs))
+        return [self.specs[i] for i in order[n_eval:]], [self.specs[i] for i in order[:n_eval]]
+
+
+def check_image_batch(x, in_chans: int, img: int) -> None:
+    """Raise unless ``x`` is a non-empty, finite floating tensor of shape (n, in_chans, img, img)."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError("x must be a floating torch.Tensor of images")
+    if x.dim() != 4 or x.shape[1:] != (in_chans, img, img):
+        raise ValueError(f"x must have shape (n, {in_chans}, {img}, {img}), got {tuple(x.shape)}")
+    if len(x) == 0:
+        raise ValueError("x is empty")
+    if not torch.isfinite(x).all():
+        raise ValueError("x contains NaN or inf")
+
+
+class ViTSpace(SpecSpace):
     """The descendant space: depth range, widths, heads; fixed MLP ratio, patch and image size.
 
     Parameters
@@ -98,24 +131,9 @@ class ViTSpace:
         if not self.specs:
             raise ValueError("the space holds no valid (width, heads) pair")
 
-    def __len__(self) -> int:
-        return len(self.specs)
-
     def spec(self, depth: int, width: int, heads: int) -> ViTSpec:
         """The spec with the space's fixed MLP ratio, patch and image size."""
         return ViTSpec(depth, width, heads, self.mlp_ratio, self.patch, self.img)
-
-    def sample(self, n: int, seed=None) -> list[ViTSpec]:
-        """``n`` specs drawn uniformly with replacement from the space."""
-        n = check_int(n, "n", 1)
-        rng = np.random.default_rng(seed)
-        return [self.specs[i] for i in rng.integers(0, len(self.specs), n)]
-
-    def split(self, n_eval: int = 4, seed: int = 0) -> tuple[list[ViTSpec], list[ViTSpec]]:
-        """Disjoint (train, held-out) specs: ``n_eval`` specs are never trained on."""
-        n_eval = check_int(n_eval, "n_eval", 0, len(self.specs) - 1)
-        order = np.random.default_rng(seed).permutation(len(self.specs))
-        return [self.specs[i] for i in order[n_eval:]], [self.specs[i] for i in order[:n_eval]]
 
     def __repr__(self) -> str:
         return (
@@ -199,16 +217,7 @@ class TinyViT(nn.Module):
 
     def _patches(self, x):
         s = self.spec
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-            raise TypeError("x must be a floating torch.Tensor of images")
-        if x.dim() != 4 or x.shape[1:] != (s.in_chans, s.img, s.img):
-            raise ValueError(
-                f"x must have shape (n, {s.in_chans}, {s.img}, {s.img}), got {tuple(x.shape)}"
-            )
-        if len(x) == 0:
-            raise ValueError("x is empty")
-        if not torch.isfinite(x).all():
-            raise ValueError("x contains NaN or inf")
+        check_image_batch(x, s.in_chans, s.img)
         x = x.to(self.patch_embed.weight.dtype)
         p = F.unfold(x, kernel_size=s.patch, stride=s.patch)  # (n, c*p*p, tokens)
         return p.transpose(1, 2)
