@@ -159,3 +159,45 @@ def test_measured_costs_and_validation_real_clock(tiny_cfg):
     no_parent = [v for v in space.variants() if v != tiny_cfg.parent_block]
     with pytest.raises(ValueError, match="parent_block"):
         npz.validate_costs(npz.estimate(no_parent, tiny_cfg, scen), tiny_cfg)
+
+
+def test_time_round_robin_stops_at_the_interval_target():
+    calls = [0, 0]
+
+    def steady(k):
+        def fn():
+            calls[k] += 1
+            return (0.010, 0.020) if k == 0 else (0.5 + 1e-4 * (calls[k] % 3), 0.0)
+
+        return fn
+
+    out = npz.time_round_robin([steady(0), steady(1)], repeats=3, rel_ci=0.05, max_repeats=50)
+    assert out["converged"] and out["rounds"] == 3  # 3 rounds already within 5 %
+    assert calls == [4, 4]  # warm-up + rounds, interleaved
+    assert out["min"].shape == (2, 2) and out["total_min"][0] == pytest.approx(0.03)
+    rng = np.random.default_rng(0)
+    noisy = npz.time_round_robin([lambda: float(rng.uniform(0.1, 1.0))], repeats=2, rel_ci=0.01,
+                                 max_repeats=7)  # fmt: skip
+    assert noisy["rounds"] == 7 and not noisy["converged"]
+    fixed = npz.time_round_robin([lambda: 1.0], repeats=4)
+    assert fixed["rounds"] == 4 and fixed["converged"]
+    for bad in ({"rel_ci": 0.0}, {"rel_ci": 1.5}, {"repeats": 0}, {"max_repeats": True}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            npz.time_round_robin([lambda: 1.0], **bad)
+    with pytest.raises(ValueError, match="fns"):
+        npz.time_round_robin([])
+    with pytest.raises(ValueError, match="same number"):
+        npz.time_round_robin([lambda: 1.0, lambda: (1.0, 2.0)])
+
+
+def test_validate_costs_repeats_until_the_interval_target(tiny_cfg):
+    space = npz.SearchSpace.from_names(tiny_cfg, ["gqa4", "noop"], ["ffn32", "noop"])
+    scen = npz.Scenario(batch_sizes=(2,), prefill_len=4, decode_len=2)
+    c = npz.estimate(space, tiny_cfg, scen, backend="analytic")
+    v = npz.validate_costs(c, tiny_cfg, n_children=3, repeats=2, rel_ci=0.5, max_repeats=6)
+    assert 2 <= v["rounds"] <= 6 and v["ci_rel"].shape == (3,)
+    assert v["converged"] == bool((v["ci_rel"] <= 0.5).all())
+    with pytest.raises(ValueError, match="rel_ci"):
+        npz.validate_costs(c, tiny_cfg, rel_ci=2.0)
+    with pytest.raises(ValueError, match="max_repeats"):
+        npz.validate_costs(c, tiny_cfg, max_repeats=0)

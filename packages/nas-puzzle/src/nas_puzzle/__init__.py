@@ -15,6 +15,7 @@ from nas_puzzle.cost import (
     RooflineModel,
     Scenario,
     estimate,
+    time_round_robin,
     validate_costs,
     variant_num_params,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "solve_many",
     "split_tokens",
     "sweep_batch_sizes",
+    "time_round_robin",
     "to_hf",
     "toy_corpus",
     "train_parent",

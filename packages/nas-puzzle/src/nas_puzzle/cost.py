@@ -49,6 +49,7 @@ __all__ = [
     "RooflineModel",
     "Scenario",
     "estimate",
+    "time_round_robin",
     "validate_costs",
     "variant_num_params",
 ]
@@ -264,15 +265,91 @@ def _model_runner(model: HeteroDecoder, scen: Scenario, b: int):
 
 
 @torch.inference_mode()
-def _time_models(fns: list, repeats: int, verbose: bool, desc: str) -> np.ndarray:
-    """Per-phase minimum over round-robin repeats of (prefill, decode) runners, shape (n, 2)."""
+def time_round_robin(
+    fns: Sequence,
+    repeats: int = 5,
+    rel_ci: float | None = None,
+    max_repeats: int = 200,
+    verbose: bool = False,
+    desc: str = "timing",
+) -> dict:
+    """Time closures interleaved: warm-up, then one call of every closure per round.
+
+    Each closure runs its workload and returns the seconds it measured (a float, or one value
+    per phase such as ``(prefill_s, decode_s)``), so what is timed is up to the caller. One
+    call of every closure per round means slow drifts in machine load hit them all alike.
+
+    Parameters
+    ----------
+    fns : sequence of callables
+        ``fn() -> float | sequence of float`` (the same number of phases for every closure).
+    repeats : int, default=5
+        Rounds to run (the minimum number of rounds when ``rel_ci`` is set).
+    rel_ci : float, optional
+        Keep adding rounds until, for every closure, the 95 % t-interval half-width of its mean
+        total time is within ``rel_ci`` of that mean (e.g. 0.05), or ``max_repeats`` is reached.
+    max_repeats : int, default=200
+    verbose : bool, default=False
+    desc : str
+        Progress-bar label.
+
+    Returns
+    -------
+    dict
+        ``min`` (n, phases) per-phase minimum over rounds; ``total_min``, ``total_mean`` and
+        ``total_ci_rel`` (n,) of the summed phases (the last is the interval half-width over the
+        mean); ``rounds`` used and ``converged`` (every closure within ``rel_ci``; True when
+        ``rel_ci`` is None).
+    """
+    from scipy.stats import t as student
+
+    fns = list(fns)
+    if not fns:
+        raise ValueError("fns must hold at least one closure")
+    for name, v in (("repeats", repeats), ("max_repeats", max_repeats)):
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if rel_ci is not None and not (isinstance(rel_ci, float | int) and 0 < rel_ci < 1):
+        raise ValueError(f"rel_ci must be in (0, 1), got {rel_ci!r}")
     for fn in fns:  # warm-up
         fn()
-    best = np.full((len(fns), 2), np.inf)
-    for _ in tqdm(range(repeats), disable=not verbose, desc=desc):
-        for k, fn in enumerate(fns):
-            best[k] = np.minimum(best[k], fn())
-    return best
+    rows: list[np.ndarray] = []
+    limit = repeats if rel_ci is None else max(repeats, max_repeats)
+    bar = tqdm(total=limit, disable=not verbose, desc=desc)
+
+    def spread(x: np.ndarray) -> np.ndarray:
+        n = x.shape[0]
+        if n < 2:
+            return np.full(x.shape[1], np.inf)
+        half = student.ppf(0.975, n - 1) * x.std(axis=0, ddof=1) / np.sqrt(n)
+        return half / x.mean(axis=0)
+
+    while len(rows) < limit:
+        times = [np.atleast_1d(np.asarray(fn(), dtype=float)) for fn in fns]
+        if len({t.shape for t in times}) != 1:
+            raise ValueError("fns must all return the same number of phase times")
+        rows.append(np.stack(times))
+        bar.update()
+        if rel_ci is not None and len(rows) >= max(repeats, 2):
+            if np.all(spread(np.stack(rows).sum(axis=2)) <= rel_ci):
+                break
+    bar.close()
+    t = np.stack(rows)  # (rounds, n, phases)
+    tot = t.sum(axis=2)
+    ci = spread(tot)
+    return {
+        "min": t.min(axis=0),
+        "total_min": tot.min(axis=0),
+        "total_mean": tot.mean(axis=0),
+        "total_ci_rel": ci,
+        "rounds": len(rows),
+        "converged": True if rel_ci is None else bool(np.all(ci <= rel_ci)),
+    }
+
+
+def _time_models(fns: list, repeats: int, verbose: bool, desc: str) -> np.ndarray:
+    """Per-phase minimum over round-robin repeats of (prefill, decode) runners, shape (n, 2)."""
+    return time_round_robin(fns, repeats, verbose=verbose, desc=desc)["min"]
 
 
 @torch.inference_mode()
@@ -500,6 +577,8 @@ def validate_costs(
     threads: int | None = None,
     seed: int = 0,
     verbose: bool = False,
+    rel_ci: float | None = None,
+    max_repeats: int = 200,
 ) -> dict:
     """Check a cost table against measured whole-model time of random children.
 
@@ -526,6 +605,11 @@ def validate_costs(
         ``torch.set_num_threads`` while timing (restored afterwards).
     seed : int, default=0
     verbose : bool, default=False
+    rel_ci : float, optional
+        Repeat the round-robin until every model's 95 % interval of its mean time is within
+        ``rel_ci`` of the mean (see :func:`time_round_robin`), at least ``repeats`` and at most
+        ``max_repeats`` rounds.
+    max_repeats : int, default=200
 
     Returns
     -------
@@ -533,8 +617,9 @@ def validate_costs(
         ``predicted_s``, ``measured_s`` (n_children,), ``rel_err`` (parent-relative, see
         above), ``abs_rel_err``, ``max_abs_rel_err`` (of ``rel_err``), ``spearman`` (predicted
         vs measured), ``names`` (per-child layer names), ``parent_predicted_s``,
-        ``parent_measured_s`` and ``kv_monotone`` (for every FFN variant, table cost never rises
-        as KV heads fall).
+        ``parent_measured_s``, ``kv_monotone`` (for every FFN variant, table cost never rises
+        as KV heads fall), ``rounds`` (round-robin rounds run), ``ci_rel`` (per child, the
+        interval half-width over the mean) and ``converged`` (all within ``rel_ci``).
     """
     from scipy.stats import spearmanr
 
@@ -546,9 +631,11 @@ def validate_costs(
         raise ValueError("costs.variants must contain cfg.parent_block (the reference model)")
     if costs.n_layers != cfg.n_layers:
         raise ValueError(f"costs has {costs.n_layers} layers, cfg has n_layers={cfg.n_layers}")
-    for name, v in (("n_children", n_children), ("repeats", repeats)):
+    for name, v in (("n_children", n_children), ("repeats", repeats), ("max_repeats", max_repeats)):
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if rel_ci is not None and not (isinstance(rel_ci, float | int) and 0 < rel_ci < 1):
+        raise ValueError(f"rel_ci must be in (0, 1), got {rel_ci!r}")
     if n_children < 2:
         raise ValueError(f"n_children must be >= 2 for a rank correlation, got {n_children}")
     if threads is not None and threads <= 0:
@@ -568,7 +655,8 @@ def validate_costs(
             torch.manual_seed(seed)
             models = [HeteroDecoder(cfg, [costs.variants[j] for j in row]) for row in idx]
         fns = [_model_runner(m.to(dtype), costs.scenario, b) for m in models]
-        meas = _time_models(fns, repeats, verbose, "validate costs").sum(axis=1)
+        timed = time_round_robin(fns, repeats, rel_ci, max_repeats, verbose, "validate costs")
+        meas = timed["min"].sum(axis=1)
     finally:
         torch.set_num_threads(old)
     rt = costs.runtime_s(b).mean(axis=0)
@@ -592,4 +680,7 @@ def validate_costs(
         "parent_predicted_s": float(pred[0]),
         "parent_measured_s": float(meas[0]),
         "kv_monotone": bool(kv_ok),
+        "rounds": timed["rounds"],
+        "ci_rel": timed["total_ci_rel"][1:],
+        "converged": timed["converged"],
     }
