@@ -31,12 +31,13 @@ is the baseline. Recorded to ``results/cost-model/tuner.json``.
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from record import Run, fmt_ci
+from record import Run, fmt_ci, mean_ci
 
 import cost_model as C
 
@@ -172,7 +173,7 @@ def describe(ds: C.CostDataset) -> str:
     return line
 
 
-def run(op: str, args: argparse.Namespace) -> None:
+def run(op: str, args: argparse.Namespace, rec: Run) -> None:
     ms = matrix_set(args)
     if args.real:
         src_be, tgt_be = C.ScipyBackend(threads=(1,)), C.TorchCPUBackend(threads=(1,))
@@ -224,21 +225,19 @@ def run(op: str, args: argparse.Namespace) -> None:
                 )
     summ = res.summary()
     ref = summ[("target_full", 1.0)]
+    t_models = time.perf_counter() - t0
+    pair = f"{src_be.hardware} -> {tgt_be.hardware}"
     print(
-        f"\n{src_be.hardware} -> {tgt_be.hardware}, {op.upper()}: {train.n_matrices} train / "
+        f"\n{pair}, {op.upper()}: {train.n_matrices} train / "
         f"{test.n_matrices} test matrices x {len(test) // test.n_matrices} configs, 5% = "
         f"{len(train.subsample(0.05, seed=0))} target triples, seeds {len(seeds)}; "
-        f"collect {t_collect:.0f}s, models {time.perf_counter() - t0:.0f}s"
+        f"collect {t_collect:.0f}s, models {t_models:.0f}s"
     )
-    header = (
-        f"{'strategy':<13}{'frac':>6}{'top1':>8}{'sd':>7}{'top5':>8}{'oracle':>8}{'captured':>10}"
-        f"{'pair_acc':>10}{'top1/full':>11}{'>=default':>10}{'> t_o':>7}{'> xgb':>7}{'> pool':>7}"
-    )
-    print(header)
-    print("-" * len(header))
     order = ["default", "random", "best_fixed", "xgb_reg", "xgb_rank", "xgb_pooled",
              "target_only", "cognate", "naive", "zero_shot", "target_full"]  # fmt: skip
-    top1 = {(r["strategy"], r["frac"], r["seed"]): r["metrics"]["top1"] for r in res.rows}
+    metric = {(r["strategy"], r["frac"], r["seed"]): r["metrics"] for r in res.rows}
+    top1 = {k: m["top1"] for k, m in metric.items()}
+    rows = []
     for key in sorted(
         summ, key=lambda k: (k[1] if k[0] != "target_full" else 9, order.index(k[0]))
     ):
@@ -253,12 +252,56 @@ def run(op: str, args: argparse.Namespace) -> None:
             n = sum(m > max(b) for m, b in zip(mine, base, strict=True))
             return f"{n}/{len(seeds)}"
 
-        print(
-            f"{strat:<13}{frac:>6.2f}{a['top1']:>8.3f}{np.std(mine):>7.3f}{a['top5']:>8.3f}{a['oracle']:>8.3f}"
-            f"{a['captured']:>10.3f}{a['pair_acc']:>10.3f}{a['top1'] / ref['top1']:>11.3f}"
-            f"{f'{sum(m >= 1.0 for m in mine)}/{len(seeds)}':>10}{wins('target_only'):>7}"
-            f"{wins('xgb_reg', 'xgb_rank'):>7}{wins('xgb_pooled'):>7}"
-        )
+        rows.append([strat, f"{frac:.2f}", fmt_ci(mine, 3), a["top5"], a["oracle"], a["captured"],
+                     a["pair_acc"], a["top1"] / ref["top1"], f"{sum(m >= 1.0 for m in mine)}/{len(seeds)}",
+                     wins("target_only"), wins("xgb_reg", "xgb_rank"), wins("xgb_pooled")])  # fmt: skip
+    name = f"{'real' if args.real else 'sim'}_{op}"
+    cfg = (f"{pair}, {op.upper()}: {len(ms)} matrices ({train.n_matrices} train / {test.n_matrices} "
+           f"held-out test, held out of the source set too) x {len(test) // test.n_matrices} "
+           f"sampled configurations; 5% = {len(train.subsample(0.05, seed=0))} target triples.")  # fmt: skip
+    rec.table(
+        name,
+        ["strategy", "target data", "top-1 speedup [95% CI]", "top-5", "oracle", "captured",
+         "pair acc.", "top-1 / full", ">= default", "> target-only", "> XGBoost", "> pooled XGB"],
+        rows, fmt=[None, None, None, ".3f", ".3f", ".3f", ".3f", ".3f", None, None, None, None],
+        seeds=list(seeds), per_seed={f"{k[0]}/{k[1]}/{k[2]}": v for k, v in metric.items()},
+        title=f"Few-shot transfer, {pair}, {op.upper()}",
+        notes=[cfg, "Speedups over the default (CSR) configuration on held-out matrices, "
+               "geometric mean over matrices, mean over seeds (t-interval); captured = share of "
+               "the oracle's log-speedup; the last four columns count seeds on which the row's "
+               "top-1 beats the named baseline."],
+    )  # fmt: skip
+    # paired per-seed differences (issue #52 item 4)
+    prow, pseed = [], {}
+    for frac in fracs:
+        cog = np.array([top1[("cognate", frac, s)] for s in seeds])
+        for other in ("target_only", "default", "xgb_reg", "xgb_rank", "xgb_pooled", "zero_shot"):
+            if other == "default":
+                base = np.ones_like(cog)
+            elif all((other, frac, s) in top1 for s in seeds):
+                base = np.array([top1[(other, frac, s)] for s in seeds])
+            elif other == "zero_shot" and all((other, 0.0, s) in top1 for s in seeds):
+                base = np.array([top1[(other, 0.0, s)] for s in seeds])
+            else:
+                continue
+            d = cog - base
+            pseed[f"{frac}/{other}"] = d.tolist()
+            lo, hi = mean_ci(d)[1:] if len(d) > 1 else (np.nan, np.nan)
+            prow.append([f"{frac:.2f}", other, fmt_ci(d, 3, sign=True),
+                         "yes" if lo > 0 else ("below" if hi < 0 else "no")])  # fmt: skip
+    cog5 = summ.get(("cognate", 0.05)) or summ.get(("cognate", fracs[0]))
+    rec.table(
+        f"{name}_paired",
+        ["target data", "COGNATE minus", "top-1 speedup difference [95% CI]", "CI excludes 0"],
+        prow, seeds=list(seeds), per_seed=pseed,
+        title=f"Paired over seeds: COGNATE's top-1 speedup minus each baseline's, {pair}, {op.upper()}",
+        notes="Target (issue #52 item 4): COGNATE - target-only > 0 and COGNATE > default with "
+              "the interval excluding 0 at 5% of the target data. The default's speedup is 1 "
+              "by definition.",
+        headline=f"{op.upper()} {pair}: COGNATE top-1 {cog5['top1']:.3f}x over default vs "
+                 f"target-only {summ[('target_only', fracs[0])]['top1']:.3f}x at "
+                 f"{fracs[0]:.0%} of the target data",
+    )  # fmt: skip
     if len(fracs) > 1:  # data-efficiency crossing: first budget within 2% of target_full
         print(f"first fraction whose top-1 is >= 0.98 x target_full ({ref['top1']:.3f}):")
         for strat in ("cognate", "target_only", "xgb_reg", "xgb_rank", "xgb_pooled"):
@@ -371,8 +414,10 @@ def main() -> None:
     if args.tuner:
         tuner(args)
         return
+    rec = Run("cost-model", out=tempfile.mkdtemp() if args.quick or args.collect_only else None,
+              uv_with=("xgboost",))  # fmt: skip
     for op in args.ops.split(","):
-        run(op, args)
+        run(op, args, rec)
 
 
 if __name__ == "__main__":
