@@ -18,7 +18,7 @@ Part 3 -- KV caches at 32K tokens, Hq/Hkv = 32/8 and 4/1 (D = 64, fp16 bytes): d
 CCA with shared pooling, CCA per query head, sink + window.
 
     uv run python tools/bench/attn_bench.py              # ~40 min on 2 cores
-    uv run python tools/bench/attn_bench.py --quick      # 2K/8K, fp32, forward only
+    uv run python tools/bench/attn_bench.py --quick      # 2K/8K, fp32, forward only (temp folder)
 """
 
 from __future__ import annotations
@@ -27,11 +27,13 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from functools import partial
 
 import torch
 import torch.nn.functional as F
+from record import Run
 
 import sparse_attn as sa
 
@@ -110,13 +112,8 @@ def peak_mb(method: str, length: int, window: int, dtype: str, backward: bool) -
     return float(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def part1(lengths, windows, dtypes, modes, rounds: int, memory: bool) -> None:
-    print("\n## Part 1: CCA vs fused causal SDPA (CPU time, 1 thread, best of rounds)\n")
-    print(
-        "| s | L | dtype | pass | dense s | CCA s | speedup | bound | dense MB | CCA MB | "
-        "mem ratio |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+def part1(rec: Run, lengths, windows, dtypes, modes, rounds: int, memory: bool) -> None:
+    rows = []
     for window in windows:
         for length in lengths:
             st = sa.cca_stats(length, GROUP, window)
@@ -135,17 +132,33 @@ def part1(lengths, windows, dtypes, modes, rounds: int, memory: bool) -> None:
                             "cca": partial(run_cca, q, k, v, backward, window),
                         }
                         t = interleaved(fns, r)
-                    mem = ("", "", "")
+                    md = mc = None
                     if memory:
                         md = peak_mb("dense", length, window, dtype, backward)
                         mc = peak_mb("cca", length, window, dtype, backward)
-                        mem = (f"{md:.0f}", f"{mc:.0f}", f"{mc / md:.2f}")
+                    rows.append([window, length, dtype, mode, t["dense"], t["cca"],
+                                 t["dense"] / t["cca"], bound, md, mc,
+                                 mc / md if memory and md else None])  # fmt: skip
                     print(
-                        f"| {window} | {length} | {dtype} | {mode} | {t['dense']:.3f} | "
-                        f"{t['cca']:.3f} | {t['dense'] / t['cca']:.2f} | {bound:.2f} | "
-                        f"{mem[0]} | {mem[1]} | {mem[2]} |",
+                        f"  s={window} L={length} {dtype} {mode}: {t['dense'] / t['cca']:.2f}x",
                         flush=True,
                     )
+                    rec.sample_load()
+    rec.table(
+        "cca_speed",
+        ["s", "L", "dtype", "pass", "dense s", "CCA s", "speedup", "bound", "dense MB", "CCA MB",
+         "mem ratio"],
+        rows, fmt=[None, None, None, None, ".3f", ".3f", ".2f", ".2f", ".0f", ".0f", ".2f"],
+        title="Part 1: CCA vs fused causal SDPA (CPU time, 1 thread, best of rounds)",
+        notes=[f"H = {HEADS}, D = {DIM}, group g = {GROUP}, local window s; batch 1. Time: process "
+               f"CPU time of one thread, best of {rounds} interleaved rounds (half as many above "
+               "8K tokens). bound = dense causal pairs / CCA scored pairs, the speedup an "
+               "arithmetic-bound kernel could reach. Peak memory: resident-set growth of a fresh "
+               "process running one call, from its inputs."],
+        timing=True,
+        headline=(lambda r: f"CCA at {r[1] // 1024}K tokens (s={r[0]}, {r[2]}, {r[3]}): "
+                  f"{r[6]:.2f}x dense SDPA (bound {r[7]:.2f}x)")(max(rows, key=lambda r: (r[1], r[3] == "fwd", r[2] == "float32", -r[0]))),
+    )  # fmt: skip
 
 
 def _region(q, k, v):
@@ -158,10 +171,8 @@ def _bidir(fn, q, k, v, backward: bool) -> None:
         out.sum().backward()
 
 
-def part2(sizes, rounds: int) -> None:
-    print("\n## Part 2: region attention (R=64, k=8, H=2, D=32) vs dense SDPA (bidirectional)\n")
-    print("| N | pass | dense s | region s | region / dense | arithmetic bound (k/M) |")
-    print("|---|---|---|---|---|---|")
+def part2(rec: Run, sizes, rounds: int) -> None:
+    rows = []
     for n in sizes:
         m = n // 64
         for mode in ("fwd", "fwd+bwd"):
@@ -174,17 +185,21 @@ def part2(sizes, rounds: int) -> None:
                     "region": partial(_bidir, _region, q, k, v, backward),
                 }
                 t = interleaved(fns, rounds)
-            print(
-                f"| {n} | {mode} | {t['dense']:.4f} | {t['region']:.4f} | "
-                f"{t['region'] / t['dense']:.2f} | {8 / m:.3f} |",
-                flush=True,
-            )
+            rows.append([n, mode, t["dense"], t["region"], t["region"] / t["dense"], 8 / m])
+    rec.table(
+        "region_speed",
+        ["N", "pass", "dense s", "region s", "region / dense", "arithmetic bound (k/M)"],
+        rows, fmt=[None, None, ".4f", ".4f", ".2f", ".3f"],
+        title="Part 2: region attention (R=64, k=8, H=2, D=32) vs dense SDPA (bidirectional)",
+        notes=f"Region size 64, top-8 regions per query region, 2 heads of 32; fp32; process CPU "
+              f"time of one thread, best of {rounds} interleaved rounds. The bound k / M is the "
+              "share of key blocks each query region reads.",
+        timing=True,
+    )  # fmt: skip
 
 
-def part3(length: int) -> None:
-    print(f"\n## Part 3: KV-cache bytes after {length} tokens (D=64, fp16, one layer)\n")
-    print("| Hq/Hkv | cache | MB | vs dense GQA |")
-    print("|---|---|---|---|")
+def part3(rec: Run, length: int) -> None:
+    rows = []
     for hq, hkv in ((32, 8), (4, 1)):
         gen = torch.Generator().manual_seed(0)
         q = torch.randn(1, hq, length, 64, generator=gen).half()
@@ -207,7 +222,15 @@ def part3(length: int) -> None:
             sizes[name] = cache.memory_bytes() / 2  # fp32 -> fp16 bytes
         base = sizes["dense (GQA)"]
         for name, b in sizes.items():
-            print(f"| {hq}/{hkv} | {name} | {b / 2**20:.1f} | {b / base:.3f} |")
+            rows.append([f"{hq}/{hkv}", name, b / 2**20, b / base])
+    rec.table(
+        "kv_cache",
+        ["Hq/Hkv", "cache", "MB", "vs dense GQA"],
+        rows, fmt=[None, None, ".1f", ".3f"],
+        title=f"Part 3: KV-cache bytes after {length} tokens (D=64, fp16, one layer)",
+        notes=f"One layer, batch 1, {length} tokens (prefill of {length - 1} and one decode step), "
+              "fp16 bytes; exact counts from the caches' memory_bytes().",
+    )  # fmt: skip
 
 
 def main() -> None:
@@ -217,13 +240,15 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    rec = Run("sparse-attn", out=tempfile.mkdtemp() if args.quick else None)
     t0 = time.perf_counter()
     if args.quick:
-        part1([2048, 8192], [1024], ["float32"], ["fwd"], args.rounds, not args.no_memory)
-        part2([2048], args.rounds)
-        part3(8192)
+        part1(rec, [2048, 8192], [1024], ["float32"], ["fwd"], args.rounds, not args.no_memory)
+        part2(rec, [2048], args.rounds)
+        part3(rec, 8192)
     else:
         part1(
+            rec,
             [2048, 8192, 32768, 65536],
             [1024, 256],
             ["float32", "bfloat16"],
@@ -231,8 +256,8 @@ def main() -> None:
             args.rounds,
             not args.no_memory,
         )
-        part2([2048, 8192], args.rounds)
-        part3(32768)
+        part2(rec, [2048, 8192], args.rounds)
+        part3(rec, 32768)
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f}s")
 
 

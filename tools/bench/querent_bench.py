@@ -15,7 +15,7 @@ Part 2: forward time per slide (CPU time, one thread, best of 3) and peak memory
 of a fresh subprocess, measured from its inputs) as the slide grows.
 
     uv run python tools/bench/querent_bench.py            # ~30 min on 2 cores
-    uv run python tools/bench/querent_bench.py --quick    # 1 seed, small slides
+    uv run python tools/bench/querent_bench.py --quick    # 1 seed, small slides (temp folder)
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 import torch
+from record import Run, fmt_ci
 from sklearn.metrics import roc_auc_score
 
 from sparse_attn import ABMIL, MeanPoolMIL, QuerentMIL, TransMILStyle, make_wsi_bags
@@ -45,7 +47,9 @@ def fmt(values) -> str:
     return f"{a.mean():.3f} +- {a.std():.3f}"
 
 
-def part1(seeds: int, n_train: int, n_test: int, patches: tuple[int, int], epochs: int) -> None:
+def part1(
+    rec: Run, seeds: int, n_train: int, n_test: int, patches: tuple[int, int], epochs: int
+) -> None:
     print(
         f"\n## Part 1: {n_train} training / {n_test} test slides of {patches} patches, "
         f"{epochs} epochs, {seeds} seeds\n"
@@ -82,22 +86,29 @@ def part1(seeds: int, n_train: int, n_test: int, patches: tuple[int, int], epoch
             ):
                 r.setdefault(key, []).append(val)
             print(f"  seed {seed} {name}: AUROC {r['auc'][-1]:.3f}", flush=True)
-    print(
-        "\n| model | slide AUROC | accuracy | localisation AUROC (attention) | "
-        "localisation AUROC (region importance) | loss epoch 1 -> last | train CPU s |"
-    )
-    print("|---|---|---|---|---|---|---|")
+    rows = []
     for name, r in res.items():
         reg = fmt(r["loc_reg"]) if not np.isnan(r["loc_reg"][0]) else "n/a"
-        print(
-            f"| {name} | {fmt(r['auc'])} | {fmt(r['acc'])} | {fmt(r['loc_att'])} | {reg} | "
-            f"{np.mean(r['first']):.3f} -> {np.mean(r['last']):.3f} | {np.mean(r['fit_s']):.0f} |"
-        )
-    q, a, d = (np.mean(res[k]["auc"]) for k in ("QuerentMIL", "ABMIL", "TransMIL-style (dense)"))
-    print(
-        f"\nQuerentMIL - ABMIL = {q - a:+.3f} AUROC (target >= +0.05); "
-        f"QuerentMIL - dense = {q - d:+.3f} (target >= -0.02)"
-    )
+        rows.append([name, fmt(r["auc"]), fmt(r["acc"]), fmt(r["loc_att"]), reg,
+                     f"{np.mean(r['first']):.3f} -> {np.mean(r['last']):.3f}", float(np.mean(r["fit_s"]))])  # fmt: skip
+    q, a, d = (np.array(res[k]["auc"]) for k in ("QuerentMIL", "ABMIL", "TransMIL-style (dense)"))
+    rec.table(
+        "mil",
+        ["model", "slide AUROC", "accuracy", "localisation AUROC (attention)",
+         "localisation AUROC (region importance)", "loss epoch 1 -> last", "train CPU s"],
+        rows, fmt=[None] * 6 + [".0f"], seeds=list(range(seeds)),
+        per_seed={k: {m: [float(x) for x in v] for m, v in r.items()} for k, r in res.items()},
+        title=f"Part 1: {n_train} training / {n_test} test slides of {patches} patches, {epochs} epochs",
+        notes=[f"make_wsi_bags: label = whether two distant lesions carry the same code; "
+               f"{n_train} training and {n_test} held-out slides of {patches[0]}-{patches[1]} "
+               f"patches per seed, same width (32), epochs ({epochs}) and lr (5e-4) for every "
+               "model; mean +- std over seeds. Train CPU s: one torch thread.",
+               f"Paired over seeds: QuerentMIL - ABMIL {fmt_ci(q - a, 3, sign=True)} AUROC (target "
+               f">= +0.05); QuerentMIL - dense {fmt_ci(q - d, 3, sign=True)} (target >= -0.02)."],
+        timing=True,
+        headline=f"slide AUROC QuerentMIL {q.mean():.3f} vs ABMIL {a.mean():.3f} vs dense "
+                 f"{d.mean():.3f} (synthetic long-range slides)",
+    )  # fmt: skip
 
 
 _CHILD = r"""
@@ -124,14 +135,9 @@ print(json.dumps([best, status("VmHWM") - base]))
 """
 
 
-def part2(sizes) -> None:
-    print("\n## Part 2: forward time and peak memory per slide (CPU, one thread)\n")
+def part2(rec: Run, sizes) -> None:
     names = ["QuerentMIL", "TransMIL-style (dense)", "ABMIL"]
-    print(
-        "| patches | " + " | ".join(f"{n} s / MB" for n in names) + " | Querent / dense time | "
-        "Querent / dense memory |"
-    )
-    print("|---|" + "---|" * (len(names) + 2))
+    rows = []
     for n in sizes:
         out = {}
         for name in names:
@@ -141,9 +147,19 @@ def part2(sizes) -> None:
             )  # fmt: skip
             out[name] = json.loads(proc.stdout.strip().splitlines()[-1])
         q, d = out["QuerentMIL"], out["TransMIL-style (dense)"]
-        cells = " | ".join(f"{out[k][0]:.3f} / {out[k][1]:.0f}" for k in names)
-        print(f"| {n} | {cells} | {q[0] / d[0]:.2f} | {q[1] / max(d[1], 1e-9):.2f} |", flush=True)
-    print("\n(target at 20,000 patches: QuerentMIL <= 0.3x the dense model's time and memory)")
+        rows.append([n, *(f"{out[k][0]:.3f} / {out[k][1]:.0f}" for k in names),
+                     q[0] / d[0], q[1] / max(d[1], 1e-9)])  # fmt: skip
+        rec.sample_load()
+    rec.table(
+        "mil_scale",
+        ["patches", *(f"{n} s / MB" for n in names), "Querent / dense time", "Querent / dense memory"],
+        rows, fmt=[None, None, None, None, ".2f", ".2f"],
+        title="Part 2: forward time and peak memory per slide (CPU, one thread)",
+        notes="Forward pass of one slide, process CPU time of one thread, best of 3 after a "
+              "warm-up; peak memory = resident-set growth of a fresh process from its inputs. "
+              "Target at 20,000 patches: QuerentMIL <= 0.3x the dense model's time and memory.",
+        timing=True,
+    )  # fmt: skip
 
 
 def main() -> None:
@@ -152,13 +168,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(1)
+    rec = Run("sparse-attn", out=tempfile.mkdtemp() if args.quick else None)
     t0 = time.perf_counter()
     if args.quick:
-        part1(1, 60, 40, (600, 900), 8)
-        part2([1000, 5000])
+        part1(rec, 1, 60, 40, (600, 900), 8)
+        part2(rec, [1000, 5000])
     else:
-        part1(args.seeds, 150, 80, (1000, 2000), 12)
-        part2([1000, 5000, 10000, 20000])
+        part1(rec, args.seeds, 150, 80, (1000, 2000), 12)
+        part2(rec, [1000, 5000, 10000, 20000])
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f}s")
 
 
