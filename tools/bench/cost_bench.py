@@ -255,7 +255,7 @@ def run(op: str, args: argparse.Namespace, rec: Run) -> None:
         rows.append([strat, f"{frac:.2f}", fmt_ci(mine, 3), a["top5"], a["oracle"], a["captured"],
                      a["pair_acc"], a["top1"] / ref["top1"], f"{sum(m >= 1.0 for m in mine)}/{len(seeds)}",
                      wins("target_only"), wins("xgb_reg", "xgb_rank"), wins("xgb_pooled")])  # fmt: skip
-    name = f"{'real' if args.real else 'sim'}_{op}"
+    name = f"{'real' if args.real else 'sim'}_{op}" + ("_curve" if len(fracs) > 1 else "")
     cfg = (f"{pair}, {op.upper()}: {len(ms)} matrices ({train.n_matrices} train / {test.n_matrices} "
            f"held-out test, held out of the source set too) x {len(test) // test.n_matrices} "
            f"sampled configurations; 5% = {len(train.subsample(0.05, seed=0))} target triples.")  # fmt: skip
@@ -267,7 +267,9 @@ def run(op: str, args: argparse.Namespace, rec: Run) -> None:
         seeds=list(seeds), per_seed={f"{k[0]}/{k[1]}/{k[2]}": v for k, v in metric.items()},
         title=f"Few-shot transfer, {pair}, {op.upper()}",
         notes=[cfg, "Speedups over the default (CSR) configuration on held-out matrices, "
-               "geometric mean over matrices, mean over seeds (t-interval); captured = share of "
+               "geometric mean over matrices; top-1 [95% CI]: arithmetic mean and t-interval of "
+               "the per-seed values, the other columns and top-1 / full: the protocol summary "
+               "(geometric mean over seeds); captured = share of "
                "the oracle's log-speedup; the last four columns count seeds on which the row's "
                "top-1 beats the named baseline."],
     )  # fmt: skip
