@@ -238,6 +238,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--lengths", type=int, nargs="+", default=[2048, 8192, 32768, 65536],
+                        help="Part 1 sequence lengths")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)
     rec = Run("sparse-attn", out=tempfile.mkdtemp() if args.quick else None)
@@ -249,7 +251,7 @@ def main() -> None:
     else:
         part1(
             rec,
-            [2048, 8192, 32768, 65536],
+            args.lengths,
             [1024, 256],
             ["float32", "bfloat16"],
             ["fwd", "fwd+bwd"],
