@@ -92,7 +92,9 @@ def main():
     a = ap.parse_args()
     if a.quick:
         a.seeds, a.epochs, a.parts = 2, 20, "b2"
-    rec = Run("brain-gcl", out=tempfile.mkdtemp() if a.quick or a.models else None)
+    rec = Run("brain-gcl", out=tempfile.mkdtemp() if a.quick else None)
+    # other node features (controls) are recorded beside the default tables, not over them
+    sfx = "" if a.node_features == "topo" else "_" + a.node_features.replace("+", "_")
     torch.set_num_threads(1)
     cfg = (f"40 ROIs, 5 sites x 120 subjects, <= {a.epochs} epochs (patience {a.patience}), "
            f"batch 32, Adam 1e-3, the same 15% label x site validation split; graphs: top-20% "
@@ -168,7 +170,7 @@ def main():
                          f"{np.mean(r['cpu']):.0f}", ep])  # fmt: skip
         best = max(names, key=lambda n: np.mean(res[n]["ood"]))
         rec.table(
-            "ood",
+            "ood" + sfx,
             ["model", "ID accuracy (held-out 20% of sites 0-3)", "OOD accuracy (site 4)", "drop",
              "OOD AUC", "OOD Avg of six", "CPU s / fit", "epochs run"],
             rows, seeds=seeds, per_seed={ORACLE: res_oracle, **{n: {k: [float(x) for x in v] for k, v in res[n].items()} for n in names}},
@@ -180,7 +182,7 @@ def main():
             headline=(f"reversed site: CIA-GCL OOD acc {np.mean(res['CIA-GCL']['ood']):.3f} vs "
                       f"GIN {np.mean(res['GIN']['ood']):.3f}, edge LR "
                       f"{np.mean(res['edge LR (Fisher-z)']['ood']):.3f}; best {best} "
-                      f"{np.mean(res[best]['ood']):.3f}") if {"CIA-GCL", "GIN", "edge LR (Fisher-z)"} <= set(names) else None,
+                      f"{np.mean(res[best]['ood']):.3f}") if {"CIA-GCL", "GIN", "edge LR (Fisher-z)"} <= set(names) and not sfx else None,
         )  # fmt: skip
         prow, pseed = [], {}
         for m_ in [n for n in names if n.startswith("CIA-GCL")][:2]:
@@ -192,7 +194,7 @@ def main():
                         [m_, b, fmt_ci(diff, 3, sign=True), f"{int((diff > 0).sum())}/{len(diff)}"]
                     )
         rec.table(
-            "ood_paired",
+            "ood_paired" + sfx,
             ["model", "minus", "OOD accuracy difference [95% CI]", "higher on"],
             prow, seeds=seeds, per_seed=pseed,
             title="B2 paired over seeds: CIA-GCL's OOD accuracy minus each baseline's",
@@ -206,7 +208,7 @@ def main():
                      "edge LR (Fisher-z)": "|edge-LR coefficient|"}.get(n, n + " edge probability")  # fmt: skip
             erows.append([label, ms(e["auroc"]), ms(e["p@k"]), ms(e["sp"]) if e["sp"] else "-"])
         rec.table(
-            "edges",
+            "edges" + sfx,
             ["edge scores", "AUROC", "precision@|planted|", "share of selected edges in the spurious circuit"],
             erows, seeds=seeds, per_seed={n: {k: [float(x) for x in v] for k, v in e.items()} for n, e in edges.items()},
             title="B3: planted invariant-edge recovery on the test site",
@@ -225,7 +227,7 @@ def main():
             print(f"fold {k} done", flush=True)
         keys = ["accuracy", "precision", "recall", "f1", "bacc", "auc", "avg"]
         rec.table(
-            "pooled",
+            "pooled" + sfx,
             ["model", *keys],
             [[n, *(ms([f[k] for f in out[n]]) for k in keys)] for n in pick],
             seeds=[0], per_seed={n: out[n] for n in pick},
