@@ -187,9 +187,9 @@ def main() -> None:
                f"({a.n_per_domain} images each) and tested on the fourth: {a.steps} steps, Adam "
                f"{a.lr}, BatchNorm frozen, {a.bits}-bit quantization from step {q_start}; mean ± std "
                f"over seeds; differences to ERM paired, in points.",
-               "Training curves (mean source-validation accuracy at the 10 checkpoints) are in the "
-               "results file's extra; none is collapsed: " + "; ".join(
-                   f"{n.split(' ')[0]} {c[0]:.2f} -> {c[-1]:.2f}" for n, c in curve.items()) + "."],
+               "Training curves, mean source-validation accuracy at the first -> last of the 10 "
+               "checkpoints (all 10 in the results file): " + "; ".join(
+                   f"{n} {c[0]:.2f} -> {c[-1]:.2f}" for n, c in curve.items()) + "."],
         timing=True,
         extra={"curves": curve, "pretrain": info},
         headline=f"QT-DoG - ERM {100 * q.mean():+.1f} points, SWAD - ERM {100 * sw.mean():+.1f} "
