@@ -33,6 +33,7 @@ from scipy.stats import spearmanr
 
 import nas_puzzle as npz
 from nas_puzzle import baselines
+from nas_puzzle.cost import _model_runner
 
 GKD_METHODS = ("puzzle", "homogeneous", "width_prune", "noop_only", "depth_prune")
 SPEEDS = (1.25, 1.5, 2.0, 2.5, 3.0)
@@ -239,22 +240,6 @@ def report(rec: Run, results: list[dict], args: argparse.Namespace) -> None:
         print(f"wrote {args.png}")
 
 
-def _decoder_clock(model, b: int, prefill: int, decode: int):
-    """Closure: thread CPU time of one prefill + cached greedy decode (one intra-op thread)."""
-    g = torch.Generator().manual_seed(0)
-    prompt = torch.randint(0, model.cfg.vocab_size, (b, prefill), generator=g)
-    model = model.eval()
-
-    def fn() -> float:
-        t0 = time.thread_time()
-        logits, cache = model.prefill(prompt)
-        for _ in range(decode):
-            logits, cache = model.decode_step(logits.argmax(-1), cache)
-        return time.thread_time() - t0
-
-    return fn
-
-
 def _generate_clock(model, b: int, prefill: int, decode: int):
     """Closure: thread CPU time of HF ``generate`` (greedy, exactly ``decode`` new tokens) of the
     exported child."""
@@ -353,7 +338,8 @@ def run(args, seed: int, rec: Run) -> dict:
 
     # measured speed, interleaved with the parent, until every 95% interval is within rel_ci
     maxr = 10 if q else 60
-    dec = npz.time_round_robin([_decoder_clock(m, b, prefill, decode) for m in [parent, *finals]],
+    # the cost table's own runner: thread CPU time of one prefill + cached greedy decode
+    dec = npz.time_round_robin([_model_runner(m, scen, b) for m in [parent, *finals]],
                                repeats=5, rel_ci=args.rel_ci, max_repeats=maxr, desc="decoder")  # fmt: skip
     gk = [k for k, r in enumerate(rows) if r["method"] in GKD_METHODS]
     gen = npz.time_round_robin(

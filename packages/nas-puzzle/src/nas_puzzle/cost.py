@@ -264,6 +264,11 @@ def _model_runner(model: HeteroDecoder, scen: Scenario, b: int):
     return run
 
 
+def _check_rel_ci(rel_ci: object) -> None:
+    if rel_ci is not None and not (isinstance(rel_ci, float | int) and 0 < rel_ci < 1):
+        raise ValueError(f"rel_ci must be in (0, 1), got {rel_ci!r}")
+
+
 @torch.inference_mode()
 def time_round_robin(
     fns: Sequence,
@@ -309,8 +314,7 @@ def time_round_robin(
     for name, v in (("repeats", repeats), ("max_repeats", max_repeats)):
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
-    if rel_ci is not None and not (isinstance(rel_ci, float | int) and 0 < rel_ci < 1):
-        raise ValueError(f"rel_ci must be in (0, 1), got {rel_ci!r}")
+    _check_rel_ci(rel_ci)
     for fn in fns:  # warm-up
         fn()
     rows: list[np.ndarray] = []
@@ -352,19 +356,21 @@ def _time_models(fns: list, repeats: int, verbose: bool, desc: str) -> np.ndarra
     return time_round_robin(fns, repeats, verbose=verbose, desc=desc)["min"]
 
 
-@torch.inference_mode()
 def _measure_round_robin(fns: list, repeats: int, verbose: bool) -> np.ndarray:
-    """Minimum time of each closure; one call of every closure per round, so slow drifts in
-    machine load hit all variants alike instead of whichever happened to run then."""
-    for fn in fns:  # warm-up
-        fn()
-    best = np.full(len(fns), np.inf)
-    for _ in tqdm(range(repeats), disable=not verbose, desc="cost (measure)"):
-        for k, fn in enumerate(fns):
+    """Minimum time of each untimed closure over round-robin repeats (see time_round_robin)."""
+
+    def timed(fn):
+        def run() -> float:
             t0 = _clock()
             fn()
-            best[k] = min(best[k], _clock() - t0)
-    return best
+            return _clock() - t0
+
+        return run
+
+    out = time_round_robin(
+        [timed(fn) for fn in fns], repeats, verbose=verbose, desc="cost (measure)"
+    )
+    return out["min"][:, 0]
 
 
 def _in_context(cfg, variants, scen, b, dtype, repeats, verbose):
@@ -634,8 +640,7 @@ def validate_costs(
     for name, v in (("n_children", n_children), ("repeats", repeats), ("max_repeats", max_repeats)):
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
-    if rel_ci is not None and not (isinstance(rel_ci, float | int) and 0 < rel_ci < 1):
-        raise ValueError(f"rel_ci must be in (0, 1), got {rel_ci!r}")
+    _check_rel_ci(rel_ci)
     if n_children < 2:
         raise ValueError(f"n_children must be >= 2 for a rank correlation, got {n_children}")
     if threads is not None and threads <= 0:
