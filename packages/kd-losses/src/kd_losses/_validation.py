@@ -7,6 +7,7 @@ import numbers
 import torch
 
 __all__ = [
+    "all_finite",
     "check_logit_pair",
     "check_prob_param",
     "check_reduction",
@@ -15,6 +16,19 @@ __all__ = [
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
+
+
+def all_finite(x: torch.Tensor) -> bool:
+    """Whether ``x`` holds no NaN or inf, without a full-size temporary.
+
+    ``torch.isfinite(x).all()`` allocates an ``x``-sized mask and, for floats, an ``abs(x)``
+    copy: about 1.75x a float32 ``x`` (900 MB for a 128K x 1024 lm-head weight). ``aminmax``
+    reads ``x`` once and propagates NaN, so both extremes are finite exactly when every entry is.
+    """
+    if x.numel() == 0:
+        return True
+    lo, hi = torch.aminmax(x)
+    return bool(torch.isfinite(lo) & torch.isfinite(hi))
 
 
 def check_logit_pair(
@@ -38,7 +52,7 @@ def check_logit_pair(
             "shape mismatch: student_logits "
             f"{tuple(student_logits.shape)} vs teacher_logits {tuple(teacher_logits.shape)}"
         )
-    if check_finite:
+    if check_finite and not (all_finite(student_logits) and all_finite(teacher_logits)):
         # -inf marks a masked vocabulary entry; it must mask the same entries in both models
         for name, x in (("student_logits", student_logits), ("teacher_logits", teacher_logits)):
             if bool(torch.isnan(x).any()) or bool(torch.isposinf(x).any()):
@@ -104,7 +118,7 @@ def resolve_mask(
                 f"got {tuple(mask.shape)}"
             )
         if mask.dtype != torch.bool:
-            if mask.is_floating_point() and not bool(torch.isfinite(mask).all()):
+            if mask.is_floating_point() and not all_finite(mask):
                 raise ValueError("mask contains NaN or inf")
             mask = mask != 0
         out = mask.to(device)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import torch
 
+from kd_losses._validation import all_finite
+
 __all__ = ["dataset_nll", "difficulty_score", "sequence_nll"]
 
 
@@ -47,7 +49,7 @@ def sequence_nll(
         Mean NLL over each sequence's valid tokens (0 for a sequence with none), float32.
     """
     _check_labels(logits, labels)
-    if not bool(torch.isfinite(logits).all()):
+    if not all_finite(logits):
         raise ValueError("logits contains NaN or inf")
     valid = labels != ignore_index
     safe = torch.where(valid, labels, torch.zeros_like(labels)).long()
