@@ -85,7 +85,12 @@ def main():
     ap.add_argument(
         "--node-features", default="topo", help="topo | profile | identity | topo+profile"
     )
-    ap.add_argument("--models", default=None, help="comma-separated subset of the B2 models")
+    ap.add_argument(
+        "--models",
+        default=None,
+        help="semicolon-separated subset of the B2 models, by their table names (which contain "
+        "commas), e.g. 'GIN;CIA-GCL;CIA-GCL, ROI extractor'",
+    )
     ap.add_argument(
         "--quick", action="store_true", help="2 seeds, 20 epochs, B2 only (temp folder)"
     )
@@ -102,7 +107,11 @@ def main():
     print(f"# CIA-GCL benchmark: {cfg}, {a.seeds} seeds; paper: {PAPER}")
     names = list(zoo(a, 0))
     if a.models:
-        names = [n for n in names if n in a.models.split(",")]
+        want = [m.strip() for m in a.models.split(";") if m.strip()]
+        unknown = sorted(set(want) - set(names))
+        if unknown:
+            ap.error(f"--models: unknown {unknown}; known: {names}")
+        names = [n for n in names if n in want]
     seeds = list(range(a.seeds))
     if "b2" in a.parts:
         res = {n: {"ood": [], "id": [], "auc": [], "avg": [], "cpu": [], "ep": []} for n in names}

@@ -175,3 +175,37 @@ def test_plotting(fitted, data) -> None:  # type: ignore[no-untyped-def]
     assert plot_scores(s, window_labels(data.y_test, 6), fitted.threshold_) is not None
     with pytest.raises(ValueError, match="labels"):
         plot_scores(s, np.zeros(3))
+
+
+def test_validated_combination(fitted, data) -> None:  # type: ignore[no-untyped-def]
+    """combine='validated': same nets and halves as the paper's sum, held-out standardisation
+    and a grid weight; the sum keeps weights (0.5, 0.5) and equals z_CL + z_CD."""
+    det = CAROTS(**TINY, combine="validated", random_state=0).fit(data.X_train)
+    assert fitted.combine_weights_ == (0.5, 0.5) and fitted.combine_auroc_ == {}
+    assert sorted(det.combine_auroc_) == [round(0.1 * k, 1) for k in range(11)]
+    w_cl, w_cd = det.combine_weights_
+    assert w_cl in det.combine_auroc_ and w_cl + w_cd == pytest.approx(1.0)
+    assert det.combine_auroc_[w_cl] == max(det.combine_auroc_.values())
+    halves = {}
+    for d in (fitted, det):
+        for mode in ("cl", "cd"):
+            d._score_mode = mode
+            halves[id(d), mode] = d.decision_function(data.X_test)
+        d._score_mode = "combined"
+    # same training: each half differs only by its standardisation (an affine map)
+    for mode in ("cl", "cd"):
+        a, b = halves[id(fitted), mode], halves[id(det), mode]
+        assert np.corrcoef(a, b)[0, 1] == pytest.approx(1.0, abs=1e-9)
+    np.testing.assert_allclose(
+        det.decision_function(data.X_test),
+        2 * (w_cl * halves[id(det), "cl"] + w_cd * halves[id(det), "cd"]),
+    )
+    np.testing.assert_allclose(
+        fitted.decision_function(data.X_test), halves[id(fitted), "cl"] + halves[id(fitted), "cd"]
+    )
+    again = CAROTS(**TINY, combine="validated", random_state=0).fit(data.X_train)
+    assert again.combine_weights_ == det.combine_weights_
+    with pytest.raises(ValueError, match="combine"):
+        CAROTS(**TINY, combine="max").fit(data.X_train)
+    with pytest.warns(UserWarning, match="validation tail"):
+        CAROTS(**{**TINY, "epochs": 1}, combine="validated", val_fraction=0.0).fit(data.X_train)

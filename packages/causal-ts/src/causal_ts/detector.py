@@ -123,6 +123,13 @@ class CAROTS(BaseWindowDetector):
     use_cda : bool, default=True
         False: negatives disturb random variable subsets instead of causal subgraphs.
     score : {"combined", "cl", "cd"}, default="combined"
+    combine : {"sum", "validated"}, default="sum"
+        How the combined score weighs its halves. ``"sum"`` (the paper): z_CL + z_CD, each
+        standardised on the training windows. ``"validated"`` (an option of this package, not
+        the paper's): both halves standardised on the held-out validation tail, and the weight
+        w in {0, 0.1, ..., 1} of 2 (w z_CL + (1 - w) z_CD) chosen to best separate the tail's
+        windows from CDA-disturbed copies of them (the method's own anomaly model; window
+        AUROC, ties to 0.5); without a validation tail it falls back to ``"sum"``.
     score_type : {"l2", "cos"}, default="l2"
         Distance to the centroid for s_CL.
     cd_reduce : {"max", "mean", "last"}, default="max"
@@ -153,7 +160,13 @@ class CAROTS(BaseWindowDetector):
         Encoder + projector (eval mode, best validation epoch).
     centroid_ : numpy.ndarray of shape (D,)
     score_stats_ : dict
-        Training mean/std of s_CL and s_CD.
+        Mean/std of s_CL and s_CD on the training windows (on the validation tail with
+        ``combine="validated"``).
+    combine_weights_ : (float, float)
+        Weights of z_CL and z_CD in the combined score ((0.5, 0.5) for ``combine="sum"``).
+    combine_auroc_ : dict
+        ``combine="validated"``: each candidate w's AUROC of held-out windows vs their CDA
+        copies (empty otherwise).
     history_ : list of dict
         Per epoch: ``epoch``, ``alpha``, ``train_loss``, ``val_loss``, ``unfiltered_ratio``.
     best_epoch_ : int
@@ -196,6 +209,7 @@ class CAROTS(BaseWindowDetector):
         use_cpa: bool = True,
         use_cda: bool = True,
         score: str = "combined",
+        combine: str = "sum",
         score_type: str = "l2",
         cd_reduce: str = "max",
         val_fraction: float = 0.2,
@@ -228,6 +242,7 @@ class CAROTS(BaseWindowDetector):
         self.use_cpa = use_cpa
         self.use_cda = use_cda
         self.score = score
+        self.combine = combine
         self.score_type = score_type
         self.cd_reduce = cd_reduce
         self.val_fraction = val_fraction
@@ -273,6 +288,8 @@ class CAROTS(BaseWindowDetector):
             raise ValueError(f"encoder must be one of {ENCODERS}; got {self.encoder!r}")
         if self.score not in ("combined", "cl", "cd"):
             raise ValueError(f"score must be 'combined', 'cl' or 'cd'; got {self.score!r}")
+        if self.combine not in ("sum", "validated"):
+            raise ValueError(f"combine must be 'sum' or 'validated'; got {self.combine!r}")
         if self.bias_unit not in ("residual", "standardized"):
             raise ValueError(
                 f"bias_unit must be 'residual' or 'standardized'; got {self.bias_unit!r}"
@@ -340,13 +357,25 @@ class CAROTS(BaseWindowDetector):
         all_w = sliding_windows(Xs, W).astype(np.float32)
         pos = np.concatenate([all_w, self._augment_pos(all_w)]) if self._use_cpa else all_w
         self.centroid_ = self._embed(pos).mean(axis=0)
-        s_cl, s_cd = self._raw_scores(all_w, Xs)
+        validated = self.combine == "validated" and val_w is not None and len(val_w) >= 2
+        if self.combine == "validated" and not validated:
+            warnings.warn(
+                "combine='validated' needs a validation tail longer than the window; "
+                "using the paper's sum",
+                UserWarning,
+                stacklevel=3,
+            )
+        s_cl, s_cd = self._raw_scores(val_w, X_val) if validated else self._raw_scores(all_w, Xs)
         self.score_stats_ = {
             "cl_mean": float(s_cl.mean()),
             "cl_std": float(max(s_cl.std(), 1e-12)),
             "cd_mean": float(s_cd.mean()),
             "cd_std": float(max(s_cd.std(), 1e-12)),
         }
+        self.combine_weights_ = (0.5, 0.5)
+        self.combine_auroc_: dict[float, float] = {}
+        if validated:
+            self.combine_weights_, self.combine_auroc_ = self._validate_weights(val_w, rng)
 
     def _augment_pos(self, g1: np.ndarray) -> np.ndarray:
         return self._cpa(g1).astype(np.float32)
@@ -457,6 +486,45 @@ class CAROTS(BaseWindowDetector):
         return total / max(count, 1)
 
     # ------------------------------------------------------------- scoring
+    def _window_cd(self, windows: np.ndarray) -> np.ndarray:
+        """s_CD from each window alone: steps lag..W-1 predicted from their in-window lags."""
+        lag = self.discoverer_.lag_
+        w = windows.astype(np.float64)
+        n, W, N = w.shape
+        ctx = np.lib.stride_tricks.sliding_window_view(w[:, :-1], lag, axis=1)  # (n, W-lag, N, lag)
+        ctx = np.moveaxis(ctx, -1, 2).reshape(n * (W - lag), lag, N)
+        err = ((w[:, lag:] - self.discoverer_.predict_next(ctx).reshape(n, W - lag, N)) ** 2).mean(
+            -1
+        )
+        if self.cd_reduce == "last":
+            return err[:, -1]
+        return err.max(axis=1) if self.cd_reduce == "max" else err.mean(axis=1)
+
+    def _validate_weights(
+        self, val_w: np.ndarray, rng: np.random.Generator
+    ) -> tuple[tuple[float, float], dict[float, float]]:
+        """The half weights that best separate held-out windows from their CDA copies."""
+        from sklearn.metrics import roc_auc_score
+
+        saved = self._cda.rng
+        self._cda.rng = np.random.default_rng(rng.integers(2**63))
+        neg = np.concatenate(
+            [self._cda(val_w[k : k + 32])[0] for k in range(0, len(val_w), 32)]
+        ).astype(np.float32)  # a fresh causal subgraph every 32 windows
+        self._cda.rng = saved
+        both = np.concatenate([val_w, neg])
+        y = np.r_[np.zeros(len(val_w)), np.ones(len(neg))]
+        z = []
+        for s in (self._raw_scores(both)[0], self._window_cd(both)):
+            ref = s[: len(val_w)]  # standardised on the normal windows
+            z.append((s - ref.mean()) / max(ref.std(), 1e-12))
+        aucs = {}
+        for w in np.round(np.linspace(0.0, 1.0, 11), 1):
+            aucs[float(w)] = float(roc_auc_score(y, w * z[0] + (1.0 - w) * z[1]))
+        best = max(aucs.values())
+        w = min((k for k, v in aucs.items() if v >= best - 1e-12), key=lambda k: abs(k - 0.5))
+        return (w, 1.0 - w), aucs
+
     @torch.no_grad()
     def _embed(self, windows: np.ndarray, chunk: int = 4096) -> np.ndarray:
         dev = next(self.net_.parameters()).device
@@ -502,7 +570,8 @@ class CAROTS(BaseWindowDetector):
             return z_cl
         if self._score_mode == "cd":
             return z_cd
-        return z_cl + z_cd
+        w_cl, w_cd = getattr(self, "combine_weights_", (0.5, 0.5))
+        return 2.0 * (w_cl * z_cl + w_cd * z_cd)  # (0.5, 0.5): the paper's z_CL + z_CD
 
 
 class PlainOneClassContrastive(CAROTS):
