@@ -166,7 +166,9 @@ def part1(run, quick: bool, dtype: str) -> None:
     for m in methods:
         # cached per method (keyed by the package source): a rerun after a crash resumes
         rows[m] = tuple(
-            run.cached(f"head:{m}:{dtype}", lambda m=m: list(measure(m, "head", dtype)))
+            run.cached(
+                f"head:{m}:{dtype}:mmap-threshold", lambda m=m: list(measure(m, "head", dtype))
+            )
         )
         run.sample_load()
     rows["logits:bdl"] = rows["logits"]

@@ -129,3 +129,31 @@ def test_make_var_interventions_move_effects_not_labels() -> None:
     np.testing.assert_array_equal(d.X_train, base.X_train)
     diff = np.abs(d.X_test - base.X_test).max(axis=0)
     assert (diff > 1e-9).sum() >= 2  # the cause and at least one effect respond
+
+
+def test_dag_var_coefficients_carry_the_signal() -> None:
+    from scipy.linalg import solve_discrete_lyapunov
+
+    from causal_ts.data import dag_var_coefficients, make_var
+
+    coefs, graph = dag_var_coefficients(12, n_parents=2, signal=9.0, root_ar=0.9, seed=1)
+    A = coefs[0].T  # row = effect
+    assert coefs.shape == (1, 12, 12) and graph.dtype == bool
+    assert np.max(np.abs(np.linalg.eigvals(A))) == pytest.approx(0.9)  # triangular: stable
+    roots = np.flatnonzero(np.diag(graph))
+    effects = np.setdiff1d(np.arange(12), roots)
+    assert len(roots) == 2 and (graph[:, effects].sum(axis=0) == 2).all()
+    # acyclic apart from the roots' self loops: nilpotent off-diagonal part
+    off = (graph & ~np.eye(12, dtype=bool)).astype(float)
+    assert not np.linalg.matrix_power(off, 12).any()
+    cov = solve_discrete_lyapunov(A, 0.01 * np.eye(12))
+    signal = np.diag(A @ cov @ A.T)[effects]  # the parents' part of each effect's variance
+    np.testing.assert_allclose(signal, 9.0 * 0.01, rtol=1e-8)
+    d = make_var(n_vars=8, n_train=300, n_test=300, kind="causal_break", design="dag", seed=0)
+    assert d.graph.shape == (8, 8) and d.y_test.sum() > 0
+    with pytest.raises(ValueError, match="design"):
+        make_var(n_vars=8, design="chain")
+    with pytest.raises(ValueError, match="n_parents"):
+        dag_var_coefficients(3, n_parents=3)
+    with pytest.raises(ValueError, match="root_ar"):
+        dag_var_coefficients(5, root_ar=1.0)

@@ -29,6 +29,7 @@ from causal_ts._validation import (
 
 __all__ = [
     "ANOMALY_KINDS",
+    "dag_var_coefficients",
     "inject_anomalies",
     "inject_causal_break",
     "lorenz96_derivative",
@@ -134,6 +135,65 @@ def _companion_radius(coefs: np.ndarray) -> float:
     comp[:n] = top
     comp[n:, :-n] = np.eye((lag - 1) * n)
     return float(np.max(np.abs(np.linalg.eigvals(comp))))
+
+
+def dag_var_coefficients(
+    n_vars: int,
+    n_parents: int = 2,
+    signal: float = 9.0,
+    root_ar: float = 0.9,
+    sd: float = 0.1,
+    seed: int | None = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """VAR(1) coefficients over a random DAG whose edges carry most of each effect's variance.
+
+    Variables are put in a random order; each of the last ``n_vars - n_parents`` draws
+    ``n_parents`` parents among the variables before it and no self-dependence, every other
+    variable is a root with autoregression ``root_ar``. An effect's incoming weights (random
+    signs and sizes) are scaled so that, at stationarity, its parents' part has variance
+    ``signal * sd**2``: ``signal`` times the innovation variance. Every effect is then
+    mostly its parents, and replacing it by an independent run (a causal break) raises its
+    one-step residual variance from ``sd**2`` to about ``(2 signal + 1) sd**2``, where the
+    Tank-style :func:`var_coefficients` (rescaled to radius 0.7) leaves it near ``sd**2``.
+    The coefficient matrix is triangular in the variable order, so the process is stable for
+    any ``signal`` (spectral radius ``root_ar``).
+
+    Returns
+    -------
+    coefs : numpy.ndarray of shape (1, N, N)
+        ``coefs[0, c, e]`` multiplies ``x[t-1, c]`` in the equation of ``x[t, e]``.
+    graph : numpy.ndarray of shape (N, N), bool
+        ``graph[c, e]`` = c causes e (diagonal True for the roots).
+    """
+    from scipy.linalg import solve_discrete_lyapunov
+
+    n_vars = check_int(n_vars, "n_vars", low=2)
+    n_parents = check_int(n_parents, "n_parents", low=1)
+    if n_parents >= n_vars:
+        raise ValueError(f"n_parents={n_parents} must be below n_vars={n_vars}")
+    check_positive(signal, "signal")
+    check_positive(sd, "sd")
+    root_ar = float(root_ar)
+    if not 0.0 <= root_ar < 1.0:
+        raise ValueError(f"root_ar must be in [0, 1); got {root_ar}")
+    rng = check_rng(seed)
+    order = rng.permutation(n_vars)
+    A = np.zeros((n_vars, n_vars))  # in order positions; row = effect, x_t = A x_{t-1} + eps
+    for i in range(n_vars):
+        if i < n_parents:
+            A[i, i] = root_ar
+            continue
+        parents = rng.choice(i, size=n_parents, replace=False)
+        w = rng.choice([-1.0, 1.0], size=n_parents) * rng.uniform(0.5, 1.5, size=n_parents)
+        # stationary covariance of the variables before i (they never depend on i or later)
+        cov = solve_discrete_lyapunov(A[:i, :i], sd**2 * np.eye(i))
+        var = w @ cov[np.ix_(parents, parents)] @ w
+        A[i, parents] = w * np.sqrt(signal * sd**2 / var)
+    inv = np.empty(n_vars, dtype=int)
+    inv[order] = np.arange(n_vars)
+    effect_by_cause = A[np.ix_(inv, inv)]  # back to variable indices
+    coefs = effect_by_cause.T[None].copy()
+    return coefs, coefs[0] != 0
 
 
 def simulate_var_process(
@@ -499,6 +559,8 @@ def make_var(
     n_interventions: int = 0,
     intervention_length: int = 20,
     intervention_shift: float = 3.0,
+    design: str = "tank",
+    signal: float = 9.0,
     seed: int | None = 0,
 ) -> Bunch:
     """Normal VAR training data and a labelled test series with injected anomalies.
@@ -515,6 +577,14 @@ def make_var(
         seen, so that flagging it is a real false alarm) inside the simulator, so its
         effects respond through the true dynamics. Labelled 0 (the change is consistent with
         the causal mechanism) and marked in ``intervention``.
+    design : {"tank", "dag"}, default="tank"
+        ``"tank"``: :func:`var_coefficients` (Tank et al. / CAROTS style, ``lag``,
+        ``sparsity``). ``"dag"``: :func:`dag_var_coefficients` (VAR(1) over a random DAG with
+        2 parents per effect, ``lag`` and ``sparsity`` unused) in which each effect's
+        parents carry ``signal`` times the innovation variance: the design where a causal
+        break is visible to a forecaster at all.
+    signal : float, default=9.0
+        ``design="dag"`` only.
     n_train, n_test, lag, sparsity, n_anomalous_vars, ratio, factor, radius, n_breaks, seed
         As in :func:`simulate_var`, :func:`inject_anomalies` and :func:`inject_causal_break`.
 
@@ -531,8 +601,15 @@ def make_var(
         raise ValueError("n_interventions * intervention_length exceeds n_test")
     mask = np.zeros(n_train + n_test, dtype=int)
 
+    if design not in ("tank", "dag"):
+        raise ValueError(f"design must be 'tank' or 'dag'; got {design!r}")
+    check_positive(signal, "signal")
+
     def simulate(T: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        coefs, graph = var_coefficients(n_vars, lag, sparsity, seed=rng)
+        if design == "dag":
+            coefs, graph = dag_var_coefficients(n_vars, signal=signal, seed=rng)
+        else:
+            coefs, graph = var_coefficients(n_vars, lag, sparsity, seed=rng)
         offsets = None
         if n_interventions:
             children = (graph & ~np.eye(n_vars, dtype=bool)).sum(axis=1)
