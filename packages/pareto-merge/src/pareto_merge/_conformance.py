@@ -75,6 +75,32 @@ def _export(sd, folder):
     return folder / "again.safetensors"
 
 
+def _fitted_merger():
+    theta0, ft = _models()
+    objectives = [lambda p, t=t: ((p["w"] - t["w"]) ** 2).mean() for t in ft]
+    return ParetoMerger(theta0, ft, rank=2, n_steps=3, lr=1e-2).fit(objectives)
+
+
+def _write_merger(folder):
+    _fitted_merger().save(folder / "merger.safetensors")
+    return folder / "merger.safetensors"
+
+
+def _read_merger(path):
+    theta0, ft = _models()
+    return ParetoMerger.load(path, theta0, ft)
+
+
+def _same_merger(a, b, prefs=((0.2, 0.8), (0.9, 0.1))):
+    return all(_same(a.merge(list(p)), b.merge(list(p))) for p in prefs)
+
+
+def _export_merger(merger, folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    merger.save(folder / "again.safetensors")
+    return folder / "again.safetensors"
+
+
 def entries() -> list[dict]:
     pts = np.array([[0.1, 0.9], [0.5, 0.5], [0.9, 0.1], [0.6, 0.6], [0.3, 0.8]])
     theta0, _ = _models()
@@ -114,6 +140,9 @@ def entries() -> list[dict]:
         {"name": "load_state_dict", "kind": "loader", "write": _write, "read": load_state_dict,
          "check": lambda sd: _same(sd, _models()[0]), "export": _export, "same": _same,
          "corrupt": ["truncate", "empty"]},
+        {"name": "ParetoMerger.save/load", "kind": "loader", "write": _write_merger,
+         "read": _read_merger, "check": lambda m: _same_merger(m, _fitted_merger()),
+         "export": _export_merger, "same": _same_merger, "corrupt": ["truncate", "empty"]},
         {"name": "load_state_dict(sharded)", "kind": "loader", "write": _write_sharded,
          "read": load_state_dict, "check": lambda sd: _same(sd, _models()[0]),
          "corrupt": [("lost-shard", lambda p: sorted(p.glob("model-*.safetensors"))[0].unlink()),

@@ -15,6 +15,8 @@ per-task objectives, plus an L2 penalty on the tensor factors. ``conditioned=Fal
 capacity control: the same parameters with the preference fixed to the uniform vector.
 """
 
+import json
+import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import combinations
 
@@ -407,6 +409,80 @@ class ParetoMerger:
                 sd = self.merge(p)
                 values[i] = [float(f(sd)) for f in funcs]
         return prefs, values
+
+    _CONFIG = ("rank", "base", "init_scale", "scalarization", "conditioned", "alpha", "n_steps",
+               "lr", "reg", "random_state")  # fmt: skip
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the learned parameters (coefficients and tensor factors) and the settings.
+
+        The file holds only what ``fit`` learned (a few MB), not the models: :meth:`load`
+        takes the same pre-trained and fine-tuned state_dicts again.
+
+        Parameters
+        ----------
+        path : str or PathLike
+            A ``.safetensors`` file.
+        """
+        from safetensors.torch import save_file
+
+        meta = {
+            "pareto_merge.merger": json.dumps(
+                {
+                    **{k: getattr(self, k) for k in self._CONFIG},
+                    "n_tasks": self.n_tasks_,
+                    "keys": self._weights.keys,
+                    "fixed_keys": sorted(self._weights.fixed),
+                    "fitted": hasattr(self, "history_"),
+                }
+            )
+        }
+        tensors = {k: v.detach().contiguous() for k, v in self._weights.state_dict().items()}
+        save_file(tensors, os.fspath(path), metadata=meta)
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike, pretrained: StateDict, finetuned: Sequence[StateDict]
+    ) -> "ParetoMerger":
+        """A merger written by :meth:`save`, on the same pre-trained and fine-tuned weights.
+
+        Raises ``ValueError`` when the models' mergeable entries or the number of tasks differ
+        from those the merger was fitted on.
+        """
+        from safetensors import safe_open
+        from safetensors.torch import load_file
+
+        path = os.fspath(path)
+        try:
+            with safe_open(path, framework="pt") as f:
+                meta = json.loads((f.metadata() or {})["pareto_merge.merger"])
+            tensors = load_file(path)
+        except Exception as e:  # safetensors' own errors on a damaged file, or no metadata
+            raise ValueError(
+                f"path: {path!r} is not a file written by ParetoMerger.save ({e})"
+            ) from e
+        if len(finetuned) != meta["n_tasks"]:
+            raise ValueError(
+                f"finetuned: the merger was fitted on {meta['n_tasks']} tasks, got {len(finetuned)}"
+            )
+        merger = cls(
+            pretrained, finetuned, **{k: meta[k] for k in cls._CONFIG},
+            fixed_keys=meta["fixed_keys"],
+        )  # fmt: skip
+        if merger._weights.keys != meta["keys"]:
+            missing = sorted(set(meta["keys"]) - set(merger._weights.keys))
+            extra = sorted(set(merger._weights.keys) - set(meta["keys"]))
+            raise ValueError(
+                "pretrained: its floating entries differ from the merger's: missing "
+                f"{missing[:5]}, not fitted {extra[:5]}"
+            )
+        try:
+            merger._weights.load_state_dict(tensors, strict=True)
+        except RuntimeError as e:
+            raise ValueError(f"path: parameters do not fit these models ({e})") from e
+        if meta["fitted"]:
+            merger.history_ = []
+        return merger
 
     @property
     def coefficients_(self) -> np.ndarray:
