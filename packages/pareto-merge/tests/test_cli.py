@@ -78,6 +78,39 @@ def test_task_arithmetic_round_trip(checkpoints, tmp_path):
     torch.testing.assert_close(merged(ids).logits, ref(ids).logits)
 
 
+def test_lazy_state_dict_reads_what_load_state_dict_reads(checkpoints, tmp_path):
+    for name in ("base", "a"):
+        lazy, eager = pm.LazyStateDict(checkpoints / name), pm.load_state_dict(checkpoints / name)
+        assert list(lazy) == list(eager) and len(lazy) == len(eager)
+        assert all(torch.equal(lazy[k], eager[k]) for k in eager)
+    pm.save_state_dict(eager, tmp_path / "one.safetensors")
+    one = pm.LazyStateDict(tmp_path / "one.safetensors")
+    assert list(one) == list(eager)  # the saved key order, not safetensors' sorted one
+    with pytest.raises(KeyError):
+        one["nope"]
+    with pytest.raises(ValueError, match="no safetensors"):
+        pm.LazyStateDict(tmp_path / "missing")
+
+
+def test_per_tensor_merges_equal_whole_model_merges(checkpoints):
+    base, a, b = (pm.load_state_dict(checkpoints / n) for n in ("base", "a", "b"))
+    cases = [
+        ({"merge_method": "task_arithmetic"}, pm.task_arithmetic(base, [a, b], scale=0.3)),
+        ({"merge_method": "ties", "parameters": {"density": 0.3, "scale": 0.7}},
+         pm.ties_merge(base, [a, b], density=0.3, scale=0.7, scope="tensor")),
+        ({"merge_method": "ties", "parameters": {"density": 0.3, "scope": "model"}},
+         pm.ties_merge(base, [a, b], density=0.3, scope="model")),
+        ({"merge_method": "task_arithmetic",
+          "models": [{"model": "a", "parameters": {"weight": 0.2}},
+                     {"model": "b", "parameters": {"weight": 0.5}}]},
+         pm.weighted_task_arithmetic(base, [a, b], [0.2 / 0.7, 0.5 / 0.7], scale=0.35)),
+    ]  # fmt: skip
+    for patch, want in cases:
+        cfg = {"base_model": "base", "models": [{"model": "a"}, {"model": "b"}], **patch}
+        got = merge_from_config(cfg, checkpoints)
+        assert list(got) == list(want) and all(torch.equal(got[k], want[k]) for k in want)
+
+
 def test_linear_ties_and_dtype(checkpoints):
     lin = merge_from_config({"merge_method": "linear", "base_model": "base",
                              "models": [{"model": "a"}, {"model": "b"}]}, checkpoints)  # fmt: skip

@@ -13,13 +13,14 @@ from pareto_merge.baselines import (
     weighted_task_arithmetic,
 )
 from pareto_merge.demo import demo
-from pareto_merge.io import load_state_dict, load_state_dicts, save_state_dict
+from pareto_merge.io import LazyStateDict, load_state_dict, load_state_dicts, save_state_dict
 from pareto_merge.moo import dominates, hypervolume, pareto_mask
 from pareto_merge.objectives import cross_entropy_objective, entropy_objective
 from pareto_merge.pareto import ParetoMerger, adamerging, check_preference, simplex_grid
 from pareto_merge.state import check_state_dicts, task_vectors
 
 __all__ = [
+    "LazyStateDict",
     "ParetoMerger",
     "__version__",
     "adamerging",

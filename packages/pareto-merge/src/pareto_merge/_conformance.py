@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from pareto_merge import (
+    LazyStateDict,
     ParetoMerger,
     check_preference,
     hypervolume,
@@ -140,6 +141,10 @@ def entries() -> list[dict]:
         {"name": "load_state_dict", "kind": "loader", "write": _write, "read": load_state_dict,
          "check": lambda sd: _same(sd, _models()[0]), "export": _export, "same": _same,
          "corrupt": ["truncate", "empty"]},
+        {"name": "LazyStateDict(sharded)", "kind": "loader", "write": _write_sharded,
+         "read": lambda p: dict(LazyStateDict(p)), "check": lambda sd: _same(sd, _models()[0]),
+         "corrupt": [("lost-shard", lambda p: sorted(p.glob("model-*.safetensors"))[0].unlink()),
+                     ("empty-index", lambda p: (p / "model.safetensors.index.json").write_text("{}"))]},
         {"name": "ParetoMerger.save/load", "kind": "loader", "write": _write_merger,
          "read": _read_merger, "check": lambda m: _same_merger(m, _fitted_merger()),
          "export": _export_merger, "same": _same_merger, "corrupt": ["truncate", "empty"]},

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from pareto_merge.baselines import task_arithmetic, ties_merge, weighted_task_arithmetic
-from pareto_merge.io import load_state_dict, save_state_dict
+from pareto_merge.io import LazyStateDict, load_state_dict, save_state_dict
 from pareto_merge.pareto import ParetoMerger
 
 __all__ = ["main", "merge_from_config"]
@@ -115,13 +115,32 @@ def _weights(models: Sequence[Mapping[str, Any]], method: str) -> list[float] | 
     return w
 
 
+def _per_tensor(fn, base: Mapping, tuned: Sequence[Mapping]) -> dict[str, torch.Tensor]:
+    """``fn`` applied to one tensor name at a time (exactly ``fn`` on the whole models when
+    ``fn`` treats every tensor alone), holding the output and one tensor per input."""
+    names = list(base)
+    for i, t in enumerate(tuned):
+        if set(t) != set(names):
+            missing, extra = sorted(set(names) - set(t)), sorted(set(t) - set(names))
+            raise ValueError(
+                f"models[{i}]: tensors differ from base_model (missing {missing[:3]}, "
+                f"extra {extra[:3]})"
+            )
+    out: dict[str, torch.Tensor] = {}
+    for name in names:
+        out.update(fn({name: base[name]}, [{name: t[name]} for t in tuned]))
+    return out
+
+
 def merge_from_config(
     config: Mapping[str, Any], root: str | os.PathLike = "."
 ) -> dict[str, torch.Tensor]:
     """The merged state_dict a config describes (relative paths resolved against ``root``).
 
-    ``linear``: the average of the fine-tuned models, weighted by ``weight`` (normalised;
-    uniform without weights). ``task_arithmetic``: ``theta_0 + sum_k weight_k tau_k``
+    Every method but ``pareto`` (and TIES with ``scope: model``) reads the checkpoints one
+    tensor at a time (:class:`~pareto_merge.io.LazyStateDict`), so memory holds the merged
+    model plus one tensor per input model. ``linear``: the average of the fine-tuned models,
+    weighted by ``weight`` (normalised; uniform without weights). ``task_arithmetic``: ``theta_0 + sum_k weight_k tau_k``
     (``weight`` defaults to 0.3, this package's Task Arithmetic scale). ``ties``:
     :func:`ties_merge` (``scope`` defaults to ``"tensor"``, as mergekit). ``pareto``:
     :meth:`ParetoMerger.merge` of a saved merger at ``preference``.
@@ -134,26 +153,51 @@ def merge_from_config(
     def path(p: str) -> str:
         return p if os.path.isabs(p) else os.path.join(os.fspath(root), p)
 
-    base = load_state_dict(path(config["base_model"]))
-    tuned = [load_state_dict(path(m["model"])) for m in models]
-    k = len(tuned)
-    if method == "linear":
-        w = np.ones(k) if weights is None else np.asarray(weights)
-        merged = weighted_task_arithmetic(base, tuned, w / w.sum(), scale=1.0 / k)
-    elif method == "task_arithmetic":
-        if weights is None or len(set(weights)) == 1:
-            merged = task_arithmetic(base, tuned, scale=0.3 if weights is None else weights[0])
+    k = len(models)
+    if method == "pareto" or (method == "ties" and params.get("scope", "tensor") == "model"):
+        # the merger, and TIES's model-wide trim, need every tensor at once
+        base = load_state_dict(path(config["base_model"]))
+        tuned = [load_state_dict(path(m["model"])) for m in models]
+        if method == "pareto":
+            merger = ParetoMerger.load(path(config["merger"]), base, tuned)
+            merged = merger.merge(config["preference"])
         else:
-            w = np.asarray(weights)
-            merged = weighted_task_arithmetic(base, tuned, w / w.sum(), scale=w.sum() / k)
-    elif method == "ties":
-        merged = ties_merge(
-            base, tuned, density=float(params.get("density", 0.2)),
-            scale=float(params.get("scale", 1.0)), scope=params.get("scope", "tensor"),
-        )  # fmt: skip
+            merged = ties_merge(
+                base, tuned, density=float(params.get("density", 0.2)),
+                scale=float(params.get("scale", 1.0)), scope="model",
+            )  # fmt: skip
     else:
-        merger = ParetoMerger.load(path(config["merger"]), base, tuned)
-        merged = merger.merge(config["preference"])
+        if method == "linear":
+            w = np.ones(k) if weights is None else np.asarray(weights)
+
+            def fn(b, ts):
+                return weighted_task_arithmetic(b, ts, w / w.sum(), scale=1.0 / k)
+
+        elif method == "task_arithmetic":
+            if weights is None or len(set(weights)) == 1:
+                scale = 0.3 if weights is None else weights[0]
+
+                def fn(b, ts):
+                    return task_arithmetic(b, ts, scale=scale)
+
+            else:
+                w = np.asarray(weights)
+
+                def fn(b, ts):
+                    return weighted_task_arithmetic(b, ts, w / w.sum(), scale=w.sum() / k)
+
+        else:
+
+            def fn(b, ts):
+                return ties_merge(
+                    b, ts, density=float(params.get("density", 0.2)),
+                    scale=float(params.get("scale", 1.0)), scope="tensor",
+                )  # fmt: skip
+
+        # every method here acts on each tensor alone: read and merge one tensor at a time
+        base = LazyStateDict(path(config["base_model"]))
+        tuned = [LazyStateDict(path(m["model"])) for m in models]
+        merged = _per_tensor(fn, base, tuned)
     dtype = config.get("dtype")
     if dtype is not None:
         if not isinstance(dtype, str) or not isinstance(getattr(torch, dtype, None), torch.dtype):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import torch
 
-__all__ = ["load_state_dict", "load_state_dicts", "save_state_dict"]
+__all__ = ["LazyStateDict", "load_state_dict", "load_state_dicts", "save_state_dict"]
 
 # safetensors stores tensors sorted by name; the original order travels in the header
 _ORDER_KEY = "pareto_merge.key_order"
@@ -88,6 +88,92 @@ def load_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     if path.endswith(".index.json"):
         return _load_sharded(path)
     return _load_file(path)
+
+
+def _resolve(path: str | os.PathLike) -> str:
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        single = os.path.join(path, "model.safetensors")
+        index = os.path.join(path, _INDEX)
+        if os.path.isfile(single) and os.path.isfile(index):
+            raise ValueError(f"path: {path!r} holds both model.safetensors and {_INDEX}")
+        path = index if os.path.isfile(index) else single
+    if not os.path.isfile(path):
+        raise ValueError(f"path: no safetensors file at {path!r}")
+    return path
+
+
+class LazyStateDict(Mapping):
+    """A checkpoint read one tensor at a time: a read-only mapping of name -> tensor.
+
+    Same inputs and checks as :func:`load_state_dict` (a ``.safetensors`` file, a sharded
+    index, or a Hugging Face directory; every indexed shard present and holding exactly its
+    tensors), but only the names are read up front: ``sd[name]`` reads that tensor from its
+    file. Merging a model tensor by tensor then holds the output plus one tensor per input
+    model, instead of every input model whole.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        from safetensors import safe_open
+
+        path = _resolve(path)
+        self.path = path
+        files: dict[str, str] = {}
+        if path.endswith(".index.json"):
+            folder = os.path.dirname(path)
+            try:
+                with open(path) as f:
+                    weight_map = json.load(f)["weight_map"]
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"path: {path!r} is not a safetensors index ({e})") from e
+            if not isinstance(weight_map, dict) or not weight_map:
+                raise ValueError(f"path: {path!r} has an empty weight_map")
+            shards = {sh: os.path.join(folder, sh) for sh in dict.fromkeys(weight_map.values())}
+            held: dict[str, str] = {}
+            for shard, shard_path in shards.items():
+                if not os.path.isfile(shard_path):
+                    raise ValueError(f"path: shard {shard!r} named in {_INDEX} is missing")
+                for k in self._keys(shard_path, safe_open):
+                    if k in held:
+                        raise ValueError(f"path: tensor {k!r} is stored in more than one shard")
+                    held[k] = shard_path
+            missing = sorted(set(weight_map) - set(held))
+            extra = sorted(set(held) - set(weight_map))
+            if missing or extra:
+                raise ValueError(
+                    f"path: shards disagree with {_INDEX}: missing {missing[:5]}, "
+                    f"not indexed {extra[:5]}"
+                )
+            files = {k: held[k] for k in weight_map}
+        else:
+            files = dict.fromkeys(self._keys(path, safe_open), path)
+        self._files = files
+
+    @staticmethod
+    def _keys(path: str, safe_open) -> list[str]:
+        try:
+            with safe_open(path, framework="pt") as f:
+                keys = list(f.keys())
+                order = json.loads((f.metadata() or {}).get(_ORDER_KEY, "[]"))
+        except Exception as e:  # safetensors raises its own error types on a damaged header
+            raise ValueError(f"path: {path!r} is not a readable safetensors file ({e})") from e
+        return order if sorted(order) == sorted(keys) else keys
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        from safetensors import safe_open
+
+        file = self._files[key]
+        try:
+            with safe_open(file, framework="pt") as f:
+                return f.get_tensor(key)
+        except Exception as e:
+            raise ValueError(f"path: cannot read {key!r} from {file!r} ({e})") from e
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
 
 
 def load_state_dicts(paths: Sequence[str | os.PathLike]) -> list[dict[str, torch.Tensor]]:
