@@ -207,3 +207,49 @@ def test_console_script_and_refusal_to_overwrite(checkpoints, tmp_path):
     np.testing.assert_array_equal(
         sorted(pm.load_state_dict(out)), sorted(pm.load_state_dict(checkpoints / "a"))
     )
+
+
+_MEM = r"""
+import os, sys, torch
+from pareto_merge.cli import main
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
+torch.ones(1) + 1  # one-time allocations before the baseline
+open("/proc/self/clear_refs", "w").write("5")
+base = status("VmRSS")
+if sys.argv[1] == "lazy":
+    main([sys.argv[2], sys.argv[3], "--max-shard-size", "20MB"])
+else:  # the whole-model path: every checkpoint read at once, then the same merge and save
+    import pareto_merge as pm
+    models = [pm.load_state_dict(os.path.join(os.path.dirname(sys.argv[2]), n)) for n in "bxy"]
+    merged = pm.task_arithmetic(models[0], models[1:], scale=0.3)
+    pm.save_state_dict(merged, sys.argv[3], max_shard_bytes=20 * 10**6)
+print("PEAK", status("VmHWM") - base)
+"""
+
+
+def test_lazy_merge_holds_one_model_not_all(tmp_path):
+    """Three 64 MB checkpoints (4 x 16 MB tensors, 20 MB shards): the tensor-by-tensor merge
+    holds the merged model plus a few tensors (the inputs, task vectors and sums of one name,
+    and one shard's copy at save time), the whole-model path every model at once."""
+    g = torch.Generator().manual_seed(0)
+    for name in "bxy":
+        sd = {f"w{i}": torch.randn(2048, 2048, generator=g) for i in range(4)}
+        pm.save_state_dict(sd, tmp_path / name, max_shard_bytes=20 * 10**6)
+    cfg = _write(tmp_path, {"merge_method": "task_arithmetic", "base_model": "b",
+                            "models": [{"model": "x"}, {"model": "y"}]})  # fmt: skip
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}  # freed blocks leave the RSS
+    peaks = {}
+    for mode in ("lazy", "eager"):
+        out = subprocess.run(
+            [sys.executable, "-c", _MEM, mode, cfg, str(tmp_path / mode)],
+            capture_output=True, text=True, env=env, check=True,
+        )  # fmt: skip
+        peaks[mode] = float(out.stdout.split("PEAK")[1])
+    got = {m: pm.load_state_dict(tmp_path / m) for m in peaks}
+    assert all(torch.equal(got["lazy"][k], got["eager"][k]) for k in got["eager"])
+    model_mb, tensor_mb = 64, 16
+    assert peaks["lazy"] < model_mb + 8 * tensor_mb, peaks  # measured 166 MB here
+    assert peaks["lazy"] < 0.5 * peaks["eager"], peaks  # measured 453 MB here

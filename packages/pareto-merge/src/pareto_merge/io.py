@@ -223,15 +223,18 @@ def save_state_dict(
         or max_shard_bytes < 1
     ):
         raise ValueError(f"max_shard_bytes: expected a positive int, got {max_shard_bytes!r}")
-    tensors = {k: v.detach().contiguous().clone() for k, v in state_dict.items()}
+
+    def copy(k: str) -> torch.Tensor:  # contiguous, with no storage shared with other entries
+        return state_dict[k].detach().contiguous().clone()
+
     meta = {**(metadata or {}), _ORDER_KEY: json.dumps(list(state_dict))}
     if max_shard_bytes is None:
         os.makedirs(os.path.dirname(os.path.abspath(os.fspath(path))), exist_ok=True)
-        save_file(tensors, os.fspath(path), metadata=meta)
+        save_file({k: copy(k) for k in state_dict}, os.fspath(path), metadata=meta)
         return
     shards: list[list[str]] = [[]]
     size = 0
-    for k, v in tensors.items():
+    for k, v in state_dict.items():
         nbytes = v.numel() * v.element_size()
         if shards[-1] and size + nbytes > max_shard_bytes:
             shards.append([])
@@ -245,9 +248,10 @@ def save_state_dict(
     for i, keys in enumerate(shards, 1):
         name = f"model-{i:05d}-of-{n:05d}.safetensors"
         shard_meta = {**meta, _ORDER_KEY: json.dumps(keys), "format": "pt"}
-        save_file({k: tensors[k] for k in keys}, os.path.join(folder, name), metadata=shard_meta)
+        # copies one shard at a time: the peak is the state_dict plus one shard
+        save_file({k: copy(k) for k in keys}, os.path.join(folder, name), metadata=shard_meta)
         weight_map.update(dict.fromkeys(keys, name))
-    total = sum(v.numel() * v.element_size() for v in tensors.values())
+    total = sum(v.numel() * v.element_size() for v in state_dict.values())
     with open(os.path.join(folder, _INDEX), "w") as f:
         json.dump(
             {"metadata": {"total_size": total, **(metadata or {})}, "weight_map": weight_map},
