@@ -38,7 +38,7 @@ def _torch_without_isfinite():
 def _kd_nan(mp):
     import kd_losses.fused as fused
 
-    mp.setattr(fused, "torch", _torch_without_isfinite())  # the finiteness checks removed
+    mp.setattr(fused, "all_finite", lambda x: True)  # the finiteness checks removed
     e = _entry("kd-losses:fused_kd_loss")
     tc.test_nonfinite_input_is_rejected(entry=e, key="teacher_hidden", value="nan")
 
