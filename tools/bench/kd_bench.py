@@ -41,14 +41,10 @@ passes (DDS re-scoring adds student passes); paired 95% intervals over seeds.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import torch
-from record import Run, fmt_ci, fmt_sd
+from record import Run, child_json, fmt_ci, fmt_sd
 
 import kd_losses as K
 
@@ -132,27 +128,11 @@ print(json.dumps([peak, best, grad_w_mb]))
 
 
 def measure(method: str, problem: str, dtype: str = "float32") -> tuple[float, float, float]:
-    """(peak MB above the inputs, best CPU s, weight-gradient MB) from two fresh subprocesses.
-
-    Memory is measured with glibc's mmap threshold fixed at 64 KB, so that a freed temporary
-    leaves the resident set at once (by default the allocator keeps freed blocks of up to
-    32 MB in its heap, where a later call reuses them unseen); time is measured without it,
-    since every mmap / munmap costs page faults.
-    """
-    out = []
-    for mode in ("mem", "time"):
-        env = dict(os.environ)
-        if mode == "mem":
-            env["MALLOC_MMAP_THRESHOLD_"] = "65536"
-        res = subprocess.run(
-            [sys.executable, "-c", _CHILD, method, problem, dtype, mode],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-        )
-        out.append(json.loads(res.stdout.strip().splitlines()[-1]))
-    return out[0][0], out[1][1], out[0][2]
+    """(peak MB above the inputs, best CPU s, weight-gradient MB): memory and time from two
+    fresh subprocesses, memory with the mmap threshold fixed (see ``record.child_json``)."""
+    mem = child_json(_CHILD, method, problem, dtype, "mem", fixed_mmap=True)
+    time_ = child_json(_CHILD, method, problem, dtype, "time")
+    return mem[0], time_[1], mem[2]
 
 
 def part1(run, quick: bool, dtype: str) -> None:

@@ -22,16 +22,12 @@ fixed so that freed temporaries leave the resident set) as the slide grows.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
 
 import numpy as np
 import torch
-from record import Run, fmt_ci
+from record import Run, child_json, fmt_ci
 from sklearn.metrics import roc_auc_score
 
 from sparse_attn import ABMIL, MeanPoolMIL, QuerentMIL, TransMILStyle, make_wsi_bags
@@ -144,20 +140,10 @@ print(json.dumps([best, peak]))
 
 
 def measure(name: str, n: int) -> list[float]:
-    """[best CPU s, peak MB] from two fresh subprocesses: memory with glibc's mmap threshold
-    fixed at 64 KB (otherwise the heap keeps freed blocks of up to 32 MB from the warm-up and
-    a later pass reuses them unseen), time without it (mmap / munmap cost page faults)."""
-    out = []
-    for mode in ("time", "mem"):
-        env = dict(os.environ)
-        if mode == "mem":
-            env["MALLOC_MMAP_THRESHOLD_"] = "65536"
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD, name, str(n), mode],
-            capture_output=True, text=True, check=True, env=env,
-        )  # fmt: skip
-        out.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    return [out[0][0], out[1][1]]
+    """[best CPU s, peak MB]: time and memory from two fresh subprocesses, memory with the
+    mmap threshold fixed (see ``record.child_json``)."""
+    return [child_json(_CHILD, name, str(n), "time")[0],
+            child_json(_CHILD, name, str(n), "mem", fixed_mmap=True)[1]]  # fmt: skip
 
 
 def part2(rec: Run, sizes) -> None:

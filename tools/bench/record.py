@@ -37,6 +37,7 @@ __all__ = [
     "RESULTS",
     "ROOT",
     "Run",
+    "child_json",
     "fmt_ci",
     "fmt_sd",
     "format_cell",
@@ -311,6 +312,23 @@ class Run:
         fig.savefig(path, dpi=dpi, bbox_inches="tight")
         print(f"figure written to {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
         return path
+
+
+def child_json(code: str, *args: str, fixed_mmap: bool = False) -> Any:
+    """The JSON on the last stdout line of ``python -c code *args`` run in a fresh process.
+
+    ``fixed_mmap=True`` fixes glibc's mmap threshold at 64 KB, so that a freed block leaves the
+    resident set at once: for peak-memory probes (by default the heap keeps freed blocks of up
+    to 32 MB, and a later call reuses them unseen). Leave it off when timing: every mmap /
+    munmap then costs page faults.
+    """
+    env = dict(os.environ)
+    if fixed_mmap:
+        env["MALLOC_MMAP_THRESHOLD_"] = "65536"
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env=env
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:

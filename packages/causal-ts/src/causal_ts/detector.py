@@ -515,7 +515,7 @@ class CAROTS(BaseWindowDetector):
         both = np.concatenate([val_w, neg])
         y = np.r_[np.zeros(len(val_w)), np.ones(len(neg))]
         z = []
-        for s in (self._raw_scores(both)[0], self._window_cd(both)):
+        for s in (self._cl_score(both), self._window_cd(both)):
             ref = s[: len(val_w)]  # standardised on the normal windows
             z.append((s - ref.mean()) / max(ref.std(), 1e-12))
         aucs = {}
@@ -534,6 +534,14 @@ class CAROTS(BaseWindowDetector):
         ]
         return np.concatenate(out).astype(np.float64)
 
+    def _cl_score(self, windows: np.ndarray) -> np.ndarray:
+        """s_CL: distance of each window's projection to the centroid, (n,)."""
+        z = self._embed(windows)
+        if self.score_type == "l2":
+            return np.linalg.norm(z - self.centroid_, axis=1)
+        norms = np.linalg.norm(z, axis=1) * np.linalg.norm(self.centroid_) + 1e-12
+        return (1.0 - z @ self.centroid_ / norms) / 2.0
+
     def _raw_scores(
         self, windows: np.ndarray, Xs: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -542,16 +550,7 @@ class CAROTS(BaseWindowDetector):
         ``Xs`` is the standardised series the (stride-1) windows come from; without it (or
         with ``cd_reduce="last"``) s_CD is the last step's error.
         """
-        z = self._embed(windows)
-        if self.score_type == "l2":
-            s_cl = np.linalg.norm(z - self.centroid_, axis=1)
-        else:
-            cos = (
-                z
-                @ self.centroid_
-                / (np.linalg.norm(z, axis=1) * np.linalg.norm(self.centroid_) + 1e-12)
-            )
-            s_cl = (1.0 - cos) / 2.0
+        s_cl = self._cl_score(windows)
         reduce = self.cd_reduce
         if Xs is None or reduce == "last":
             w = windows.astype(np.float64)

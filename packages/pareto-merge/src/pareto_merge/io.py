@@ -18,22 +18,32 @@ _INDEX = "model.safetensors.index.json"
 
 
 def _load_file(path: str) -> dict[str, torch.Tensor]:
-    from safetensors import safe_open
     from safetensors.torch import load_file
 
+    keys = _file_keys(path)  # checks the header, gives the saved order
     try:
         tensors = load_file(path, device="cpu")
+    except Exception as e:  # safetensors raises its own error types on damaged data
+        raise ValueError(f"path: {path!r} is not a readable safetensors file ({e})") from e
+    return {k: tensors[k] for k in keys}
+
+
+def _file_keys(path: str) -> list[str]:
+    """Tensor names of one safetensors file, in the saved order when the header has it."""
+    from safetensors import safe_open
+
+    try:
         with safe_open(path, framework="pt") as f:
+            keys = list(f.keys())
             order = json.loads((f.metadata() or {}).get(_ORDER_KEY, "[]"))
     except Exception as e:  # safetensors raises its own error types on a damaged header
         raise ValueError(f"path: {path!r} is not a readable safetensors file ({e})") from e
-    if sorted(order) == sorted(tensors):
-        return {k: tensors[k] for k in order}
-    return dict(tensors)
+    return order if sorted(order) == sorted(keys) else keys
 
 
-def _load_sharded(index_path: str) -> dict[str, torch.Tensor]:
-    """Every shard named by a Hugging Face ``model.safetensors.index.json``, checked complete."""
+def _index_files(index_path: str) -> dict[str, str]:
+    """Tensor name -> shard path of a ``model.safetensors.index.json``, in index order, with
+    every shard present and holding exactly its indexed tensors (headers only are read)."""
     folder = os.path.dirname(index_path)
     try:
         with open(index_path) as f:
@@ -42,22 +52,31 @@ def _load_sharded(index_path: str) -> dict[str, torch.Tensor]:
         raise ValueError(f"path: {index_path!r} is not a safetensors index ({e})") from e
     if not isinstance(weight_map, dict) or not weight_map:
         raise ValueError(f"path: {index_path!r} has an empty weight_map")
-    out: dict[str, torch.Tensor] = {}
+    held: dict[str, str] = {}
     for shard in dict.fromkeys(weight_map.values()):
         shard_path = os.path.join(folder, shard)
         if not os.path.isfile(shard_path):
             raise ValueError(f"path: shard {shard!r} named in {_INDEX} is missing")
-        for k, v in _load_file(shard_path).items():
-            if k in out:
+        for k in _file_keys(shard_path):
+            if k in held:
                 raise ValueError(f"path: tensor {k!r} is stored in more than one shard")
-            out[k] = v
-    missing = sorted(set(weight_map) - set(out))
-    extra = sorted(set(out) - set(weight_map))
+            held[k] = shard_path
+    missing = sorted(set(weight_map) - set(held))
+    extra = sorted(set(held) - set(weight_map))
     if missing or extra:
         raise ValueError(
             f"path: shards disagree with {_INDEX}: missing {missing[:5]}, not indexed {extra[:5]}"
         )
-    return {k: out[k] for k in weight_map}  # index order (HF writes it in module order)
+    return {k: held[k] for k in weight_map}  # index order (HF writes it in module order)
+
+
+def _load_sharded(index_path: str) -> dict[str, torch.Tensor]:
+    """Every shard named by a Hugging Face ``model.safetensors.index.json``, checked complete."""
+    files = _index_files(index_path)
+    out: dict[str, torch.Tensor] = {}
+    for shard in dict.fromkeys(files.values()):
+        out.update(_load_file(shard))
+    return {k: out[k] for k in files}
 
 
 def load_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
@@ -76,15 +95,7 @@ def load_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
         Tensor name -> tensor, in the order it was saved in by :func:`save_state_dict`
         (otherwise safetensors' sorted order, or the index's order for a sharded checkpoint).
     """
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        single = os.path.join(path, "model.safetensors")
-        index = os.path.join(path, _INDEX)
-        if os.path.isfile(single) and os.path.isfile(index):
-            raise ValueError(f"path: {path!r} holds both model.safetensors and {_INDEX}")
-        path = index if os.path.isfile(index) else single
-    if not os.path.isfile(path):
-        raise ValueError(f"path: no safetensors file at {path!r}")
+    path = _resolve(path)
     if path.endswith(".index.json"):
         return _load_sharded(path)
     return _load_file(path)
@@ -114,50 +125,12 @@ class LazyStateDict(Mapping):
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
-        from safetensors import safe_open
-
         path = _resolve(path)
         self.path = path
-        files: dict[str, str] = {}
         if path.endswith(".index.json"):
-            folder = os.path.dirname(path)
-            try:
-                with open(path) as f:
-                    weight_map = json.load(f)["weight_map"]
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                raise ValueError(f"path: {path!r} is not a safetensors index ({e})") from e
-            if not isinstance(weight_map, dict) or not weight_map:
-                raise ValueError(f"path: {path!r} has an empty weight_map")
-            shards = {sh: os.path.join(folder, sh) for sh in dict.fromkeys(weight_map.values())}
-            held: dict[str, str] = {}
-            for shard, shard_path in shards.items():
-                if not os.path.isfile(shard_path):
-                    raise ValueError(f"path: shard {shard!r} named in {_INDEX} is missing")
-                for k in self._keys(shard_path, safe_open):
-                    if k in held:
-                        raise ValueError(f"path: tensor {k!r} is stored in more than one shard")
-                    held[k] = shard_path
-            missing = sorted(set(weight_map) - set(held))
-            extra = sorted(set(held) - set(weight_map))
-            if missing or extra:
-                raise ValueError(
-                    f"path: shards disagree with {_INDEX}: missing {missing[:5]}, "
-                    f"not indexed {extra[:5]}"
-                )
-            files = {k: held[k] for k in weight_map}
+            self._files = _index_files(path)
         else:
-            files = dict.fromkeys(self._keys(path, safe_open), path)
-        self._files = files
-
-    @staticmethod
-    def _keys(path: str, safe_open) -> list[str]:
-        try:
-            with safe_open(path, framework="pt") as f:
-                keys = list(f.keys())
-                order = json.loads((f.metadata() or {}).get(_ORDER_KEY, "[]"))
-        except Exception as e:  # safetensors raises its own error types on a damaged header
-            raise ValueError(f"path: {path!r} is not a readable safetensors file ({e})") from e
-        return order if sorted(order) == sorted(keys) else keys
+            self._files = dict.fromkeys(_file_keys(path), path)
 
     def __getitem__(self, key: str) -> torch.Tensor:
         from safetensors import safe_open
