@@ -61,30 +61,13 @@ def test_hf_clip_backbone_encodes_a_task():
         encode_task(bb, imgs[:20], imgs[20:], np.zeros(10, int), ["a", "b"], templates=("no slot",))
 
 
-def _tiny_open_clip(tmp_path):
-    open_clip = pytest.importorskip("open_clip")
-    import json
-
-    cfg = {
-        "embed_dim": 8,
-        "vision_cfg": {"image_size": 32, "layers": 1, "width": 16, "patch_size": 8, "head_width": 8},
-        "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 16, "heads": 2,
-                     "layers": 1},
-    }  # fmt: skip
-    (tmp_path / "aware-tiny.json").write_text(json.dumps(cfg))
-    open_clip.add_model_config(tmp_path / "aware-tiny.json")
-    torch.manual_seed(0)
-    model, _, preprocess = open_clip.create_model_and_transforms("aware-tiny", pretrained=None)
-    return open_clip, model, open_clip.get_tokenizer("aware-tiny"), preprocess
-
-
-def test_open_clip_backbone_matches_a_hand_projection(tmp_path):
+def test_open_clip_backbone_matches_a_hand_projection(tiny_open_clip):
     from PIL import Image
 
     from vlm_pseudolabel import CAP
     from vlm_pseudolabel.backbones import OpenCLIPBackbone, encode_task
 
-    _, model, tokenizer, preprocess = _tiny_open_clip(tmp_path)
+    _, model, tokenizer, preprocess = tiny_open_clip
     bb = OpenCLIPBackbone(model, tokenizer, preprocess, batch_size=4)
     rng = np.random.default_rng(0)
     pil = [Image.fromarray(rng.integers(0, 255, (40, 40, 3), dtype=np.uint8)) for _ in range(6)]
@@ -106,11 +89,11 @@ def test_open_clip_backbone_matches_a_hand_projection(tmp_path):
     CAP(epochs=1, iters_per_epoch=2, n_main=2, kmeans_n_init=1).fit(task)
 
 
-def test_encode_task_builds_every_paradigm(tmp_path):
+def test_encode_task_builds_every_paradigm(tiny_open_clip):
     from vlm_pseudolabel import CAP, FPL
     from vlm_pseudolabel.backbones import OpenCLIPBackbone, encode_task
 
-    _, model, tokenizer, preprocess = _tiny_open_clip(tmp_path)
+    _, model, tokenizer, preprocess = tiny_open_clip
     bb = OpenCLIPBackbone(model, tokenizer, preprocess)
     imgs = torch.rand(36, 3, 32, 32, generator=torch.Generator().manual_seed(2))
     names = ["cat", "dog", "car", "bus"]

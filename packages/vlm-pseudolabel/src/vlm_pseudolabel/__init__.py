@@ -23,6 +23,7 @@ from vlm_pseudolabel.metrics import (
 )
 from vlm_pseudolabel.model import Adapter, PromptModel
 from vlm_pseudolabel.pseudolabels import grow_main_samples, growth_k, topk_pseudolabels
+from vlm_pseudolabel.text_prompts import TextContextPrompts
 
 __all__ = [
     "CAP",
@@ -34,6 +35,7 @@ __all__ = [
     "FixMatchST",
     "Oracle",
     "PromptModel",
+    "TextContextPrompts",
     "VLMTask",
     "ZeroShot",
     "__version__",

@@ -79,14 +79,23 @@ class HFCLIPBackbone(_Backbone):
     def _image_features(self, pix: torch.Tensor) -> torch.Tensor:
         return _pooled(self.model.get_image_features(pixel_values=pix))
 
+    def tokenize(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Token ids (n, L) and attention mask (or None) of ``texts``."""
+        tok = self.processor(text=list(texts), return_tensors="pt", padding=True)
+        return tok["input_ids"], tok.get("attention_mask")
+
+    def token_embedding(self) -> torch.nn.Embedding:
+        """The text tower's token-embedding table (where learned context tokens go)."""
+        return self.model.text_model.embeddings.token_embedding
+
+    def text_features(self, ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """Unnormalised text embeddings (n, d) of token ids, differentiable."""
+        return _pooled(self.model.get_text_features(input_ids=ids, attention_mask=mask))
+
     @torch.no_grad()
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised text embeddings (len(texts), d)."""
-        tok = self.processor(text=list(texts), return_tensors="pt", padding=True)
-        feats = self.model.get_text_features(
-            input_ids=tok["input_ids"], attention_mask=tok.get("attention_mask")
-        )
-        return F.normalize(_pooled(feats), dim=-1).numpy()
+        return F.normalize(self.text_features(*self.tokenize(texts)), dim=-1).numpy()
 
 
 class OpenCLIPBackbone(_Backbone):
@@ -102,10 +111,23 @@ class OpenCLIPBackbone(_Backbone):
     def _image_features(self, pix: torch.Tensor) -> torch.Tensor:
         return self.model.encode_image(pix)
 
+    def tokenize(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Token ids (n, context_length), zero-padded, and no mask (open_clip pads with 0)."""
+        return self.tokenizer(list(texts)), None
+
+    def token_embedding(self) -> torch.nn.Embedding:
+        """The text tower's token-embedding table (where learned context tokens go)."""
+        emb = getattr(self.model, "token_embedding", None)
+        return emb if emb is not None else self.model.text.token_embedding
+
+    def text_features(self, ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """Unnormalised text embeddings (n, d) of token ids, differentiable."""
+        return self.model.encode_text(ids)
+
     @torch.no_grad()
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised text embeddings (len(texts), d)."""
-        return F.normalize(self.model.encode_text(self.tokenizer(list(texts))), dim=-1).numpy()
+        return F.normalize(self.text_features(*self.tokenize(texts)), dim=-1).numpy()
 
 
 def encode_task(
@@ -199,6 +221,9 @@ def encode_task(
         X_labeled=None if images_labeled is None else backbone.encode_images(images_labeled),
         y_labeled=None if y_labeled is None else np.asarray(y_labeled),
         paradigm=paradigm,
+        backbone=backbone,
+        templates=list(templates),
+        description_texts={c: list(v) for c, v in (descriptions_text or {}).items() if len(v)},
         **split,
     )
     check_task(task)

@@ -68,7 +68,8 @@ class _Trained(CAP):
 
     def _new_model(self, task: VLMTask) -> PromptModel:
         gen = torch.Generator().manual_seed(int(self.random_state))
-        return PromptModel(task.text_features, self.prompt, int(self.rank), task.logit_scale, gen)
+        self._check_coop(task)
+        return self._prompt_model(task, task.text_features, gen, {})
 
     def _run(self, task: VLMTask, main: dict, epochs: int, **cfg) -> list[dict]:
         candidates = cfg.pop("candidates", None)

@@ -18,6 +18,7 @@ from vlm_pseudolabel.data import VLMTask
 from vlm_pseudolabel.engine import EngineConfig, train_prompts
 from vlm_pseudolabel.model import PROMPTS, PromptModel
 from vlm_pseudolabel.pseudolabels import topk_pseudolabels
+from vlm_pseudolabel.text_prompts import TextContextPrompts, split_template
 
 __all__ = ["CAP", "allowed_classes", "zero_shot_proba"]
 
@@ -93,7 +94,12 @@ class CAP(PseudolabelEstimator):
     epochs, iters_per_epoch, batch_size, lr, momentum, weight_decay, warmup_epochs, warmup_lr
         SGD schedule (released defaults: 50 x 50, batch 32, lr 0.01, momentum 0.9, wd 0.1,
         1 warm-up epoch at 1e-3, cosine).
-    prompt : {"shared_lowrank", "class_offset", "linear_probe"}, default="shared_lowrank"
+    prompt : {"shared_lowrank", "class_offset", "linear_probe", "coop"}, default="shared_lowrank"
+        How the prompts are learned. The first three act on frozen embeddings (fast);
+        ``"coop"`` learns context tokens through the CLIP text encoder of a task made by
+        :func:`~vlm_pseudolabel.backbones.encode_task` (the context starts from the words of
+        its first template before ``{}``; a class swapped by concept alignment gets its
+        description string as its class text).
     rank : int, default=8
     adapter_hidden : int, default=128
     adapter_residual : float, default=0.01
@@ -283,7 +289,36 @@ class CAP(PseudolabelEstimator):
         self.mismatch_classes_ = mism
         self.descriptions_chosen_ = chosen
 
+    def _prompt_model(
+        self, task: VLMTask, text: np.ndarray, gen: torch.Generator, chosen: dict[int, int]
+    ) -> PromptModel:
+        """The prompt model of ``self.prompt``; for "coop" the context prompts of ``task``."""
+        if self.prompt != "coop":
+            return PromptModel(text, self.prompt, int(self.rank), task.logit_scale, gen)
+        _, suffix = split_template(task.templates[0])
+        texts = [suffix.format(n) for n in task.class_names]
+        for c, j in chosen.items():
+            texts[c] = task.description_texts[c][j]
+        prompts = TextContextPrompts(task.backbone, texts, split_template(task.templates[0])[0])
+        return PromptModel(text, "coop", logit_scale=task.logit_scale, text_prompts=prompts)
+
+    def _check_coop(self, task: VLMTask) -> None:
+        if self.prompt != "coop":
+            return
+        if task.backbone is None or not task.templates:
+            raise ValueError(
+                "prompt='coop' learns through the CLIP text encoder: task needs backbone and "
+                "templates (build it with encode_task)"
+            )
+        split_template(task.templates[0])
+        if self.use_alignment and set(task.descriptions) - set(task.description_texts or {}):
+            raise ValueError(
+                "prompt='coop' with use_alignment: task.description_texts must hold the "
+                "description strings of every class in task.descriptions"
+            )
+
     def _fit(self, task: VLMTask) -> None:
+        self._check_coop(task)
         text = np.asarray(task.text_features, dtype=np.float64).copy()
         allowed = allowed_classes(task)
         proba = zero_shot_proba(task.X_unlabeled, text, task.logit_scale, allowed)
@@ -294,7 +329,7 @@ class CAP(PseudolabelEstimator):
             self._align(task, text, allowed, main)
         self.text_features_ = text.astype(np.float32)
         gen = torch.Generator().manual_seed(int(self.random_state))
-        self.model_ = PromptModel(text, self.prompt, int(self.rank), task.logit_scale, gen)
+        self.model_ = self._prompt_model(task, text, gen, self.descriptions_chosen_)
         seen_mask = None
         if task.paradigm == "trzsl":
             seen_mask = np.zeros(task.n_classes, dtype=bool)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -73,6 +74,13 @@ class VLMTask:
     planted_mismatch : list of int
     confusion_groups : list of list of int
         Ground truth of the synthetic generator (empty for real data).
+    backbone : HFCLIPBackbone or OpenCLIPBackbone or None
+        The model that encoded the task (set by ``encode_task``): needed by ``prompt="coop"``,
+        which learns context tokens through its text encoder.
+    templates : list of str or None
+        The class-prompt templates (``"a photo of a {}."``) the text features came from.
+    description_texts : dict of int -> list of str or None
+        The description strings behind ``descriptions`` (same order).
     """
 
     X_unlabeled: np.ndarray
@@ -91,6 +99,9 @@ class VLMTask:
     paradigm: str = "ul"
     planted_mismatch: list[int] = field(default_factory=list)
     confusion_groups: list[list[int]] = field(default_factory=list)
+    backbone: Any = field(default=None, repr=False)
+    templates: list[str] | None = None
+    description_texts: dict[int, list[str]] | None = None
 
     @property
     def n_classes(self) -> int:

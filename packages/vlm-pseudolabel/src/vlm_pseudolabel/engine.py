@@ -158,45 +158,46 @@ def train_prompts(
         rec_pred, rec_conf, rec_idx = [], [], []
         modules.train()
         for _ in range(cfg.iters_per_epoch):
-            loss = torch.zeros(())
-            if cfg.main_branch and len(m_idx):
-                pick = rng.integers(0, len(m_idx), cfg.batch_size)
-                z = model(view(m_idx[pick], "weak"), phi_m, psi)
-                y = torch.as_tensor(m_cls[pick], dtype=torch.long)
-                if cfg.loss == "pll" and candidates is not None:
-                    w = torch.as_tensor(candidates[1][pick], dtype=torch.float32)
-                    l_pl = -(w * F.log_softmax(z, -1)).sum(-1).mean()
-                else:
-                    l_pl = margin_cross_entropy(z, y, margin)
-                loss = loss + l_pl
-                sums["pl"] += float(l_pl.detach())
-            if x_lab is not None:
-                pick = rng.integers(0, len(x_lab), cfg.batch_size)
-                z = model(feature_view(x_lab[pick], "weak", gen), phi_m, psi)
-                l_lab = margin_cross_entropy(z, y_lab[pick], margin)
-                loss = loss + l_lab
-                sums["lab"] += float(l_lab.detach())
-            if cfg.unlabeled_branch:
-                pick = rng.integers(0, n, cfg.batch_size)
-                with torch.no_grad():
-                    zw = model(view(pick, "weak"), phi_m, psi)
-                    zw = zw.masked_fill(~allowed_t, float("-inf"))
-                    conf, yhat = zw.softmax(-1).max(-1)
-                mask = conf > cfg.tau
-                if mask.any():
-                    zs = model(view(pick, "strong"), phi_p, psi)
-                    l_ul = margin_cross_entropy(zs[mask], yhat[mask], margin) * (
-                        mask.sum() / max(1, len(mask))
-                    )
-                    loss = loss + l_ul
-                    sums["ul"] += float(l_ul.detach())
-                rec_pred.append(yhat[mask].numpy())
-                rec_conf.append(conf[mask].numpy())
-                rec_idx.append(pick[mask.numpy()])
-            if loss.requires_grad:
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
+            with model.text_cache():  # "coop": one text-encoder pass per iteration
+                loss = torch.zeros(())
+                if cfg.main_branch and len(m_idx):
+                    pick = rng.integers(0, len(m_idx), cfg.batch_size)
+                    z = model(view(m_idx[pick], "weak"), phi_m, psi)
+                    y = torch.as_tensor(m_cls[pick], dtype=torch.long)
+                    if cfg.loss == "pll" and candidates is not None:
+                        w = torch.as_tensor(candidates[1][pick], dtype=torch.float32)
+                        l_pl = -(w * F.log_softmax(z, -1)).sum(-1).mean()
+                    else:
+                        l_pl = margin_cross_entropy(z, y, margin)
+                    loss = loss + l_pl
+                    sums["pl"] += float(l_pl.detach())
+                if x_lab is not None:
+                    pick = rng.integers(0, len(x_lab), cfg.batch_size)
+                    z = model(feature_view(x_lab[pick], "weak", gen), phi_m, psi)
+                    l_lab = margin_cross_entropy(z, y_lab[pick], margin)
+                    loss = loss + l_lab
+                    sums["lab"] += float(l_lab.detach())
+                if cfg.unlabeled_branch:
+                    pick = rng.integers(0, n, cfg.batch_size)
+                    with torch.no_grad():
+                        zw = model(view(pick, "weak"), phi_m, psi)
+                        zw = zw.masked_fill(~allowed_t, float("-inf"))
+                        conf, yhat = zw.softmax(-1).max(-1)
+                    mask = conf > cfg.tau
+                    if mask.any():
+                        zs = model(view(pick, "strong"), phi_p, psi)
+                        l_ul = margin_cross_entropy(zs[mask], yhat[mask], margin) * (
+                            mask.sum() / max(1, len(mask))
+                        )
+                        loss = loss + l_ul
+                        sums["ul"] += float(l_ul.detach())
+                    rec_pred.append(yhat[mask].numpy())
+                    rec_conf.append(conf[mask].numpy())
+                    rec_idx.append(pick[mask.numpy()])
+                if loss.requires_grad:
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
         rp = np.concatenate(rec_pred) if rec_pred else np.zeros(0, int)
         rc = np.concatenate(rec_conf) if rec_conf else np.zeros(0)
         ri = np.concatenate(rec_idx) if rec_idx else np.zeros(0, int)

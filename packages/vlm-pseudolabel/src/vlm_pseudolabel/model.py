@@ -7,7 +7,10 @@ model *is* zero-shot CLIP:
 * ``"shared_lowrank"`` (default): ``t' = norm(t + U_t V_t^T t)``, ``v' = norm(v + U_v V_v^T v)``
   with rank-``r`` factors shared by all classes (like context tokens), ``U`` zero-initialised;
 * ``"class_offset"``: ``t'_c = norm(t_c + o_c)`` (a CoOp class-specific analogue);
-* ``"linear_probe"``: a free classifier initialised at ``t`` (upper-capacity control).
+* ``"linear_probe"``: a free classifier initialised at ``t`` (upper-capacity control);
+* ``"coop"``: prompt learning *through the model*: learned context tokens run through the
+  CLIP text encoder (:class:`~vlm_pseudolabel.text_prompts.TextContextPrompts`); images stay
+  frozen embeddings. Slower (one text-encoder pass per forward), closest to the paper.
 
 Adapters (CAP Sec. 3.3, CLIP-Adapter form): ``a -> a + 0.01 * MLP(a)``, d -> 128 -> d, used
 only while training; at inference features pass through unchanged.
@@ -15,13 +18,16 @@ only while training; at inference features pass through unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 __all__ = ["PROMPTS", "Adapter", "PromptModel"]
 
-PROMPTS = ("shared_lowrank", "class_offset", "linear_probe")
+PROMPTS = ("shared_lowrank", "class_offset", "linear_probe", "coop")
 
 
 class Adapter(nn.Module):
@@ -50,10 +56,12 @@ class PromptModel(nn.Module):
     Parameters
     ----------
     text_features : Tensor (C, d)
-    prompt : {"shared_lowrank", "class_offset", "linear_probe"}
+    prompt : {"shared_lowrank", "class_offset", "linear_probe", "coop"}
     rank : int, default=8
     logit_scale : float, default=100.0
     generator : torch.Generator, optional
+    text_prompts : TextContextPrompts, optional
+        Required by (and only used with) ``prompt="coop"``.
     """
 
     def __init__(
@@ -63,10 +71,13 @@ class PromptModel(nn.Module):
         rank: int = 8,
         logit_scale: float = 100.0,
         generator: torch.Generator | None = None,
+        text_prompts: nn.Module | None = None,
     ) -> None:
         super().__init__()
         if prompt not in PROMPTS:
             raise ValueError(f"prompt must be one of {PROMPTS}, got {prompt!r}")
+        if (prompt == "coop") != (text_prompts is not None):
+            raise ValueError("text_prompts: required by prompt='coop' and only used by it")
         t = F.normalize(torch.as_tensor(text_features, dtype=torch.float32), dim=-1)
         c, d = t.shape
         self.register_buffer("text", t.clone())
@@ -79,8 +90,28 @@ class PromptModel(nn.Module):
             self.v_v = nn.Parameter(torch.randn(d, r, generator=generator) / d**0.5)
         elif prompt == "class_offset":
             self.offset = nn.Parameter(torch.zeros(c, d))
+        elif prompt == "coop":
+            if len(text_prompts.class_texts) != c:
+                raise ValueError(
+                    f"text_prompts: {len(text_prompts.class_texts)} class texts for {c} classes"
+                )
+            self.text_prompts = text_prompts
         else:
             self.weight = nn.Parameter(t.clone())
+        self._cached_text: torch.Tensor | None = None
+
+    @contextmanager
+    def text_cache(self) -> Iterator[None]:
+        """Within the block, ``"coop"`` runs its text encoder once and every forward reuses
+        the result (one training iteration's branches share one graph); no-op otherwise."""
+        if self.prompt != "coop":
+            yield
+            return
+        self._cached_text = self.text_prompts()
+        try:
+            yield
+        finally:
+            self._cached_text = None
 
     def text_embeddings(self, adapter: nn.Module | None = None) -> torch.Tensor:
         """Normalised class embeddings (C, d), through ``adapter`` if given."""
@@ -89,6 +120,8 @@ class PromptModel(nn.Module):
             t = t + (t @ self.v_t) @ self.u_t.T
         elif self.prompt == "class_offset":
             t = t + self.offset
+        elif self.prompt == "coop":
+            t = self._cached_text if self._cached_text is not None else self.text_prompts()
         else:
             t = self.weight
         if adapter is not None:
