@@ -37,6 +37,23 @@ def test_untrained_merger_is_the_base_merge(models):
             assert merged[k].dtype == theta0[k].dtype
 
 
+def test_base_state_dict_is_the_merge_without_the_personal_term(models):
+    _, theta0, ft = models
+    merger = ParetoMerger(theta0, ft, rank=2, n_steps=20, lr=2e-2, random_state=0)
+    np.testing.assert_equal(
+        {k: v.numpy() for k, v in merger.base_state_dict().items()},
+        {k: v.numpy() for k, v in merger.merge([0.5, 0.25, 0.25]).items()},
+    )  # G starts at zero
+    merger.fit(quadratic_objectives(ft))
+    base, coef = merger.base_state_dict(), merger._weights.coefficients().detach()
+    for i, k in enumerate(merger._weights.keys):  # theta_0 + sum_k lambda_k tau_k, key by key
+        want = merger._weights.theta0[k] + torch.tensordot(coef[:, i], merger._weights.tau[k], 1)
+        torch.testing.assert_close(base[k], want.to(base[k].dtype))
+    a, b = merger.merge([1, 0, 0]), merger.merge([0, 0, 1])
+    moved = [k for k in base if not torch.equal(a[k] - base[k], b[k] - base[k])]
+    assert moved and set(moved) <= set(merger._weights.lowrank)
+
+
 def test_preference_steers_towards_each_task(models):
     _, theta0, ft = models
     before = copy.deepcopy([theta0, *ft])

@@ -38,6 +38,7 @@ def merging_experiment(
     lr: float = 1e-3,
     diversity: float = 1.0,
     adamerging_front: bool = True,
+    scalarization: str = "linear",
     seed: int = 0,
     verbose: bool = False,
 ) -> dict[str, object]:
@@ -61,7 +62,11 @@ def merging_experiment(
     diversity : float, default=1.0
         Marginal-entropy weight of the unlabeled objective.
     adamerging_front : bool, default=True
-        Also run AdaMerging once per preference (weighted objectives): the expensive front.
+        Also run AdaMerging once per preference (weighted objectives): the expensive front; and
+        the capacity control's front: each preference's AdaMerging merge plus the control's
+        learned low-rank term (same parameters and budget as Pareto Merging, no preference).
+    scalarization : {"linear", "tchebycheff"}, default="linear"
+        Pareto Merging's scalarization (the capacity control uses the same).
     seed, verbose : seed and progress bars
 
     Returns
@@ -148,14 +153,15 @@ def merging_experiment(
         "AdaMerging",
         lambda: adamerging(theta0, finetuned, losses, n_steps=n_steps, lr=lr, verbose=verbose)[0],
     )
+    ada_sds = []
     if adamerging_front:
         t0 = time.process_time()
-        acc = [
-            accs(adamerging(theta0, finetuned, losses, n_steps=n_steps, lr=lr, preference=p)[0])
+        ada_sds = [
+            adamerging(theta0, finetuned, losses, n_steps=n_steps, lr=lr, preference=p)[0]
             for p in prefs
         ]
         times["AdaMerging per preference"] = time.process_time() - t0
-        fronts["AdaMerging per preference"] = (prefs, np.asarray(acc))
+        fronts["AdaMerging per preference"] = (prefs, np.asarray([accs(sd) for sd in ada_sds]))
     merge_ms, extra = 0.0, 0
     for name, conditioned in (
         ("Pareto Merging", True),
@@ -169,6 +175,7 @@ def merging_experiment(
             n_steps=n_steps,
             lr=lr,
             conditioned=conditioned,
+            scalarization=scalarization,
             random_state=seed,
             verbose=verbose,
         ).fit(losses)
@@ -185,6 +192,13 @@ def merging_experiment(
             points["Pareto Merging, equal preference"] = accs(equal)
         else:
             points[name] = accs(equal)
+            if ada_sds:  # the control's personal term on each preference's AdaMerging merge
+                base = merger.base_state_dict()
+                delta = {k: equal[k] - base[k] for k in equal if equal[k].is_floating_point()}
+                fronts["capacity control on AdaMerging per preference"] = (prefs, np.asarray([
+                    accs({k: v + delta[k] if k in delta else v for k, v in sd.items()})
+                    for sd in ada_sds
+                ]))  # fmt: skip
     ref = np.ones(K)
     hv = {name: hypervolume(1 - np.asarray([p]), ref) for name, p in points.items()}
     for name, (_, acc) in fronts.items():

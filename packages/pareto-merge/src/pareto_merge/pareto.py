@@ -376,6 +376,14 @@ class ParetoMerger:
         with torch.no_grad():
             return self._weights.to_state_dict(self._weights(gamma), self._order)
 
+    def base_state_dict(self) -> dict[str, torch.Tensor]:
+        """The preference-independent part ``theta_0 + sum_k lambda_k tau_k`` as a state_dict
+        (``merge(p) - base_state_dict()`` is the low-rank personal term at ``p``)."""
+        with torch.no_grad():
+            return self._weights.to_state_dict(
+                self._weights(self._uniform(), base_only=True), self._order
+            )
+
     def _uniform(self) -> torch.Tensor:
         return torch.full((self.n_tasks_,), 1.0 / self.n_tasks_)
 
