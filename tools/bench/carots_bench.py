@@ -20,12 +20,25 @@ method, the false-positive rate on intervention windows at the threshold that ca
 the causal-break windows; on the Part 2 generator and on ``make_var(design="dag")``, whose
 effects are mostly their parents (the design in which a break is visible at all).
 
+Part 4 -- semi-real, offline: Daphnet's real accelerometer channels (``S06R02E0``, 9 channels,
+64 Hz, shipped in the aeon wheel; its anomaly column is all zero, so the recording is used as
+normal data): the first 4,000 rows train, the remaining 3,040 get the four anomaly kinds
+injected in each channel's raw units scaled by its std; every detector, window AUROC, AUPRC
+(average precision) and VUS-PR (aeon's ``range_pr_vus_score``, Paparrizos et al. 2022, buffer
+up to 2 windows), ``--seeds`` seeds.
+
+Part 5 -- your copy of the paper's data (``--mtsad psm --mtsad-root /path/to/PSM``, or ``smd``
+with ``--machine machine-1-1``; nothing is downloaded): the same detectors and metrics on the real
+labels, one table (``causal_ts.load_mtsad`` reads the layouts).
+
 Anomaly recipe: the package's std-scaled TODS recipes (``inject_anomalies``: magnitudes in units
 of each variable's std), not the raw-unit ones of the TODS generator.
 
     uv run python tools/bench/carots_bench.py            # ~40 min on 2 cores
     uv run python tools/bench/carots_bench.py --quick    # 1 seed, N=10, smaller series (temp folder)
     uv run python tools/bench/carots_bench.py --parts 2  # the AUROC and halves tables only
+    uv run python tools/bench/carots_bench.py --parts 4  # Daphnet, semi-real (~15 min)
+    uv run python tools/bench/carots_bench.py --parts 5 --mtsad psm --mtsad-root ~/data/PSM
 """
 
 from __future__ import annotations
@@ -34,6 +47,7 @@ import argparse
 import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -47,8 +61,9 @@ from causal_ts import (
     make_lorenz96,
     make_var,
 )
-from causal_ts.data import sliding_windows
-from causal_ts.metrics import evaluate, window_labels
+from causal_ts.data import inject_anomalies, sliding_windows
+from causal_ts.datasets import DATASETS, load_mtsad
+from causal_ts.metrics import average_precision, evaluate, window_labels
 
 W = 10
 KINDS = ("point_global", "point_contextual", "collective_global", "collective_trend")
@@ -267,11 +282,117 @@ def part3(rec: Run, seeds: int, n_vars: int, T: int, design: str) -> None:
     )  # fmt: skip
 
 
+def daphnet() -> np.ndarray:
+    """Daphnet S06R02E0's 9 accelerometer channels (7,040 x 9, raw units) from the aeon wheel."""
+    import aeon
+
+    path = Path(aeon.__file__).parent / "datasets/data/Daphnet_S06R02E0/S06R02E0.csv"
+    data = np.genfromtxt(path, delimiter=",", skip_header=1, usecols=range(1, 11))
+    if np.isnan(data).any() or data[:, -1].any():
+        raise ValueError(f"{path}: unexpected content (missing cells or labelled anomalies)")
+    return data[:, :-1]
+
+
+def score_all(seed: int, X_train: np.ndarray, tests: dict, fit_s: dict, out: dict) -> None:
+    """Fit every detector once on ``X_train``; AUROC / AUPRC / VUS-PR on each labelled test."""
+    from aeon.benchmarking.metrics.anomaly_detection import range_pr_vus_score
+
+    for name, make in detectors(seed).items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.process_time()
+            det = make().fit(X_train)
+            fit_s.setdefault(name, []).append(time.process_time() - t0)
+            halves = [(name, None)]
+            if name == "CAROTS (combined)":
+                halves += [("CAROTS CL only", "cl"), ("CAROTS forecaster only", "cd")]
+            for label, mode in halves:
+                if mode is not None:
+                    det._score_mode = mode
+                for key, (X_test, y_test) in tests.items():
+                    s = det.decision_function(X_test)
+                    yw = window_labels(y_test, W)
+                    r = out.setdefault(label, {}).setdefault(key, {})
+                    r.setdefault("AUROC", []).append(float(evaluate(s, yw)["AUROC"]))
+                    r.setdefault("AUPRC", []).append(float(average_precision(s, yw)))
+                    r.setdefault("VUS-PR", []).append(
+                        float(range_pr_vus_score(yw, s, max_buffer_size=2 * W))
+                    )
+
+
+def metric_rows(out: dict, fit_s: dict, keys: list[str]) -> tuple[list, dict]:
+    rows, means = [], {}
+    for name, r in out.items():
+        m = {k: np.mean([r[key][k] for key in keys], axis=0) for k in ("AUROC", "AUPRC", "VUS-PR")}
+        means[name] = m
+        rows.append([name, *(float(np.mean(r[key]["AUROC"])) for key in keys),
+                     fmt_sd(m["AUROC"]), float(m["AUPRC"].mean()), float(m["VUS-PR"].mean()),
+                     float(np.mean(fit_s[name])) if name in fit_s else None])  # fmt: skip
+    return rows, means
+
+
+def part4(rec: Run, seeds: int) -> None:
+    X = daphnet()
+    X_train, X_rest = X[:4000], X[4000:]
+    out: dict = {}
+    fit_s: dict = {}
+    for seed in range(seeds):
+        tests = {kind: inject_anomalies(X_rest, kind, seed=seed)[:2] for kind in KINDS}
+        score_all(seed, X_train, tests, fit_s, out)
+        print(f"  daphnet seed {seed} done", flush=True)
+        rec.sample_load()
+    rows, means = metric_rows(out, fit_s, list(KINDS))
+    comb, fc = means["CAROTS (combined)"]["AUROC"], means["CAROTS forecaster only"]["AUROC"]
+    var = means["VAR residual (window max)"]["AUROC"]
+    rec.table(
+        "daphnet",
+        ["method", *(f"{k} AUROC" for k in KINDS), "mean AUROC (± std over seeds)",
+         "mean AUPRC", "mean VUS-PR", "fit CPU s"],
+        rows, fmt=[None, ".3f", ".3f", ".3f", ".3f", None, ".3f", ".3f", ".2f"],
+        seeds=list(range(seeds)), per_seed={"metrics": out, "fit_cpu_s": fit_s},
+        title=f"Part 4: Daphnet S06R02E0 (real accelerometer channels, N=9), injected anomalies, {seeds} seeds",
+        notes=[f"Training: rows 0-3,999 (normal); test: rows 4,000-7,039 with one anomaly kind "
+               f"injected per column (inject_anomalies defaults: 2 channels, ratio 0.01, "
+               f"factor 2, radius 5; magnitudes in each channel's std of the raw accelerometer "
+               f"units). Window {W}, stride-1 window labels. AUPRC: average precision; VUS-PR: "
+               f"aeon's range_pr_vus_score with buffers 0..{2 * W} windows. Each detector fits "
+               "once per seed; the four kinds score the same fit.",
+               f"Paired over seeds: CAROTS - its forecaster half {fmt_ci(comb - fc, sign=True)}; "
+               f"CAROTS - VAR residual {fmt_ci(comb - var, sign=True)} mean AUROC."],
+        timing=True,
+        headline=f"Daphnet (real channels, injected anomalies): CAROTS {comb.mean():.3f} vs VAR "
+                 f"residual {var.mean():.3f} mean window AUROC",
+    )  # fmt: skip
+
+
+def part5(rec: Run, name: str, root: str, machine: str | None, seeds: int) -> None:
+    d = load_mtsad(name, root, machine)
+    out: dict = {}
+    fit_s: dict = {}
+    for seed in range(seeds):
+        score_all(seed, d.X_train, {"test": (d.X_test, d.y_test)}, fit_s, out)
+    rows = [[r[0], *r[2:]] for r in metric_rows(out, fit_s, ["test"])[0]]
+    label = d.name + (f"/{machine}" if machine else "")
+    rec.table(
+        f"real_{name}",
+        ["method", "AUROC (± std over seeds)", "AUPRC", "VUS-PR", "fit CPU s"],
+        rows, fmt=[None, None, ".3f", ".3f", ".2f"], seeds=list(range(seeds)),
+        per_seed={"metrics": out, "fit_cpu_s": fit_s},
+        title=f"Part 5: {label} ({d.X_train.shape[0]} training / {d.X_test.shape[0]} test steps, "
+              f"N={d.X_train.shape[1]}), real labels",
+        notes=f"Read by causal_ts.load_mtsad from {root}; window {W}, stride-1 window labels.",
+        timing=True,
+    )  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--parts", default="1,2,3", help="comma-separated subset of 1,2,3")
+    parser.add_argument("--parts", default="1,2,3,4", help="comma-separated subset of 1-5")
+    parser.add_argument("--mtsad", choices=DATASETS, help="part 5: which benchmark")
+    parser.add_argument("--mtsad-root", help="part 5: the folder holding your copy")
+    parser.add_argument("--machine", help="part 5 with smd: e.g. machine-1-1")
     args = parser.parse_args()
     parts = args.parts.split(",")
     torch.set_num_threads(1)
@@ -286,6 +407,12 @@ def main() -> None:
     if "3" in parts:
         for design in ("tank", "dag"):
             part3(rec, seeds, n_vars, T, design)
+    if "4" in parts:
+        part4(rec, seeds)
+    if "5" in parts:
+        if not (args.mtsad and args.mtsad_root):
+            parser.error("part 5 needs --mtsad and --mtsad-root")
+        part5(rec, args.mtsad, args.mtsad_root, args.machine, seeds)
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f}s")
 
 
