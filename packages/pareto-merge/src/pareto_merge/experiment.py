@@ -39,6 +39,7 @@ def merging_experiment(
     diversity: float = 1.0,
     adamerging_front: bool = True,
     scalarization: str = "linear",
+    alpha: float = 1.0,
     seed: int = 0,
     verbose: bool = False,
 ) -> dict[str, object]:
@@ -67,6 +68,8 @@ def merging_experiment(
         learned low-rank term (same parameters and budget as Pareto Merging, no preference).
     scalarization : {"linear", "tchebycheff"}, default="linear"
         Pareto Merging's scalarization (the capacity control uses the same).
+    alpha : float, default=1.0
+        Dirichlet concentration of the preferences sampled in training (both trained mergers).
     seed, verbose : seed and progress bars
 
     Returns
@@ -176,6 +179,7 @@ def merging_experiment(
             lr=lr,
             conditioned=conditioned,
             scalarization=scalarization,
+            alpha=alpha,
             random_state=seed,
             verbose=verbose,
         ).fit(losses)
