@@ -247,8 +247,8 @@ def run_ablations(run, seeds, steps) -> None:
         title=f"Ablations on the conflict tasks {list(CONFLICT)} (MLP, {seeds} seeds, {steps} steps)",
         notes="Diversity: the marginal-entropy bonus of the unlabeled objective (this package's "
               "addition to the paper's entropy; entropy only is the paper's objective). "
-              "Scalarization: linear sum_k gamma_k L_k (the paper's) or Tchebycheff "
-              "max_k gamma_k L_k (this package's option). Rank 1: the tensor factors' rank "
+              "Scalarization: linear sum_k gamma_k L_k (the package default, our reading of the "
+              "paper's summaries) or Tchebycheff max_k gamma_k L_k (an option). Rank 1: the tensor factors' rank "
               "(default 4). alpha: Dirichlet concentration of the preferences sampled in training "
               "(default 1; the paper samples from a Dirichlet, its concentration is this "
               "package's choice). Labelled CE: cross-entropy on 100 labelled images per task instead of "
