@@ -19,12 +19,14 @@ folders ``<year>/<F|M>/*.png``).
     uv run python tools/bench/sync_bench.py --datasets rotated_digits --ablations  # Table 2
     uv run python tools/bench/sync_bench.py --official --datasets circle rotated_digits
     uv run python tools/bench/sync_bench.py --data onp=~/data/OnlineNewsPopularity.csv
+    uv run python tools/bench/sync_bench.py --diagnose-sine       # why SYNC is at chance on Sine
     uv run python tools/bench/sync_bench.py --quick
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 
 import numpy as np
@@ -85,6 +87,8 @@ def main() -> None:
                     help="the official schedule: 30 x 200 iterations, width 512, official lr")  # fmt: skip
     ap.add_argument("--data", default=None, help="onp=PATH or portraits=PATH: a real dataset")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--diagnose-sine", action="store_true",
+                    help="only the Sine diagnosis: SYNC's logit split by static / dynamic / drift")  # fmt: skip
     args = ap.parse_args()
     if args.quick:
         args.epochs, args.iters, args.seeds = 2, 5, 1
@@ -98,7 +102,10 @@ def main() -> None:
         DATASETS[kind] = lambda s, loader=loader, path=path: loader(path)
         args.datasets = [kind]
     torch.set_num_threads(1)
-    run = Run("evolving-dg")
+    run = Run("evolving-dg", out=tempfile.mkdtemp() if args.quick else None)
+    if args.diagnose_sine:
+        diagnose_sine(run, args)
+        return
     res: dict = {}
     mi_curves: dict = {}
     for ds_name in args.datasets:
@@ -173,6 +180,47 @@ def main() -> None:
         run.table(name, ["dataset", "model", "MI epoch 1", "MI mid", "MI last"], rows,
                   fmt=[None, None, ".4f", ".4f", ".4f"], seeds=seeds,
                   title="MI estimate between z^st and z^dy (nats per domain, mean over seeds)")  # fmt: skip
+
+
+def diagnose_sine(run: Run, args) -> None:
+    """Where SYNC's Sine predictions come from: the classifier's logit difference (class 1 -
+    class 0) split into its static, dynamic and drift parts (``SYNC.logit_parts``), per group of
+    domains, beside the accuracy and the share of points predicted class 1."""
+    groups = {"source": [], "validation": [], "target": []}
+    per_seed: dict = {}
+    for seed in range(args.seeds):
+        src, val, tgt = DATASETS["sine"](seed).default_split()
+        m = models("sine", args, seed)["SYNC"].fit(src, val_domains=val)
+        t = 0
+        for g, doms in (("source", src), ("validation", val), ("target", tgt)):
+            for X, y in doms:
+                parts = {k: v[:, 1] - v[:, 0] for k, v in m.logit_parts(X, domain_index=t).items()}
+                pred = sum(parts.values()) > 0
+                rec = {"acc": float(np.mean(pred == y)), "pred1": float(pred.mean()),
+                       "true1": float(np.mean(y == 1)),
+                       **{k: float(v.mean()) for k, v in parts.items()},
+                       "static_sd": float(parts["static"].std())}  # fmt: skip
+                groups[g].append(rec)
+                per_seed.setdefault(str(seed), []).append({"group": g, "t": t, **rec})
+                t += 1
+        print(f"sine diagnosis seed {seed} done", flush=True)
+    rows = []
+    for g, recs in groups.items():
+        a = {k: np.mean([r[k] for r in recs]) for k in recs[0]}
+        rows.append([g, 100 * a["acc"], 100 * a["pred1"], 100 * a["true1"], a["static"],
+                     a["static_sd"], a["dynamic"], a["drift"], a["bias"]])  # fmt: skip
+    run.table(
+        "sine_diagnosis",
+        ["domains", "accuracy %", "predicted class 1 %", "true class 1 %",
+         "static part", "static part sd (within domain)", "dynamic part", "drift part", "bias"],
+        rows, fmt=[None, ".1f", ".1f", ".1f", "+.2f", ".2f", "+.2f", "+.2f", "+.2f"],
+        seeds=list(range(args.seeds)), per_seed=per_seed,
+        title=f"Sine: where SYNC's predictions come from ({args.seeds} seeds, the bench's schedule)",
+        notes="Logit difference (class 1 - class 0) of SYNC's linear classifier split by input "
+              "(SYNC.logit_parts, non-transductive, each domain at its own time index), mean "
+              "over the domains of each group and over seeds; the parts plus the bias are the "
+              "logit difference. Source = domains 0-11, validation 12-15, target 16-23.",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

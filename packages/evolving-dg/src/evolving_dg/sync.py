@@ -342,7 +342,7 @@ class SYNC(EvolvingEstimator):
         self._gen.set_state(state[1])
 
     @torch.no_grad()
-    def _predict_logits(self, X: Tensor, t: int, transductive: bool) -> Tensor:
+    def _parts(self, X: Tensor, t: int, transductive: bool) -> dict[str, Tensor]:
         net = self.net_.eval()
         mu_st, _ = net.encode_static(X)
         if transductive and self.transductive:
@@ -358,7 +358,39 @@ class SYNC(EvolvingEstimator):
         # deterministic masks at prediction: the same input always gets the same label,
         # whatever the call order, the row order or the global RNG
         m_st, m_dy = net.masks(mu_st, mu_dy, k, self.mask_tau, expected=True)
-        return net.classifier(torch.cat([m_st * mu_st, m_dy * mu_dy, z_d], -1))
+        W, dz = net.classifier.weight, mu_st.shape[1]
+        return {"static": (m_st * mu_st) @ W[:, :dz].T,
+                "dynamic": (m_dy * mu_dy) @ W[:, dz : 2 * dz].T,
+                "drift": z_d @ W[:, 2 * dz :].T,
+                "bias": net.classifier.bias.expand(len(X), -1)}  # fmt: skip
+
+    def _predict_logits(self, X: Tensor, t: int, transductive: bool) -> Tensor:
+        return sum(self._parts(X, t, transductive).values())
+
+    def logit_parts(self, X, domain_index: int | None = None) -> dict[str, np.ndarray]:
+        """The classifier's logits split by input: what decides a prediction.
+
+        The classifier is linear in ``[m_st * z_st, m_dy * z_dy, z_d]``, so the logits are the
+        sum of a static, a dynamic and a drift part plus the bias (non-transductive, as
+        :meth:`predict_proba`).
+
+        Parameters
+        ----------
+        X : array, shape (n, *input_shape)
+        domain_index : int, optional
+            As in :meth:`predict_proba`.
+
+        Returns
+        -------
+        dict of str -> ndarray (n, n_classes)
+            ``static``, ``dynamic``, ``drift``, ``bias``; they sum to the logits.
+        """
+        X = self._check_X(X)
+        t = self.next_index_ if domain_index is None else domain_index
+        if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0:
+            raise ValueError(f"domain_index must be a non-negative int, got {domain_index!r}")
+        parts = self._parts(torch.from_numpy(X), int(t), False)
+        return {k: v.detach().numpy() for k, v in parts.items()}
 
 
 def ablation(variant: str, **params) -> SYNC:
