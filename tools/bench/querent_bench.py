@@ -15,6 +15,9 @@ map), the training curve (first and last epoch mean loss, and on how many seeds 
 0.9 ln 2) and training time. Every model gets the same epochs and width and its part-0 learning
 rate (the recorded one when part 0 is not run).
 
+Part 3 (only when named): the dense model with 3x part 1's epochs on part 1's first three
+draws: does it fail to train at part 1's budget or at any budget?
+
 Part 2: forward time per slide (CPU time, one thread, best of 3) and peak memory (resident-set
 growth of a fresh subprocess during one forward pass after a warm-up, with glibc's mmap threshold
 fixed so that freed temporaries leave the resident set) as the slide grows.
@@ -246,6 +249,51 @@ def part2(rec: Run, sizes) -> None:
     )  # fmt: skip
 
 
+def part3(
+    rec: Run,
+    seeds: int,
+    n_train: int,
+    n_test: int,
+    patches: tuple[int, int],
+    epochs: int,
+    lrs: dict[str, float],
+    workers: int,
+) -> None:
+    """Can the dense model train at all? Part 1's draws with ``epochs`` (3x part 1's)."""
+    name = "TransMIL-style (dense)"
+    print(f"\n## Part 3: {name} with {epochs} epochs, {seeds} seeds\n")
+    jobs = [(name, (100 + s, 200 + s), s, n_train, n_test, patches, epochs, lrs[name])
+            for s in range(seeds)]  # fmt: skip
+    out = pool_map(jobs, workers)
+    path = Path(__file__).resolve().parents[2] / "results" / "sparse-attn" / "mil.json"
+    part1 = json.loads(path.read_text())["per_seed"] if path.is_file() else {}
+    rows, per_seed = [], {"dense_long": out}
+    for s, r in enumerate(out):
+        short = part1.get(name, {}).get("auc", [None] * (s + 1))
+        q = part1.get("QuerentMIL", {}).get("auc", [None] * (s + 1))
+        first_trained = next((i + 1 for i, v in enumerate(r["curve"]) if v < TRAINED), None)
+        rows.append([s, short[s] if s < len(short) else None, r["auc"],
+                     f"{r['first']:.3f} -> {r['last']:.3f}", first_trained or "never",
+                     q[s] if s < len(q) else None, r["fit_s"]])  # fmt: skip
+        print(f"  seed {s}: AUROC {r['auc']:.3f}, loss {r['first']:.3f} -> {r['last']:.3f}")
+    long_auc = np.array([r["auc"] for r in out])
+    rec.table(
+        "mil_dense_budget",
+        ["seed", f"dense AUROC, part 1 ({epochs // 3} epochs)", f"dense AUROC, {epochs} epochs",
+         f"dense loss epoch 1 -> {epochs}", "first epoch with loss < 0.9 ln 2",
+         "QuerentMIL AUROC, part 1", "dense train CPU s"],
+        rows, fmt=[None, ".3f", ".3f", None, None, ".3f", ".0f"], seeds=list(range(seeds)),
+        per_seed=per_seed,
+        title=f"Part 3: the dense baseline with {epochs} epochs (3x part 1's budget), part 1's draws",
+        notes=f"Same slides, seeds and learning rate ({lrs[name]:g}, part 0) as part 1, three "
+              "times the epochs: does the dense model fail to train at part 1's budget or at "
+              "any budget? Part 1's columns are read from results/sparse-attn/mil.json.",
+        timing=True,
+        headline=f"dense MIL baseline at 3x the epochs: AUROC {long_auc.mean():.3f} "
+                 f"({sum(r['last'] < TRAINED for r in out)}/{seeds} seeds trained)",
+    )  # fmt: skip
+
+
 def recorded_lrs() -> dict[str, float]:
     """The learning rates part 0 last recorded (5e-4 for every model if never run)."""
     path = Path(__file__).resolve().parents[2] / "results" / "sparse-attn" / "mil_tuning.json"
@@ -258,7 +306,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--parts", default="0,1,2", help="which parts to run, e.g. 2")
+    parser.add_argument(
+        "--parts",
+        default="0,1,2",
+        help="which parts to run (0-3), e.g. 2; part 3 (the dense model at 3x epochs, ~25 min) only when named",
+    )
     parser.add_argument(
         "--workers",
         type=int,
@@ -281,6 +333,8 @@ def main() -> None:
             part1(rec, args.seeds, 150, 80, (1000, 2000), 12, lrs, args.workers)
         if "2" in args.parts:
             part2(rec, [1000, 5000, 10000, 20000])
+        if "3" in args.parts:
+            part3(rec, 3, 150, 80, (1000, 2000), 36, lrs, args.workers)
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f}s")
 
 
