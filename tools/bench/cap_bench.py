@@ -319,7 +319,8 @@ def part_p(run: Run, iters: int) -> None:
               "projection 64). Max abs diff: the untrained context (initialised from 'a photo of "
               "a') against encode_texts of the hand-written template. CPU s: one CAP fit of 1 "
               f"epoch x {iters} iterations after a warm-up fit, one thread; coop runs the text "
-              "encoder over the 10 class prompts at every forward. Random weights: no accuracy "
+              "encoder over the 10 class prompts once per training iteration (and at each "
+              "prediction). Random weights: no accuracy "
               "is reported (no pretrained CLIP is downloaded here).",
         timing=True,
         headline=f"prompt learning through CLIP: untrained context equals the template to "
