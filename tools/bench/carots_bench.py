@@ -37,7 +37,8 @@ of each variable's std), not the raw-unit ones of the TODS generator.
     uv run python tools/bench/carots_bench.py            # ~40 min on 2 cores
     uv run python tools/bench/carots_bench.py --quick    # 1 seed, N=10, smaller series (temp folder)
     uv run python tools/bench/carots_bench.py --parts 2  # the AUROC and halves tables only
-    uv run python tools/bench/carots_bench.py --parts 4  # Daphnet, semi-real (~15 min)
+    uv run python tools/bench/carots_bench.py --parts 2 --recipe tods  # part 2, TODS' raw units
+    uv run python tools/bench/carots_bench.py --parts 4  # Daphnet, semi-real (~8 min)
     uv run python tools/bench/carots_bench.py --parts 5 --mtsad psm --mtsad-root ~/data/PSM
 """
 
@@ -61,7 +62,7 @@ from causal_ts import (
     make_lorenz96,
     make_var,
 )
-from causal_ts.data import inject_anomalies, sliding_windows
+from causal_ts.data import TODS_FACTORS, inject_anomalies, sliding_windows
 from causal_ts.datasets import DATASETS, load_mtsad
 from causal_ts.metrics import average_precision, evaluate, window_labels
 
@@ -148,15 +149,21 @@ def part1(rec: Run, seeds: int) -> None:
     )  # fmt: skip
 
 
-def part2(rec: Run, seeds: int, n_vars: int, T: int) -> None:
+def part2(rec: Run, seeds: int, n_vars: int, T: int, recipe: str = "std") -> None:
     heads = []
+    sfx = "" if recipe == "std" else "_" + recipe
+    kw = {} if recipe == "std" else {"recipe": recipe}
+    label = ("the package's std-scaled TODS recipes (not the raw-unit ones)" if recipe == "std"
+             else "TODS' raw-unit recipes (recipe='tods', factors of TODS' own example: "
+                  + ", ".join(f"{k} {v:g}" for k, v in TODS_FACTORS.items()) + ")")  # fmt: skip
     for gen in (make_var, make_lorenz96):
         auc: dict[str, dict[str, list[float]]] = {}  # method -> kind -> per-seed AUROC
         fit_s: dict[str, list[float]] = {}
         weights: dict[str, list[float]] = {}  # kind -> per-seed w_CL of the validated rule
         for seed in range(seeds):
             for kind in KINDS:
-                d = gen(n_vars=n_vars, n_train=T, n_test=T, kind=kind, seed=seed)
+                extra = {**kw, "factor": TODS_FACTORS[kind]} if kw else {}
+                d = gen(n_vars=n_vars, n_train=T, n_test=T, kind=kind, seed=seed, **extra)
                 yw = window_labels(d.y_test, W)
                 for name, make in detectors(seed).items():
                     with warnings.catch_warnings():
@@ -183,13 +190,13 @@ def part2(rec: Run, seeds: int, n_vars: int, T: int) -> None:
                  float(np.mean(fit_s[name])) if name in fit_s else None]
                 for name in auc]  # fmt: skip
         rec.table(
-            f"auroc_{gen.__name__.removeprefix('make_')}",
+            f"auroc_{gen.__name__.removeprefix('make_')}{sfx}",
             ["method", *KINDS, "mean AUROC (± std over seeds)", "fit CPU s"],
             rows, fmt=[None, ".3f", ".3f", ".3f", ".3f", None, ".2f"], seeds=list(range(seeds)),
             per_seed={"auroc": auc, "fit_cpu_s": fit_s, "validated_w_cl": weights},
-            title=f"Part 2: window AUROC, {gen.__name__} (N={n_vars}, T={T}+{T})",
+            title=f"Part 2: window AUROC, {gen.__name__} (N={n_vars}, T={T}+{T}), recipe {recipe!r}",
             notes=[f"N = {n_vars}, {T} training + {T} test steps, window {W}, stride-1 window "
-                   "labels; the package's std-scaled TODS recipes (not the raw-unit ones). "
+                   f"labels; {label}. "
                    "CL only / forecaster only: CAROTS's two score halves of the same fit. "
                    "Validated weights: `combine='validated'` (this package's option): halves "
                    "standardised on the held-out tail, weight of z_CL chosen on held-out "
@@ -217,10 +224,10 @@ def part2(rec: Run, seeds: int, n_vars: int, T: int) -> None:
                              f"{int(np.sum(diff > 0))}/{len(diff)}"])  # fmt: skip
     var = next(h for h in heads if h[0] == "make_var")
     rec.table(
-        "halves",
+        "halves" + sfx,
         ["system", "score", "minus", "mean AUROC difference [95% CI]", "score higher on"],
         rows, seeds=list(range(seeds)), per_seed=per_seed,
-        title="Does each half earn its place? Paired differences of per-seed mean AUROC",
+        title=f"Does each half earn its place? Paired differences of per-seed mean AUROC (recipe {recipe!r})",
         notes="Target (issue #49 item 1): combined >= forecaster-only + 0.02 on at least one "
               "system, and never below the better half by more than 0.005.",
         headline=f"VAR, N={n_vars}: CAROTS {var[1].mean():.3f} vs its forecaster half "
@@ -390,6 +397,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--parts", default="1,2,3,4", help="comma-separated subset of 1-5")
+    parser.add_argument("--recipe", choices=("std", "tods"), default="std",
+                        help="part 2's anomaly recipe: std-scaled (default) or TODS' raw units "
+                             "(tables suffixed _tods)")  # fmt: skip
     parser.add_argument("--mtsad", choices=DATASETS, help="part 5: which benchmark")
     parser.add_argument("--mtsad-root", help="part 5: the folder holding your copy")
     parser.add_argument("--machine", help="part 5 with smd: e.g. machine-1-1")
@@ -403,7 +413,7 @@ def main() -> None:
     if "1" in parts:
         part1(rec, seeds)
     if "2" in parts:
-        part2(rec, seeds, n_vars, T)
+        part2(rec, seeds, n_vars, T, args.recipe)
     if "3" in parts:
         for design in ("tank", "dag"):
             part3(rec, seeds, n_vars, T, design)

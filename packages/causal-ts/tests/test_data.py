@@ -157,3 +157,49 @@ def test_dag_var_coefficients_carry_the_signal() -> None:
         dag_var_coefficients(3, n_parents=3)
     with pytest.raises(ValueError, match="root_ar"):
         dag_var_coefficients(5, root_ar=1.0)
+
+
+def test_tods_raw_unit_recipes_by_hand() -> None:
+    from causal_ts.data import TODS_FACTORS, inject_anomalies
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)) * np.array([1.0, 5.0, 0.2]) + np.array([0.0, 10.0, -1.0])
+    before = X.copy()
+    for kind, factor in TODS_FACTORS.items():
+        out, y, info = inject_anomalies(X, kind, n_vars=1, ratio=0.05, factor=factor, radius=5,
+                                        seed=1, recipe="tods")  # fmt: skip
+        np.testing.assert_array_equal(X, before)  # the caller's array is untouched
+        j, c = int(info.variables[0]), info.centres
+        others = [k for k in range(3) if k != j]
+        np.testing.assert_array_equal(out[:, others], X[:, others])
+        if kind == "point_global":
+            for t in c:  # x * factor * local std, pushed to the series' extreme
+                want = X[t, j] * factor * X[t - 5 : t + 5, j].std()
+                hi, lo = X[:, j].max(), X[:, j].min()
+                want = hi if 0 <= want < hi else lo if lo < want < 0 else want
+                assert out[t, j] == want
+            assert y.sum() == len(c)
+        elif kind == "point_contextual":  # stays inside the series' range
+            assert (out[c, j] <= X[:, j].max()).all() and (out[c, j] >= X[:, j].min()).all()
+        elif kind == "collective_global":  # raw-unit square wave, whatever the series' scale
+            t = c[0]
+            assert np.abs(out[t - 5 : t + 5, j]).max() <= 1.5 * 2 and y[t - 5 : t + 5].all()
+        else:  # a ramp of ±factor per step, the offset kept afterwards
+            t = c[-1]
+            step = out[t - 5 : t + 5, j] - X[t - 5 : t + 5, j]
+            d = np.diff(step)
+            assert np.allclose(np.abs(d), factor)
+            np.testing.assert_allclose(out[t + 5 :, j] - X[t + 5 :, j], step[-1])
+            assert y[t - 5 : t + 5].all() and not y[t + 5 :].any()
+    with pytest.raises(ValueError, match="recipe"):
+        inject_anomalies(X, "spike", recipe="tods")
+    with pytest.raises(ValueError, match="recipe"):
+        inject_anomalies(X, "point_global", recipe="raw")
+
+
+def test_make_var_passes_the_recipe() -> None:
+    std = make_var(n_vars=4, n_train=200, n_test=200, kind="collective_trend", seed=0)
+    tods = make_var(n_vars=4, n_train=200, n_test=200, kind="collective_trend", seed=0,
+                    recipe="tods", factor=0.5)  # fmt: skip
+    np.testing.assert_array_equal(std.X_train, tods.X_train)
+    assert not np.allclose(std.X_test, tods.X_test)

@@ -29,6 +29,7 @@ from causal_ts._validation import (
 
 __all__ = [
     "ANOMALY_KINDS",
+    "TODS_FACTORS",
     "dag_var_coefficients",
     "inject_anomalies",
     "inject_causal_break",
@@ -341,6 +342,36 @@ def _square_wave(length: int) -> np.ndarray:
     return np.sum(np.sin(2 * np.pi * 0.04 * (2 * k + 1) * t) / (2 * k + 1), axis=1)
 
 
+# the factors of the TODS generator's multivariate example, per kind (raw units)
+TODS_FACTORS = {"point_global": 3.5, "point_contextual": 2.5, "collective_global": 1.5,
+                "collective_trend": 0.5}  # fmt: skip
+
+
+def _tods(X, out, labels, kind, variables, centres, factor, radius, rng) -> None:
+    """TODS' raw-unit recipes, in place on ``out`` (see ``inject_anomalies``)."""
+    T = len(X)
+    hi, lo = X.max(axis=0), X.min(axis=0)
+    for j in variables:
+        for c in centres:
+            a, b = max(0, c - radius), min(T, c + radius)
+            if kind in ("point_global", "point_contextual"):
+                x = X[c, j] * factor * X[a:b, j].std()
+                if kind == "point_global":  # at least as extreme as the series
+                    x = hi[j] if 0 <= x < hi[j] else lo[j] if lo[j] < x < 0 else x
+                elif x > hi[j] or x < lo[j]:  # contextual: pulled back inside the range
+                    x = (hi[j] if x > hi[j] else lo[j]) * min(0.95, abs(rng.normal()))
+                out[c, j] = x
+                labels[c] = 1
+            elif kind == "collective_global":
+                out[a:b, j] = factor * _square_wave(T)[a:b]
+                labels[a:b] = 1
+            else:  # collective_trend: a ramp, and the series stays shifted after it
+                ramp = rng.choice([-1.0, 1.0]) * factor * np.arange(b - a)
+                out[a:b, j] += ramp
+                out[b:, j] += ramp[-1]
+                labels[a:b] = 1
+
+
 def inject_anomalies(
     X: Any,
     kind: str,
@@ -349,6 +380,7 @@ def inject_anomalies(
     factor: float = 2.0,
     radius: int = 5,
     seed: int | None = 0,
+    recipe: str = "std",
 ) -> tuple[np.ndarray, np.ndarray, Bunch]:
     """Inject anomalies of one type into a copy of ``X``.
 
@@ -374,6 +406,17 @@ def inject_anomalies(
     ratio, factor, radius : float, float, int
         Anomaly density, magnitude in standard deviations, half segment length.
     seed : int or None
+    recipe : {"std", "tods"}, default="std"
+        ``"std"``: the recipes above, magnitudes in units of each variable's std.
+        ``"tods"``: the raw-unit recipes of TODS' multivariate generator (Lai et al., NeurIPS
+        2021 benchmarks), for the four TODS kinds only, ``factor`` then in TODS' own units
+        (:data:`TODS_FACTORS` holds its example's value per kind): point global and point
+        contextual set
+        ``x = x * factor * local std`` (local std over ``[t - radius, t + radius)``), pushed to
+        the variable's max / min (global) or pulled inside ``[min, max]`` (contextual);
+        collective global replaces segments by a five-harmonic square wave of amplitude
+        ``factor`` in raw units; collective trend adds a ramp of ``±factor`` per step and
+        keeps the final offset for the rest of the series (only the ramp is labelled).
 
     Returns
     -------
@@ -395,6 +438,10 @@ def inject_anomalies(
     radius = check_int(radius, "radius", low=1)
     if T <= 2 * radius:
         raise ValueError(f"X has {T} steps; need more than 2*radius={2 * radius}")
+    if recipe not in ("std", "tods"):
+        raise ValueError(f"recipe must be 'std' or 'tods'; got {recipe!r}")
+    if recipe == "tods" and kind not in TODS_FACTORS:
+        raise ValueError(f"recipe='tods' has the kinds {tuple(TODS_FACTORS)}; got {kind!r}")
     rng = check_rng(seed)
     out = X.copy()
     labels = np.zeros(T, dtype=int)
@@ -405,6 +452,9 @@ def inject_anomalies(
     n_centres = max(1, round(T * ratio)) if point else max(1, round(T * ratio / (2 * radius)))
     candidates = np.arange(radius, T - radius)
     centres = np.sort(rng.choice(candidates, size=min(n_centres, candidates.size), replace=False))
+    if recipe == "tods":
+        _tods(X, out, labels, kind, variables, centres, factor, radius, rng)
+        return out, labels, Bunch(variables=variables, centres=centres, kind=kind)
     v = variables[None, :]
     if point:
         c = centres[:, None]
@@ -511,6 +561,7 @@ def _make(
     n_breaks: int,
     break_length: int,
     seed: int | None,
+    recipe: str = "std",
 ) -> Bunch:
     kinds = ("mixed", "causal_break", *ANOMALY_KINDS)
     if kind not in kinds:
@@ -524,7 +575,7 @@ def _make(
     y = np.zeros(n_test, dtype=int)
     if kind in ANOMALY_KINDS:
         X_test, y, info = inject_anomalies(
-            X_test, kind, n_anomalous_vars, ratio, factor, radius, seed=rng
+            X_test, kind, n_anomalous_vars, ratio, factor, radius, seed=rng, recipe=recipe
         )
         infos.append(info)
     else:
@@ -562,6 +613,7 @@ def make_var(
     design: str = "tank",
     signal: float = 9.0,
     seed: int | None = 0,
+    recipe: str = "std",
 ) -> Bunch:
     """Normal VAR training data and a labelled test series with injected anomalies.
 
@@ -587,6 +639,9 @@ def make_var(
         ``design="dag"`` only.
     n_train, n_test, lag, sparsity, n_anomalous_vars, ratio, factor, radius, n_breaks, seed
         As in :func:`simulate_var`, :func:`inject_anomalies` and :func:`inject_causal_break`.
+    recipe : {"std", "tods"}, default="std"
+        The anomaly recipe of :func:`inject_anomalies` (``"tods"``: raw units, the four TODS
+        kinds).
 
     Returns
     -------
@@ -629,7 +684,7 @@ def make_var(
 
     out = _make(
         simulate, n_train, n_test, kind, n_anomalous_vars, ratio, factor, radius, n_breaks,
-        break_length, seed,
+        break_length, seed, recipe,
     )  # fmt: skip
     out["intervention"] = mask[n_train:]
     return out
@@ -648,11 +703,13 @@ def make_lorenz96(
     n_breaks: int = 5,
     break_length: int = 20,
     seed: int | None = 0,
+    recipe: str = "std",
 ) -> Bunch:
     """Normal Lorenz-96 training data and a labelled test series with injected anomalies.
 
-    Same return layout as :func:`make_var`; the causal-break replacement comes from a
-    Lorenz-96 run started from a different initial state.
+    Same parameters (``recipe`` included) and return layout as :func:`make_var`; the
+    causal-break replacement comes from a Lorenz-96 run started from a different initial
+    state.
     """
 
     def simulate(T: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -662,5 +719,5 @@ def make_lorenz96(
 
     return _make(
         simulate, n_train, n_test, kind, n_anomalous_vars, ratio, factor, radius, n_breaks,
-        break_length, seed,
+        break_length, seed, recipe,
     )  # fmt: skip
