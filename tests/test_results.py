@@ -98,6 +98,12 @@ def test_recorder_round_trip_and_render(tmp_path: pathlib.Path) -> None:
     assert problems and "missing" in problems[0]
 
 
+def test_quick_runs_never_write_the_recorded_results() -> None:
+    run = record.Run("demo-pkg", argv=["--quick", "--seeds", "1"])
+    assert record.RESULTS not in run.out.parents and run.out != record.RESULTS / "demo-pkg"
+    assert record.Run("demo-pkg", argv=["--seeds", "1"]).out == record.RESULTS / "demo-pkg"
+
+
 def test_timing_under_load_is_marked(tmp_path: pathlib.Path) -> None:
     run = record.Run("demo-pkg", argv=[], out=tmp_path / "demo-pkg")
     run.loads = [9.0]

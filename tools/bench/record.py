@@ -25,6 +25,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from importlib import metadata
@@ -157,6 +158,10 @@ class Run:
         args = list(sys.argv[1:] if argv is None else argv)
         launcher = "uv run " + "".join(f"--with {w} " for w in uv_with) + "python"
         self.command = " ".join([launcher, script_rel, *map(shlex.quote, args)]).strip()
+        if out is None and "--quick" in args:
+            # a smoke run must never replace the recorded results the READMEs are built from
+            out = tempfile.mkdtemp(prefix=f"{package}-quick-")
+            print(f"--quick: results written to {out}, not to results/{package}/")
         self.out = pathlib.Path(out) if out is not None else RESULTS / package
         self.commit = _git("rev-parse", "HEAD")
         # uncommitted edits to this package or to the benchmarks mean the commit does not pin
