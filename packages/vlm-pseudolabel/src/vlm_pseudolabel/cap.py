@@ -295,11 +295,11 @@ class CAP(PseudolabelEstimator):
         """The prompt model of ``self.prompt``; for "coop" the context prompts of ``task``."""
         if self.prompt != "coop":
             return PromptModel(text, self.prompt, int(self.rank), task.logit_scale, gen)
-        _, suffix = split_template(task.templates[0])
+        context, suffix = split_template(task.templates[0])
         texts = [suffix.format(n) for n in task.class_names]
         for c, j in chosen.items():
             texts[c] = task.description_texts[c][j]
-        prompts = TextContextPrompts(task.backbone, texts, split_template(task.templates[0])[0])
+        prompts = TextContextPrompts(task.backbone, texts, context)
         return PromptModel(text, "coop", logit_scale=task.logit_scale, text_prompts=prompts)
 
     def _check_coop(self, task: VLMTask) -> None:
