@@ -22,6 +22,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import torch
+from torch.profiler import record_function
 
 __all__ = ["blocksparse_cca"]
 
@@ -102,20 +103,27 @@ class _BlockSparseCCA(torch.autograd.Function):
                 kk, vv = _kv(kind, lo, hi, g, k, v, core_k, core_v)
                 mask, any_row = None, None
                 if kind == "bound":
-                    mask, any_row = _bound_mask(a, b, lo, hi, g, s, m, bias, q.dtype, q.device)
-                o, piece_lse = _fwd(qb, kk, vv, 0.0, kind == "diag", attn_mask=mask, scale=scale)
+                    with record_function("cca.bound_mask"):
+                        mask, any_row = _bound_mask(a, b, lo, hi, g, s, m, bias, q.dtype, q.device)
+                with record_function(f"cca.flash.{kind}"):
+                    o, piece_lse = _fwd(
+                        qb, kk, vv, 0.0, kind == "diag", attn_mask=mask, scale=scale
+                    )
                 if kind == "core":
                     piece_lse = piece_lse + bias
                 elif any_row is not None:  # the kernel reports 0, not -inf, for empty rows
                     piece_lse = piece_lse.masked_fill(~any_row, float("-inf"))
                 outs.append(o)
                 lses.append(piece_lse.to(lse_dtype))
-            stacked = torch.stack(lses)
-            total = torch.logsumexp(stacked, dim=0)
-            weights = torch.exp(stacked - total)
-            merged = sum(w[..., None] * o.to(lse_dtype) for w, o in zip(weights, outs, strict=True))
-            out[..., a:b, :] = merged.to(q.dtype)
-            lse[..., a:b] = total
+            with record_function("cca.merge"):  # named phases for torch.profiler (attn_bench)
+                stacked = torch.stack(lses)
+                total = torch.logsumexp(stacked, dim=0)
+                weights = torch.exp(stacked - total)
+                merged = sum(
+                    w[..., None] * o.to(lse_dtype) for w, o in zip(weights, outs, strict=True)
+                )
+                out[..., a:b, :] = merged.to(q.dtype)
+                lse[..., a:b] = total
         ctx.save_for_backward(q, k, v, core_k, core_v, out, lse)
         ctx.cfg = (g, s, m, scale, bias, chunk)
         return out

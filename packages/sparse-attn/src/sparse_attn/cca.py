@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch.profiler import record_function
 
 from sparse_attn.blocksparse import blocksparse_cca
 from sparse_attn.flex import flex_available, flex_cca
@@ -314,20 +315,24 @@ def cca_attention(
     m = _num_core(length, g, s)
     bias = math.log(g) if core_bias == "log_group" else None
     if gqa_pooling == "shared":
-        core_k, core_v = cca_core_tokens(
-            q,
-            k,
-            v,
-            group_size=g,
-            num_groups=m,
-            pool_scale=pool_scale,
-            shared_heads=hq // k.shape[1],
-        )
+        with record_function("cca.core_tokens"):  # named phase for torch.profiler (attn_bench)
+            core_k, core_v = cca_core_tokens(
+                q,
+                k,
+                v,
+                group_size=g,
+                num_groups=m,
+                pool_scale=pool_scale,
+                shared_heads=hq // k.shape[1],
+            )
         core_k, core_v = expand_kv(core_k, hq), expand_kv(core_v, hq)
         k, v = expand_kv(k, hq), expand_kv(v, hq)
     else:
         k, v = expand_kv(k, hq), expand_kv(v, hq)
-        core_k, core_v = cca_core_tokens(q, k, v, group_size=g, num_groups=m, pool_scale=pool_scale)
+        with record_function("cca.core_tokens"):
+            core_k, core_v = cca_core_tokens(
+                q, k, v, group_size=g, num_groups=m, pool_scale=pool_scale
+            )
 
     scale_ = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     if m == 0:  # L < s + g: no group is ever compressed, CCA is dense causal attention
