@@ -253,8 +253,7 @@ def profile(rec: Run, lengths, window: int = 1024) -> None:
             call(), dense()  # warm-up
             with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
                 call()
-            t_sdpa = min(_cpu(dense) for _ in range(3))
-            t_cca = min(_cpu(call) for _ in range(3))
+            t_sdpa, t_cca = cpu_time(dense, 3), cpu_time(call, 3)
         totals = {e.key: e.cpu_time_total for e in prof.key_averages() if e.key in PHASES}
         whole = sum(totals.values())
         flash = sum(v_ for k_, v_ in totals.items() if k_.startswith("cca.flash"))
@@ -281,12 +280,6 @@ def profile(rec: Run, lengths, window: int = 1024) -> None:
               "efficiently as SDPA runs the full causal matrix.",
         timing=True,
     )  # fmt: skip
-
-
-def _cpu(fn) -> float:
-    t0 = time.process_time()
-    fn()
-    return time.process_time() - t0
 
 
 def main() -> None:

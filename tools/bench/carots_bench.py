@@ -103,6 +103,10 @@ class PyODWindows:
         return self.model_.decision_function(self._flat(X))
 
 
+# CAROTS's two score halves, scored from the combined fit (the detector's score mode)
+HALVES = (("CAROTS CL only", "cl"), ("CAROTS forecaster only", "cd"))
+
+
 def detectors(seed: int) -> dict:
     return {
         "CAROTS (combined)": lambda: CAROTS(window=W, random_state=seed),
@@ -176,10 +180,7 @@ def part2(rec: Run, seeds: int, n_vars: int, T: int, recipe: str = "std") -> Non
                     if name == "CAROTS (validated weights)":
                         weights.setdefault(kind, []).append(det.combine_weights_[0])
                     if name == "CAROTS (combined)":
-                        for mode, key in (
-                            ("cl", "CAROTS CL only"),
-                            ("cd", "CAROTS forecaster only"),
-                        ):
+                        for key, mode in HALVES:
                             det._score_mode = mode
                             a = evaluate(det.decision_function(d.X_test), yw)["AUROC"]
                             auc.setdefault(key, {}).setdefault(kind, []).append(a)
@@ -304,21 +305,19 @@ def score_all(seed: int, X_train: np.ndarray, tests: dict, fit_s: dict, out: dic
     """Fit every detector once on ``X_train``; AUROC / AUPRC / VUS-PR on each labelled test."""
     from aeon.benchmarking.metrics.anomaly_detection import range_pr_vus_score
 
+    labels = {key: window_labels(y, W) for key, (_, y) in tests.items()}
     for name, make in detectors(seed).items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             t0 = time.process_time()
             det = make().fit(X_train)
             fit_s.setdefault(name, []).append(time.process_time() - t0)
-            halves = [(name, None)]
-            if name == "CAROTS (combined)":
-                halves += [("CAROTS CL only", "cl"), ("CAROTS forecaster only", "cd")]
+            halves = [(name, None)] + (list(HALVES) if name == "CAROTS (combined)" else [])
             for label, mode in halves:
                 if mode is not None:
                     det._score_mode = mode
-                for key, (X_test, y_test) in tests.items():
-                    s = det.decision_function(X_test)
-                    yw = window_labels(y_test, W)
+                for key, (X_test, _) in tests.items():
+                    s, yw = det.decision_function(X_test), labels[key]
                     r = out.setdefault(label, {}).setdefault(key, {})
                     r.setdefault("AUROC", []).append(float(evaluate(s, yw)["AUROC"]))
                     r.setdefault("AUPRC", []).append(float(average_precision(s, yw)))

@@ -24,6 +24,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from record import markdown_table
 
 from sparse_attn import cca_attention, region_attention
 from sparse_attn.flex import flex_available
@@ -112,10 +113,8 @@ def speed(device: str, lengths: list[int], repeats: int) -> list[dict]:
 
 
 def _table(rows: list[dict]) -> str:
-    keys = list(rows[0])
-    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
-    return "\n".join(["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-                     + ["| " + " | ".join(fmt(r[k]) for k in keys) + " |" for r in rows])  # fmt: skip
+    fmt = [".3g" if isinstance(v, float) else None for v in rows[0].values()]
+    return markdown_table(list(rows[0]), [list(r.values()) for r in rows], fmt)
 
 
 def main() -> int:

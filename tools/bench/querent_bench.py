@@ -103,6 +103,21 @@ def pool_map(jobs: list[tuple], workers: int) -> list[dict]:
         return list(ex.map(run_one, *zip(*jobs, strict=True)))
 
 
+def seed_jobs(
+    names,
+    seeds: int,
+    n_train: int,
+    n_test: int,
+    patches: tuple[int, int],
+    epochs: int,
+    lrs: dict[str, float],
+) -> list[tuple]:
+    """``run_one`` jobs per (seed, model) on part 1's draws (training slides from seed
+    100 + s, test slides from 200 + s), so that part 3 reruns exactly part 1's data."""
+    return [(name, (100 + s, 200 + s), s, n_train, n_test, patches, epochs, lrs[name])
+            for s in range(seeds) for name in names]  # fmt: skip
+
+
 def part0(
     rec: Run, n_train: int, n_val: int, patches: tuple[int, int], epochs: int, workers: int
 ) -> dict[str, float]:
@@ -145,8 +160,7 @@ def part1(
 ) -> None:
     print(f"\n## Part 1: {n_train} training / {n_test} test slides of {patches} patches, "
           f"{epochs} epochs, {seeds} seeds\n")  # fmt: skip
-    jobs = [(name, (100 + s, 200 + s), s, n_train, n_test, patches, epochs, lrs[name])
-            for s in range(seeds) for name in MODELS]  # fmt: skip
+    jobs = seed_jobs(MODELS, seeds, n_train, n_test, patches, epochs, lrs)
     out = pool_map(jobs, workers)
     res: dict[str, dict[str, list]] = {m: {} for m in MODELS}
     for (name, _, s, *_), r in zip(jobs, out, strict=True):
@@ -262,8 +276,7 @@ def part3(
     """Can the dense model train at all? Part 1's draws with ``epochs`` (3x part 1's)."""
     name = "TransMIL-style (dense)"
     print(f"\n## Part 3: {name} with {epochs} epochs, {seeds} seeds\n")
-    jobs = [(name, (100 + s, 200 + s), s, n_train, n_test, patches, epochs, lrs[name])
-            for s in range(seeds)]  # fmt: skip
+    jobs = seed_jobs([name], seeds, n_train, n_test, patches, epochs, lrs)
     out = pool_map(jobs, workers)
     path = Path(__file__).resolve().parents[2] / "results" / "sparse-attn" / "mil.json"
     part1 = json.loads(path.read_text())["per_seed"] if path.is_file() else {}

@@ -351,6 +351,7 @@ def _tods(X, out, labels, kind, variables, centres, factor, radius, rng) -> None
     """TODS' raw-unit recipes, in place on ``out`` (see ``inject_anomalies``)."""
     T = len(X)
     hi, lo = X.max(axis=0), X.min(axis=0)
+    wave = factor * _square_wave(T) if kind == "collective_global" else None
     for j in variables:
         for c in centres:
             a, b = max(0, c - radius), min(T, c + radius)
@@ -363,7 +364,7 @@ def _tods(X, out, labels, kind, variables, centres, factor, radius, rng) -> None
                 out[c, j] = x
                 labels[c] = 1
             elif kind == "collective_global":
-                out[a:b, j] = factor * _square_wave(T)[a:b]
+                out[a:b, j] = wave[a:b]
                 labels[a:b] = 1
             else:  # collective_trend: a ramp, and the series stays shifted after it
                 ramp = rng.choice([-1.0, 1.0]) * factor * np.arange(b - a)
