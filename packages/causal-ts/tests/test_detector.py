@@ -146,12 +146,33 @@ def test_bad_inputs(fitted, data) -> None:  # type: ignore[no-untyped-def]
         CAROTS(**TINY, score="max").fit(X)
     with pytest.raises(ValueError, match="epochs"):
         CAROTS(**{**TINY, "epochs": 0}).fit(X)
+    with pytest.raises(ValueError, match="patience"):
+        CAROTS(**TINY, patience=0).fit(X)
     with pytest.raises(ValueError, match="align"):
         fitted.decision_function(data.X_test, align="centre")
     with pytest.raises(NotFittedError, match="fit"):
         CAROTS().decision_function(X)
     with pytest.raises(ValueError, match="nan_policy"):
         VARResidual(nan_policy="drop").fit(X)
+
+
+def test_patience_stops_after_the_best_epoch_and_keeps_its_weights(data) -> None:  # type: ignore[no-untyped-def]
+    kw = {**TINY, "epochs": 8, "random_state": 0}
+    full = CAROTS(**kw).fit(data.X_train)
+    early = CAROTS(**kw, patience=1).fit(data.X_train)
+    n = len(early.history_)
+    assert n == early.best_epoch_ + 2 or n == 8
+    # the same draws up to the stop: the epochs it trained are the full run's epochs
+    for a, b in zip(early.history_, full.history_[:n], strict=True):
+        assert a["val_loss"] == pytest.approx(b["val_loss"])
+    losses = [h["val_loss"] for h in early.history_]
+    assert early.best_epoch_ == int(np.argmin(losses))
+    if early.best_epoch_ == full.best_epoch_:
+        np.testing.assert_allclose(
+            early.decision_function(data.X_test), full.decision_function(data.X_test), atol=1e-5
+        )
+    assert clone(early).get_params()["patience"] == 1
+    assert PlainOneClassContrastive(**kw, patience=2).get_params()["patience"] == 2
 
 
 def test_pickle_roundtrip(fitted, data) -> None:  # type: ignore[no-untyped-def]

@@ -5,7 +5,12 @@ import numpy as np
 import pytest
 
 from causal_ts import CAROTS, VARGrangerDiscoverer, VARResidual, load_mtsad, make_var
-from causal_ts.discovery import granger_pvalues_lstsq, reduce_windows, step_errors
+from causal_ts.discovery import (
+    granger_pvalues_lstsq,
+    granger_pvalues_wald,
+    reduce_windows,
+    step_errors,
+)
 from causal_ts.metrics import evaluate, window_labels
 
 
@@ -13,10 +18,33 @@ def _std(X):
     return (X - X.mean(0)) / X.std(0)
 
 
+def _statsmodels_granger(X, lag):
+    from statsmodels.tsa.api import VAR
+
+    res = VAR(X).fit(maxlags=lag, trend="c")
+    N = X.shape[1]
+    p = np.ones((N, N))
+    for c in range(N):
+        for e in range(N):
+            if c != e:
+                p[c, e] = res.test_causality(caused=e, causing=[c], kind="f").pvalue
+    return p
+
+
+@pytest.mark.parametrize(("n_vars", "T", "lag"), [(5, 2000, 3), (4, 60, 2), (7, 300, 1)])
+def test_vectorised_granger_equals_statsmodels_test_causality(n_vars, T, lag):
+    d = make_var(n_vars=n_vars, n_train=T, seed=n_vars)
+    X = _std(d.X_train)
+    sm = _statsmodels_granger(X, lag)
+    np.testing.assert_allclose(granger_pvalues_wald(X, lag), sm, rtol=1e-8, atol=1e-12)
+    disc = VARGrangerDiscoverer(lag=lag).fit(X)
+    np.testing.assert_allclose(disc.pvalues_, sm, rtol=1e-8, atol=1e-12)
+
+
 def test_lstsq_granger_matches_statsmodels():
     d = make_var(n_vars=5, n_train=2000, seed=1)
     X = _std(d.X_train)
-    sm = VARGrangerDiscoverer().fit(X).pvalues_
+    sm = _statsmodels_granger(X, 3)
     ls = granger_pvalues_lstsq(X, 3)
     np.testing.assert_allclose(ls, sm, atol=1e-3)
 

@@ -98,6 +98,11 @@ class CAROTS(BaseWindowDetector):
     lr, weight_decay : float, default=1e-3, 0.0
         Adam; cosine decay after ``warmup_epochs`` linear warm-up epochs.
     warmup_epochs : int, default=1
+    patience : int or None, default=None
+        Early stopping (an option of this package; the paper trains a fixed ``epochs``): stop
+        once the validation loss has not improved for ``patience`` epochs; the best epoch's
+        weights are kept as always and the learning-rate schedule is still planned over
+        ``epochs``. None trains every epoch; ignored without a validation tail.
     grad_clip : float, default=0.5
         Gradient-norm clip (0 disables).
     temperature : float, default=0.1
@@ -168,7 +173,7 @@ class CAROTS(BaseWindowDetector):
         ``combine="validated"``: each candidate w's AUROC of held-out windows vs their CDA
         copies (empty otherwise).
     history_ : list of dict
-        Per epoch: ``epoch``, ``alpha``, ``train_loss``, ``val_loss``, ``unfiltered_ratio``.
+        Per epoch trained: ``epoch``, ``alpha``, ``train_loss``, ``val_loss``, ``unfiltered_ratio``.
     best_epoch_ : int
     collapse_ratio_ : float
         Final training SOC loss over ``log(1 + 2B)``, its value for identical embeddings (a
@@ -197,6 +202,7 @@ class CAROTS(BaseWindowDetector):
         lr: float = 1e-3,
         weight_decay: float = 0.0,
         warmup_epochs: int = 1,
+        patience: int | None = None,
         grad_clip: float = 0.5,
         temperature: float = 0.1,
         alpha: float | tuple[float, float] = (0.5, 0.9),
@@ -230,6 +236,7 @@ class CAROTS(BaseWindowDetector):
         self.lr = lr
         self.weight_decay = weight_decay
         self.warmup_epochs = warmup_epochs
+        self.patience = patience
         self.grad_clip = grad_clip
         self.temperature = temperature
         self.alpha = alpha
@@ -277,6 +284,8 @@ class CAROTS(BaseWindowDetector):
             check_int(getattr(self, name), name, low=1)
         check_int(self.batch_size, "batch_size", low=2)
         check_int(self.warmup_epochs, "warmup_epochs", low=0)
+        if self.patience is not None:
+            check_int(self.patience, "patience", low=1)
         check_positive(self.lr, "lr")
         check_positive(self.weight_decay, "weight_decay", allow_zero=True)
         check_positive(self.grad_clip, "grad_clip", allow_zero=True)
@@ -444,6 +453,8 @@ class CAROTS(BaseWindowDetector):
                     best, self.best_epoch_ = record["val_loss"], epoch
                     best_state = copy.deepcopy(net.state_dict())
             self.history_.append(record)
+            if self.patience is not None and epoch - self.best_epoch_ >= self.patience:
+                break
         if best_state is not None:
             net.load_state_dict(best_state)
         self.net_ = net.eval()
@@ -593,6 +604,7 @@ class PlainOneClassContrastive(CAROTS):
         lr: float = 1e-3,
         weight_decay: float = 0.0,
         warmup_epochs: int = 1,
+        patience: int | None = None,
         grad_clip: float = 0.5,
         temperature: float = 0.1,
         alpha: float | tuple[float, float] = (0.5, 0.9),
@@ -611,7 +623,7 @@ class PlainOneClassContrastive(CAROTS):
         super().__init__(
             window=window, encoder=encoder, hidden_dim=hidden_dim, proj_dim=proj_dim,
             epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-            warmup_epochs=warmup_epochs, grad_clip=grad_clip, temperature=temperature,
+            warmup_epochs=warmup_epochs, patience=patience, grad_clip=grad_clip, temperature=temperature,
             alpha=alpha, noise_level=noise_level, bias_candidates=bias_candidates,
             bias_unit=bias_unit, bias_fraction=bias_fraction, val_fraction=val_fraction, contamination=contamination,
             nan_policy=nan_policy, random_state=random_state, device=device, n_jobs=n_jobs,
