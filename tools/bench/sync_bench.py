@@ -9,14 +9,17 @@ Every table gives, per model, the target Avg / Wst accuracy and the paired diffe
 with a 95% t-interval over seeds.
 
 ``--official`` switches to the official schedule (30 epochs x 200 iterations, width 512, the
-official per-dataset learning rates): hours per seed on two cores, so it is a documented
-long-run command. ``--data onp=PATH`` or ``--data portraits=PATH`` runs all five models on a real
+official per-dataset learning rates; about 37 CPU min per SYNC run and 3 per ERM run on Circle),
+writes its tables with the suffix ``_official`` and adds the per-epoch validation / target curve
+(``curve_<dataset>_official``); ``--models`` restricts the models and ``--jobs`` runs the
+(dataset, seed, model) items in parallel processes. ``--data onp=PATH`` or ``--data portraits=PATH`` runs all five models on a real
 evolving-domain dataset from a local copy (UCI Online News Popularity CSV; the Portraits image
 folders ``<year>/<F|M>/*.png``).
 
     uv run python tools/bench/sync_bench.py                       # Circle, Sine, spurious Circle
     uv run python tools/bench/sync_bench.py --ablations          # + variants B, C, D on Circle
     uv run python tools/bench/sync_bench.py --datasets rotated_digits --ablations  # Table 2
+    uv run python tools/bench/sync_bench.py --official --datasets circle --models SYNC ERM --jobs 2
     uv run python tools/bench/sync_bench.py --official --datasets circle rotated_digits
     uv run python tools/bench/sync_bench.py --data onp=~/data/OnlineNewsPopularity.csv
     uv run python tools/bench/sync_bench.py --diagnose-sine       # why SYNC is at chance on Sine
@@ -71,6 +74,27 @@ def models(ds_name: str, args, seed: int) -> dict:
     return out
 
 
+def run_item(item: tuple, args) -> dict:
+    """Fit one (dataset, seed, model), scoring the targets after every epoch (monitoring)."""
+    ds_name, seed, name = item
+    torch.set_num_threads(1)
+    lr = OFFICIAL_LR.get(ds_name, args.lr) if args.official else args.lr
+    src, val, tgt = DATASETS[ds_name](seed).default_split()
+    m = models(ds_name, argparse.Namespace(**{**vars(args), "lr": lr}), seed)[name]
+    t0 = time.process_time()
+    accs = m.fit(src, val_domains=val, eval_domains=tgt).score_sequence(tgt)
+    cpu = time.process_time() - t0
+    r = edg.evolving_report(accs)
+    print(f"{ds_name:<16} seed {seed} {name:<8} avg {r['avg']:.3f} worst {r['worst']:.3f} "
+          f"({cpu:.0f} CPU s, best epoch {m.best_epoch_})", flush=True)  # fmt: skip
+    return {
+        "row": (r["avg"], r["worst"], cpu, m.best_epoch_),
+        "mi": [h["mi"] for h in m.history_] if "mi" in m.history_[0] else None,
+        "val": [h.get("val_acc", float("nan")) for h in m.history_],
+        "target": [h["eval_acc"] for h in m.history_],
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=["circle", "sine", "spurious_circle"],
@@ -85,15 +109,21 @@ def main() -> None:
                     help="also SYNC variants B, C, D (Circle, Rotated digits)")  # fmt: skip
     ap.add_argument("--official", action="store_true",
                     help="the official schedule: 30 x 200 iterations, width 512, official lr")  # fmt: skip
+    ap.add_argument("--models", nargs="+", default=None,
+                    choices=["ERM", "ERMLast", "IRM", "LSSAE", "SYNC"],
+                    help="a subset of the models (default: all)")  # fmt: skip
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (one thread each)")
     ap.add_argument("--data", default=None, help="onp=PATH or portraits=PATH: a real dataset")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--diagnose-sine", action="store_true",
                     help="only the Sine diagnosis: SYNC's logit split by static / dynamic / drift")  # fmt: skip
     args = ap.parse_args()
-    if args.quick:
-        args.epochs, args.iters, args.seeds = 2, 5, 1
+    if args.models and not {"SYNC", "ERM"} <= set(args.models):
+        ap.error("--models must include SYNC and ERM (the tables' reference and headline)")
     if args.official:
         args.epochs, args.iters, args.width = 30, 200, 512
+    if args.quick:  # after --official: a smoke run of whichever schedule
+        args.epochs, args.iters, args.seeds = 2, 5, 1
     if args.data:
         kind, _, path = args.data.partition("=")
         loader = {"onp": load_onp, "portraits": load_portraits}.get(kind)
@@ -106,28 +136,32 @@ def main() -> None:
     if args.diagnose_sine:
         diagnose_sine(run, args)
         return
+    items = [(ds, seed, name) for ds in args.datasets for seed in range(args.seeds)
+             for name in (args.models or models(ds, args, seed))]  # fmt: skip
+    items.sort(key=lambda it: it[2] not in ("SYNC", "LSSAE"))  # the long runs first (stable)
     res: dict = {}
     mi_curves: dict = {}
-    for ds_name in args.datasets:
-        lr = OFFICIAL_LR.get(ds_name, args.lr) if args.official else args.lr
-        for seed in range(args.seeds):
-            src, val, tgt = DATASETS[ds_name](seed).default_split()
-            for name, m in models(
-                ds_name, argparse.Namespace(**{**vars(args), "lr": lr}), seed
-            ).items():
-                t0 = time.process_time()
-                accs = m.fit(src, val_domains=val).score_sequence(tgt)
-                r = edg.evolving_report(accs)
-                res.setdefault((ds_name, name), []).append(
-                    (r["avg"], r["worst"], time.process_time() - t0, m.best_epoch_)
-                )
-                if "mi" in m.history_[0]:
-                    mi_curves.setdefault((ds_name, name), []).append([h["mi"] for h in m.history_])
-                print(f"{ds_name:<16} seed {seed} {name:<8} avg {r['avg']:.3f} worst "
-                      f"{r['worst']:.3f} ({time.process_time() - t0:.0f} CPU s, best epoch "
-                      f"{m.best_epoch_})", flush=True)  # fmt: skip
+    ep_curves: dict = {}  # (ds, model) -> per seed: (val curve, target curve)
+    if args.jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs) as ex:
+            outs = []
+            for out in ex.map(run_item, items, [args] * len(items)):
+                outs.append(out)
+                run.sample_load()
+    else:
+        outs = []
+        for it in items:
+            outs.append(run_item(it, args))
             run.sample_load()
+    for (ds_name, _, name), out in zip(items, outs, strict=True):
+        res.setdefault((ds_name, name), []).append(out["row"])
+        if out["mi"] is not None:
+            mi_curves.setdefault((ds_name, name), []).append(out["mi"])
+        ep_curves.setdefault((ds_name, name), []).append((out["val"], out["target"]))
     seeds = list(range(args.seeds))
+    sfx = "_official" if args.official else ""  # never overwrite the default schedule's tables
     cfg = (f"{args.epochs} epochs x {args.iters} iterations, batch {args.batch}/domain, width "
            f"{args.width}, lr {'official' if args.official else args.lr}")  # fmt: skip
     for ds_name in args.datasets:
@@ -141,7 +175,7 @@ def main() -> None:
                          fmt_ci(100 * (a[:, 1] - ref[:, 1]), 1, sign=True), float(a[:, 2].mean())])  # fmt: skip
         erm = np.array(res[(ds_name, "ERM")])
         run.table(
-            ds_name,
+            ds_name + sfx,
             [
                 "model",
                 "target Avg %",
@@ -168,7 +202,7 @@ def main() -> None:
             c = np.array(res[("circle", name)])[:, 0]
             s_ = np.array(res[("spurious_circle", name)])[:, 0]
             rows.append([name, fmt_ci(100 * (c - s_), 1)])
-        run.table("spurious_drop", ["model", "Avg drop, plain − spurious Circle (points)"], rows,
+        run.table("spurious_drop" + sfx, ["model", "Avg drop, plain − spurious Circle (points)"], rows,
                   seeds=seeds, title="Spurious Circle: drop against plain Circle")  # fmt: skip
     rows = []
     for (ds_name, name), curves in mi_curves.items():
@@ -176,10 +210,37 @@ def main() -> None:
         rows.append([ds_name, name, c[0], c[len(c) // 2], c[-1]])
     if rows:
         default = set(args.datasets) == {"circle", "sine", "spurious_circle"}
-        name = "mi" if default else "mi_" + "_".join(args.datasets)  # one file per dataset set
+        name = ("mi" if default else "mi_" + "_".join(args.datasets)) + sfx  # one per dataset set
         run.table(name, ["dataset", "model", "MI epoch 1", "MI mid", "MI last"], rows,
                   fmt=[None, None, ".4f", ".4f", ".4f"], seeds=seeds,
                   title="MI estimate between z^st and z^dy (nats per domain, mean over seeds)")  # fmt: skip
+
+    if args.official:
+        for ds_name in args.datasets:
+            names = [n for (d, n) in ep_curves if d == ds_name]
+            n_ep = len(ep_curves[(ds_name, names[0])][0][0])
+            marks = sorted({0, *range(2, n_ep, 3), n_ep - 1})
+            rows = []
+            for name in names:
+                v = 100 * np.array([c[0] for c in ep_curves[(ds_name, name)]])  # (seeds, epochs)
+                t = 100 * np.array([c[1] for c in ep_curves[(ds_name, name)]])
+                best = [int(np.argmax(x)) for x in v]
+                rows.append([f"{name} validation", *(float(v[:, e].mean()) for e in marks),
+                             float(np.mean([x[b] for x, b in zip(v, best, strict=True)]))])  # fmt: skip
+                rows.append([f"{name} target", *(float(t[:, e].mean()) for e in marks),
+                             float(np.mean([x[b] for x, b in zip(t, best, strict=True)]))])  # fmt: skip
+            run.table(
+                f"curve_{ds_name}_official",
+                ["model, domains", *(f"epoch {e + 1}" for e in marks), "at best val epoch"],
+                rows, fmt=[None] + [".1f"] * (len(marks) + 1), seeds=seeds,
+                per_seed={f"{ds}/{n}": {"val": [c[0] for c in cs], "target": [c[1] for c in cs]}
+                          for (ds, n), cs in ep_curves.items() if ds == ds_name},
+                title=f"{ds_name}, official schedule: accuracy % per epoch, mean over seeds",
+                notes="Validation: the intermediate domains used for model selection; target: "
+                      "the test domains, scored after every epoch for this curve only "
+                      "(`fit(eval_domains=...)`, never used for selection). Last column: each "
+                      "seed's curve at its best-validation epoch (the reported model).",
+            )  # fmt: skip
 
 
 def diagnose_sine(run: Run, args) -> None:

@@ -159,3 +159,27 @@ def test_plots(tmp_path):
     plot_domain_accuracy({"a": [0.5, 0.6]}, str(tmp_path / "a.png"))
     plot_history([{"epoch": 0, "loss": 1.0, "mi": 0.1}], path=str(tmp_path / "h.png"))
     assert (tmp_path / "a.png").exists() and (tmp_path / "h.png").exists()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: edg.ERMLast(**FAST),
+        lambda: edg.LSSAE(z_dim=4, **FAST),
+        lambda: edg.SYNC(z_dim=4, **FAST),
+    ],
+)
+def test_eval_domains_record_a_curve_without_changing_training(make, circle):
+    src, val, tgt = circle
+    plain = make().fit(src, val_domains=val)
+    watched = make().fit(src, val_domains=val, eval_domains=tgt)
+    for a, b in zip(plain.net_.state_dict().values(), watched.net_.state_dict().values()):
+        assert torch.equal(a, b)
+    np.testing.assert_array_equal(plain.score_sequence(tgt), watched.score_sequence(tgt))
+    assert all(len(h["eval_accs"]) == 2 for h in watched.history_)
+    assert "eval_acc" not in plain.history_[0]
+    # the last epoch's curve point is the score of that epoch's weights
+    last = make().set_params(epochs=1).fit(src, val_domains=val, eval_domains=tgt)
+    assert last.history_[0]["eval_accs"] == pytest.approx(list(last.score_sequence(tgt)))
+    with pytest.raises(ValueError, match="eval_domains"):
+        make().fit(src, val_domains=val, eval_domains=[(tgt[0][0][:, :1], tgt[0][1])])

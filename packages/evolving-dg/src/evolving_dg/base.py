@@ -52,6 +52,21 @@ class EvolvingEstimator(BaseEstimator):
         k = int(max(max(y.max() for _, y in doms), max((y.max() for _, y in vals), default=0)))
         return doms, vals, shape, k + 1
 
+    @staticmethod
+    def _check_eval(eval_domains, shape, n_classes: int) -> list:
+        """Validate ``eval_domains`` (monitoring only) against the training data's shape."""
+        if eval_domains is None or not len(eval_domains):
+            return []
+        evals = check_domains(eval_domains, "eval_domains")
+        for t, (X, y) in enumerate(evals):
+            if X.shape[1:] != shape:
+                raise ValueError(
+                    f"eval_domains[{t}] has sample shape {X.shape[1:]}, expected {shape}"
+                )
+            if y.max() >= n_classes:
+                raise ValueError(f"eval_domains[{t}]: labels must lie in [0, {n_classes})")
+        return evals
+
     def _check_X(self, X, name: str = "X") -> np.ndarray:
         self._check_fitted()
         return check_array(X, name, self.input_shape_)
@@ -81,7 +96,7 @@ class EvolvingEstimator(BaseEstimator):
 
         return draw
 
-    def _fit_loop(self, doms, vals) -> None:
+    def _fit_loop(self, doms, vals, evals=()) -> None:
         rng = np.random.default_rng(self.random_state)
         draw = self._sampler(doms, rng)
         opt = torch.optim.Adam(self.net_.parameters(), lr=self.lr)
@@ -107,6 +122,11 @@ class EvolvingEstimator(BaseEstimator):
                 rec["val_acc"] = float(np.mean(accs))
                 if rec["val_acc"] > best:
                     best, best_state = rec["val_acc"], copy.deepcopy(self.net_.state_dict())
+            if evals:  # monitoring only: never used for selection, state restored by _score
+                self._after_training(doms)
+                accs = self._score(list(vals) + list(evals), len(doms))[len(vals) :]
+                rec["eval_acc"] = float(np.mean(accs))
+                rec["eval_accs"] = accs
             self.history_.append(rec)
             bar.set_postfix(loss=rec["loss"], val=rec.get("val_acc", float("nan")))
         if best_state is not None:

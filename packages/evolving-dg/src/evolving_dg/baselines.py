@@ -74,19 +74,20 @@ class ERM(EvolvingEstimator):
     def _check_params(self) -> None:
         self._check_common()
 
-    def fit(self, domains, val_domains=None):
+    def fit(self, domains, val_domains=None, eval_domains=None):
         """Train on the source domains (see :meth:`SYNC.fit`); returns self."""
         self._check_params()
         doms, vals, shape, K = self._check_fit_input(domains, val_domains)
+        evals = self._check_eval(eval_domains, shape, K)
         torch.manual_seed(self.random_state)
         self.n_classes_, self.input_shape_, self.n_source_ = K, shape, len(doms)
         self.net_ = _Classifier(shape, K, self.backbone, self.width)
         used = self._select(doms)
-        self._fit_loop_used(used, doms, vals)
+        self._fit_loop_used(used, doms, vals, evals)
         return self
 
-    def _fit_loop_used(self, used, doms, vals) -> None:
-        self._fit_loop(used, vals)
+    def _fit_loop_used(self, used, doms, vals, evals=()) -> None:
+        self._fit_loop(used, vals, evals)
         # targets continue after *all* source domains, whichever were used for training
         self.next_index_ += len(doms) - len(used)
 

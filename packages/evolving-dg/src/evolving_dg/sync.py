@@ -231,7 +231,7 @@ class SYNC(EvolvingEstimator):
         if self.causal_grad not in ("masker", "encoder"):
             raise ValueError(f"causal_grad must be 'masker' or 'encoder', got {self.causal_grad!r}")
 
-    def fit(self, domains, val_domains=None) -> SYNC:
+    def fit(self, domains, val_domains=None, eval_domains=None) -> SYNC:
         """Train on time-ordered source domains, selecting the epoch on ``val_domains``.
 
         Parameters
@@ -241,6 +241,10 @@ class SYNC(EvolvingEstimator):
         val_domains : list of (X_t, y_t), optional
             The intermediate domains right after the sources (model selection, then advanced
             through so that targets continue the sequence).
+        eval_domains : list of (X_t, y_t), optional
+            Monitoring only: the domains after ``val_domains`` (e.g. the targets), scored after
+            every epoch into ``history_[epoch]["eval_acc"]`` (mean) and ``["eval_accs"]``; never
+            used for selection, and training is unchanged by it (tested).
 
         Returns
         -------
@@ -248,12 +252,13 @@ class SYNC(EvolvingEstimator):
         """
         self._check_params()
         doms, vals, shape, K = self._check_fit_input(domains, val_domains)
+        evals = self._check_eval(eval_domains, shape, K)
         torch.manual_seed(self.random_state)
         masks = (self.use_static_causal, self.use_dynamic_causal)
         net = SYNCNet(shape, K, self.backbone, self.width, self.z_dim, self.static_head_act, masks)
         self.n_classes_, self.input_shape_, self.n_source_ = K, shape, len(doms)
         self.net_ = net
-        self._fit_loop(doms, vals)  # _after_training seeds the sequence generator
+        self._fit_loop(doms, vals, evals)  # _after_training seeds the sequence generator
         return self
 
     # ---------------------------------------------------------------- training
