@@ -108,3 +108,95 @@ def test_source_code_matrices_hand_checked(tmp_path) -> None:  # type: ignore[no
         source_code_matrices(tmp_path / "missing")
     with pytest.raises(ValueError, match="rows"):
         source_code_matrices(tmp_path, rows=100)
+
+
+class _Delays:
+    """A measured backend whose kernels busy-wait ``delay`` units; ``flip`` makes the fastest
+    one slow from its re-measurement on (calls after the first pass)."""
+
+    hardware = "fake-cpu"
+    unit = 4e-4
+
+    def __init__(self, flip: bool = False, rounds: int = 3) -> None:
+        self.flip, self.rounds, self.calls, self.order = flip, rounds, {}, []
+
+    def fingerprint(self) -> dict:
+        return {"hardware": self.hardware}
+
+    def space(self, op: str) -> C.ScheduleSpace:
+        return C.ScheduleSpace([C.Knob("delay", (1, 2, 3, 4), "het")], {"delay": 4})
+
+    def prepare(self, op, A, c, operands):  # type: ignore[no-untyped-def]
+        import time
+
+        d = c["delay"]
+        key = (id(A), d)
+
+        def run() -> np.ndarray:
+            n = self.calls[key] = self.calls.get(key, 0) + 1
+            self.order.append(d)
+            slow = self.flip and d == 1 and n > 1 + self.rounds  # past warm-up + first pass
+            end = time.perf_counter() + (3.5 if slow else d) * self.unit
+            while time.perf_counter() < end:
+                pass
+            return np.zeros(1)
+
+        return run
+
+
+def test_measure_interleaved_ranks_rotates_and_retests() -> None:
+    A = sp.random_array((50, 50), density=0.1, random_state=0, format="csr")
+    cfgs = [{"delay": d} for d in (3, 1, 4, 2)]
+    be = _Delays(rounds=3)
+    ms, info = C.measure_interleaved(be, "spmm", A, cfgs, rounds=3, retest=3, min_time=0)
+    assert [m.config["delay"] for m in sorted(ms, key=lambda m: m.runtime_s)] == [1, 2, 3, 4]
+    assert all(m.runtime_s >= m.config["delay"] * be.unit for m in ms)
+    assert info["top2"] == [1, 3] and info["agree"] is True and info["gap"] > 0.5
+    first_pass = be.order[4 : 4 + 12]  # after the 4 warm-ups: 3 rounds of every configuration
+    rounds = [first_pass[4 * r : 4 * r + 4] for r in range(3)]
+    assert all(sorted(r) == [1, 2, 3, 4] for r in rounds) and rounds[0] != rounds[1]
+    _, flaky = C.measure_interleaved(
+        _Delays(flip=True), "spmm", A, cfgs, rounds=3, retest=3, min_time=0
+    )
+    assert flaky["agree"] is False and flaky["retest_s"][0] > flaky["retest_s"][1]
+    with pytest.raises(ValueError, match="rounds"):
+        C.measure_interleaved(be, "spmm", A, cfgs, rounds=0)
+    with pytest.raises(ValueError, match="two configurations"):
+        C.measure_interleaved(be, "spmm", A, cfgs[:1])
+    with pytest.raises(ValueError, match="simulate"):
+        C.measure_interleaved(C.SimCPUBackend(), "spmm", A, [{}, {}])
+
+
+def test_collect_interleaved_stores_agreement_and_refuses_irreproducible_timing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ms = C.MatrixSet.synthetic(3, seed=0, rows=(60, 80), nnz=(100, 200))
+    timer = C.Timer(warmup=1, repeats=3, min_time=0)
+    ds = C.collect(
+        _Delays(), "spmm", ms, n_configs=4, timer=timer, protocol="interleaved", retest=3
+    )
+    assert ds.retest_agree.tolist() == [True] * 3
+    assert ds.timing["protocol"] == "interleaved-min" and ds.timing["agreement"] == 1.0
+    assert {"load_start", "load_end", "rounds", "retest"} <= set(ds.timing)
+    ds.save(tmp_path / "d.npz")
+    back = C.CostDataset.load(tmp_path / "d.npz")
+    assert back.timing == ds.timing and back.retest_agree.tolist() == [True] * 3
+    assert ds.take_matrices(np.array([2, 0])).retest_agree.tolist() == [True, True]
+    with pytest.raises(C.TimingNotReproducibleError, match="0% of 3 matrices"):
+        C.collect(
+            _Delays(flip=True),
+            "spmm",
+            ms,
+            n_configs=4,
+            timer=timer,
+            protocol="interleaved",
+            retest=3,
+        )
+    kept = C.collect(_Delays(flip=True), "spmm", ms, n_configs=4, timer=timer,
+                     protocol="interleaved", retest=3, min_agreement=0)  # fmt: skip
+    assert kept.timing["agreement"] == 0.0 and not kept.retest_agree.any()
+    with pytest.raises(ValueError, match="protocol"):
+        C.collect(_Delays(), "spmm", ms, protocol="best")
+    with pytest.raises(ValueError, match="simulated"):
+        C.collect(C.SimCPUBackend(), "spmm", ms, protocol="interleaved")
+    with pytest.raises(ValueError, match="min_agreement"):
+        C.collect(_Delays(), "spmm", ms, protocol="interleaved", min_agreement=1.5)
+    assert C.collect(C.SimCPUBackend(), "spmm", ms, n_configs=4).timing == {}

@@ -1,7 +1,7 @@
 """COGNATE-style transferable cost models for sparse kernels."""
 
 from cost_model import dataset, features, kernels, matrices, models, search, space, transfer
-from cost_model.dataset import CostDataset, collect
+from cost_model.dataset import CostDataset, TimingNotReproducibleError, collect
 from cost_model.demo import demo
 from cost_model.features import MatrixFeaturizer
 from cost_model.kernels import (
@@ -13,6 +13,7 @@ from cost_model.kernels import (
     TorchCPUBackend,
     get_backend,
     measure,
+    measure_interleaved,
     timing_quality,
 )
 from cost_model.matrices import MatrixSet, generate, load_mtx, load_mtx_folder
@@ -35,6 +36,7 @@ __all__ = [
     "SimAccelBackend",
     "SimCPUBackend",
     "Timer",
+    "TimingNotReproducibleError",
     "TorchCPUBackend",
     "TuneResult",
     "__version__",
@@ -53,6 +55,7 @@ __all__ = [
     "matrices",
     "matrix_overlap",
     "measure",
+    "measure_interleaved",
     "models",
     "pairwise_rank_loss",
     "run_experiment",

@@ -7,6 +7,7 @@ Matrix features are stored once per matrix; configurations as their hom/het code
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,11 +15,15 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from cost_model.features import MatrixFeaturizer
-from cost_model.kernels import Timer, measure
+from cost_model.kernels import Timer, measure, measure_interleaved
 from cost_model.matrices import MatrixSet
 from cost_model.space import SHARED_KNOBS
 
-__all__ = ["CostDataset", "collect"]
+__all__ = ["CostDataset", "TimingNotReproducibleError", "collect"]
+
+
+class TimingNotReproducibleError(RuntimeError):
+    """The collection's re-measured winners disagree too often to rank configurations."""
 
 
 @dataclass
@@ -39,6 +44,12 @@ class CostDataset:
     fingerprint : dict
     cv : (N,) float64 or None
         Coefficient of variation of each measurement's timing samples (0 when simulated).
+    retest_agree : (M,) bool or None
+        ``collect(protocol="interleaved")``: whether re-measuring each matrix's two fastest
+        configurations picked the same winner.
+    timing : dict
+        How the runtimes were taken (protocol, rounds, retest, machine load before and after,
+        agreement); empty for older or simulated datasets.
     """
 
     hardware: str
@@ -55,6 +66,8 @@ class CostDataset:
     het_sizes: tuple[int, ...]
     fingerprint: dict = field(default_factory=dict)
     cv: np.ndarray | None = None
+    retest_agree: np.ndarray | None = None
+    timing: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = self.runtime.shape[0]
@@ -64,6 +77,10 @@ class CostDataset:
         for name in names:
             if getattr(self, name).shape[0] != n:
                 raise ValueError(f"{name} must have {n} rows")
+        if self.retest_agree is not None and self.retest_agree.shape[0] != len(self.matrix_names):
+            raise ValueError(
+                f"retest_agree must have {len(self.matrix_names)} entries (one per matrix)"
+            )
         if (n and not np.all(np.isfinite(self.runtime))) or np.any(self.runtime <= 0):
             raise ValueError("runtime must be finite and positive")
 
@@ -105,6 +122,8 @@ class CostDataset:
             self.het_sizes,
             dict(self.fingerprint),
             None if self.cv is None else self.cv[rows],
+            None if self.retest_agree is None else self.retest_agree[mats],
+            dict(self.timing),
         )
 
     def split(
@@ -212,6 +231,7 @@ class CostDataset:
             "names": self.matrix_names,
             "het_sizes": list(self.het_sizes),
             "fingerprint": self.fingerprint,
+            "timing": self.timing,
         }
         np.savez_compressed(
             path,
@@ -225,6 +245,7 @@ class CostDataset:
             is_default=self.is_default,
             meta=np.array(json.dumps(meta)),
             **({} if self.cv is None else {"cv": self.cv}),
+            **({} if self.retest_agree is None else {"retest_agree": self.retest_agree}),
         )
 
     @classmethod
@@ -247,6 +268,8 @@ class CostDataset:
             tuple(meta["het_sizes"]),
             meta["fingerprint"],
             z["cv"] if "cv" in z.files else None,
+            z["retest_agree"] if "retest_agree" in z.files else None,
+            dict(meta.get("timing", {})),
         )
 
 
@@ -262,6 +285,9 @@ def collect(
     featurizer: MatrixFeaturizer | None = None,
     check: bool = False,
     verbose: bool = False,
+    protocol: str = "median",
+    retest: int = 5,
+    min_agreement: float = 0.8,
 ) -> CostDataset:
     """Measure ``n_configs`` sampled configurations (default included) on every matrix.
 
@@ -281,13 +307,45 @@ def collect(
         Verify kernels against a dense reference.
     verbose : bool, default=False
         Progress bar.
+    protocol : {"median", "interleaved"}, default="median"
+        ``"median"``: each configuration timed in turn, the median of ``timer.repeats``
+        samples. ``"interleaved"`` (measured backends): one sample of every configuration per
+        round in a rotating order, the minimum of ``timer.repeats`` rounds, then each
+        matrix's two fastest re-measured ``retest`` times
+        (:func:`~cost_model.kernels.measure_interleaved`).
+    retest : int, default=5
+        ``"interleaved"`` only: re-measurement rounds of each matrix's top two.
+    min_agreement : float, default=0.8
+        ``"interleaved"`` only: the share of matrices whose re-measurement must pick the same
+        winner; below it :class:`TimingNotReproducibleError` is raised (0 keeps any result).
 
     Returns
     -------
     CostDataset
+
+    Raises
+    ------
+    TimingNotReproducibleError
+        The test-retest agreement is below ``min_agreement``.
     """
     if len(mset) == 0:
         raise ValueError("mset is empty")
+    if protocol not in ("median", "interleaved"):
+        raise ValueError(f"protocol must be 'median' or 'interleaved', got {protocol!r}")
+    interleaved = protocol == "interleaved"
+    if interleaved and getattr(backend, "simulated", False):
+        raise ValueError("protocol='interleaved' times a measured backend; this one is simulated")
+    if not (isinstance(min_agreement, int | float) and 0 <= min_agreement <= 1):
+        raise ValueError(f"min_agreement must lie in [0, 1], got {min_agreement!r}")
+    if (
+        isinstance(retest, bool)
+        or not isinstance(retest, int)
+        or retest < (1 if interleaved else 0)
+    ):
+        raise ValueError(f"retest must be a positive int, got {retest!r}")
+    timer = timer or Timer()
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    agree = []
     space = backend.space(op)  # type: ignore[attr-defined]
     feat = featurizer or MatrixFeaturizer()
     images, scalars, rows = [], [], []
@@ -298,18 +356,35 @@ def collect(
         images.append(img)
         scalars.append(sc)
         cfgs = space.sample(n_configs, seed=seed * 100_003 + i, include_default=True)
-        for ms in measure(
-            backend,
-            op,
-            A,
-            cfgs,
-            dense_width=dense_width,
-            timer=timer,
-            check=check,
-            seed=seed,
-            matrix_id=i,
-        ):
+        if interleaved:
+            ms_i, info = measure_interleaved(
+                backend, op, A, cfgs, dense_width=dense_width, rounds=timer.repeats,
+                retest=retest, min_time=timer.min_time, check=check, seed=seed, matrix_id=i,
+            )  # fmt: skip
+            agree.append(bool(info["agree"]))
+        else:
+            ms_i = measure(
+                backend, op, A, cfgs, dense_width=dense_width, timer=timer, check=check,
+                seed=seed, matrix_id=i,
+            )  # fmt: skip
+        for ms in ms_i:
             rows.append((i, space.encode(ms.config), ms.runtime_s, ms.config == default, ms.cv))
+    timing: dict = {}
+    if interleaved:
+        load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        frac = float(np.mean(agree))
+        timing = {"protocol": "interleaved-min", "rounds": timer.repeats, "retest": retest,
+                  "min_time": timer.min_time, "load_start": load0, "load_end": load1,
+                  "agreement": frac}  # fmt: skip
+        if frac < min_agreement:
+            raise TimingNotReproducibleError(
+                f"re-measuring each matrix's two fastest configurations picked the same winner "
+                f"on {frac:.0%} of {len(agree)} matrices (< min_agreement={min_agreement:.0%}; "
+                f"1-min load {load0:.1f} -> {load1:.1f}): these timings cannot rank "
+                "configurations. Re-run on an idle machine, pin the process to one core "
+                "(cost_model.kernels.pinned), raise timer.min_time or timer.repeats, or pass "
+                "min_agreement=0 to keep them anyway."
+            )
     return CostDataset(
         backend.hardware,
         op,
@@ -325,4 +400,6 @@ def collect(
         tuple(len(k.values) for k in space.het_knobs),
         backend.fingerprint(),  # type: ignore[attr-defined]
         np.array([r[4] for r in rows], dtype=np.float64),
+        np.array(agree, dtype=bool) if interleaved else None,
+        timing,
     )

@@ -37,6 +37,7 @@ __all__ = [
     "get_backend",
     "make_operands",
     "measure",
+    "measure_interleaved",
     "pinned",
     "reference",
     "timing_quality",
@@ -526,6 +527,125 @@ def get_backend(name: str) -> object:
     if name not in _BACKENDS:
         raise ValueError(f"name must be one of {tuple(_BACKENDS)}, got {name!r}")
     return _BACKENDS[name]()
+
+
+def _calibrated(fn: Callable[[], object], min_time: float) -> int:
+    """Calls per sample so that one sample lasts at least ``min_time`` seconds."""
+    if min_time <= 0:
+        return 1
+    t0 = time.perf_counter_ns()
+    fn()
+    return max(1, int(np.ceil(min_time / max((time.perf_counter_ns() - t0) * 1e-9, 1e-9))))
+
+
+def _sample(backend: object, c: dict, fn: Callable[[], object], inner: int) -> float:
+    ctx = backend.context(c) if hasattr(backend, "context") else contextlib.nullcontext()
+    with ctx:  # thread settings are switched around a sample, never inside it
+        t0 = time.perf_counter_ns()
+        for _ in range(inner):
+            fn()
+        return (time.perf_counter_ns() - t0) * 1e-9 / inner
+
+
+def measure_interleaved(
+    backend: object,
+    op: str,
+    A: sp.csr_array,
+    configs: list[dict],
+    *,
+    dense_width: int = 64,
+    rounds: int = 5,
+    retest: int = 5,
+    min_time: float = 0.005,
+    check: bool = False,
+    seed: int = 0,
+    matrix_id: int = 0,
+) -> tuple[list[Measurement], dict]:
+    """Time configurations interleaved, min-of-``rounds``, then re-measure the top two.
+
+    Every configuration is prepared and warmed up first; each round then takes one sample of
+    every configuration in a rotating order, so a slow spell of the machine hits all of them
+    alike. A configuration's runtime is the minimum of its samples (the least-disturbed run);
+    its ``cv`` is the samples' coefficient of variation. The two fastest are then re-measured
+    the same way ``retest`` times: ``agree`` says whether the re-measurement picks the same
+    winner (test-retest agreement of the argmin).
+
+    Parameters
+    ----------
+    backend, op, A, configs, dense_width, check, seed, matrix_id
+        As in :func:`measure` (measured backends only).
+    rounds : int, default=5
+    retest : int, default=5
+        Re-measurement rounds of the top two (0 skips it: ``agree`` is None).
+    min_time : float, default=0.005
+        Seconds each sample must last (a fast kernel is called repeatedly within a sample).
+
+    Returns
+    -------
+    measurements : list of Measurement
+    retest : dict
+        ``agree`` (bool or None), ``top2`` (indices into ``configs``), ``gap`` (relative gap
+        between their first-pass runtimes), ``retest_s`` (their re-measured runtimes).
+    """
+    _check_op(op)
+    A = check_matrix(A)
+    if getattr(backend, "simulated", False):
+        raise ValueError("measure_interleaved times measured backends; use measure() to simulate")
+    for name, v, low in (
+        ("rounds", rounds, 1),
+        ("retest", retest, 0),
+        ("dense_width", dense_width, 1),
+    ):
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
+    if not (isinstance(min_time, int | float) and 0 <= min_time < 60):
+        raise ValueError(f"min_time must lie in [0, 60) seconds, got {min_time!r}")
+    if len(configs) < 2:
+        raise ValueError("configs needs at least two configurations to rank")
+    space = backend.space(op)  # type: ignore[attr-defined]
+    for c in configs:
+        space.check(c)
+    operands = make_operands(op, A, dense_width, seed)
+    ref = reference(op, A, operands) if check else None
+    runs, preps, inner = [], [], []
+    for c in configs:
+        t0 = time.perf_counter_ns()
+        run = backend.prepare(op, A, c, operands)  # type: ignore[attr-defined]
+        preps.append((time.perf_counter_ns() - t0) * 1e-9)
+        ctx = backend.context(c) if hasattr(backend, "context") else contextlib.nullcontext()
+        with ctx:
+            got = run()  # warm-up
+            if ref is not None:
+                scale = float(np.abs(ref).max()) or 1.0
+                if not np.allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-5 * scale):
+                    raise AssertionError(f"{op} {c}: result differs from the dense reference")
+            inner.append(_calibrated(run, min_time))
+        runs.append(run)
+
+    def interleave(idx: list[int], n_rounds: int) -> np.ndarray:
+        ts = np.empty((len(idx), n_rounds))
+        for r in range(n_rounds):
+            for j in range(len(idx)):
+                k = (j + r) % len(idx)  # rotating order
+                ts[k, r] = _sample(backend, configs[idx[k]], runs[idx[k]], inner[idx[k]])
+        return ts
+
+    ts = interleave(list(range(len(configs))), rounds)
+    best = ts.min(axis=1)
+    hw = backend.hardware  # type: ignore[attr-defined]
+    out = [
+        Measurement(matrix_id, hw, op, dict(c), float(best[i]),
+                    float(ts[i].std() / max(ts[i].mean(), 1e-12)), preps[i])
+        for i, c in enumerate(configs)
+    ]  # fmt: skip
+    top2 = [int(i) for i in np.argsort(best, kind="stable")[:2]]
+    info: dict = {"agree": None, "top2": top2, "retest_s": None,
+                  "gap": float((best[top2[1]] - best[top2[0]]) / best[top2[0]])}  # fmt: skip
+    if retest:
+        again = interleave(top2, retest).min(axis=1)
+        info["agree"] = bool(again[0] <= again[1])
+        info["retest_s"] = [float(v) for v in again]
+    return out, info
 
 
 def measure(
