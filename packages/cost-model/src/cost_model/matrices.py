@@ -331,6 +331,7 @@ class MatrixSet:
         rows: tuple[int, int] = (512, 4096),
         nnz: tuple[float, float] = (2e3, 4e4),
         families: tuple[str, ...] = FAMILIES,
+        shuffled: float = 0.0,
     ) -> MatrixSet:
         """Generate ``n`` matrices: families cycled, sizes and nnz log-uniform.
 
@@ -346,6 +347,10 @@ class MatrixSet:
             Range of the number of nonzeros.
         families : tuple of str
             Families to cycle through.
+        shuffled : float, default=0.0
+            Share of matrices whose rows and columns are randomly permuted (a structured
+            matrix stored in an arbitrary order, as matrices often arrive; name suffix
+            ``_shuffled``). 0 leaves the set exactly as without the option.
 
         Returns
         -------
@@ -356,7 +361,10 @@ class MatrixSet:
         for f in families:
             if f not in FAMILIES:
                 raise ValueError(f"families contains unknown family {f!r}")
+        if not (isinstance(shuffled, numbers.Real) and 0.0 <= shuffled <= 1.0):
+            raise ValueError(f"shuffled must lie in [0, 1], got {shuffled!r}")
         rng = np.random.default_rng(seed)
+        shuffle_rng = np.random.default_rng([seed, 1])  # separate: the default set is unchanged
         out = cls()
         for i in range(n):
             fam = families[i % len(families)]
@@ -365,6 +373,10 @@ class MatrixSet:
             dens = min(1.0, z / (m * m))
             blk = int(rng.choice([2, 4, 8]))
             A = generate(fam, m, m, dens, seed=int(rng.integers(2**31)), block=blk)
+            name = f"{fam}_{i}"
+            if shuffled and shuffle_rng.random() < shuffled:
+                A = A[shuffle_rng.permutation(m)][:, shuffle_rng.permutation(m)].tocsr()
+                name += "_shuffled"
             out.matrices.append(A)
-            out.names.append(f"{fam}_{i}")
+            out.names.append(name)
         return out
