@@ -57,6 +57,10 @@ def test_metrics_oracle_and_default(data) -> None:  # type: ignore[no-untyped-de
     assert oracle["captured"] == pytest.approx(1.0)
     default = C.evaluate_scores(src, np.where(src.is_default, -1.0, 0.0))
     assert default["top1"] == pytest.approx(1.0)
+    per = C.evaluate_scores(src, np.log(src.runtime), per_matrix=True)["top1_per_matrix"]
+    assert len(per) == src.n_matrices and min(per) >= 1.0
+    assert np.exp(np.mean(np.log(per))) == pytest.approx(oracle["top1"])
+    assert "top1_per_matrix" not in oracle
     with pytest.raises(ValueError, match="scores"):
         C.evaluate_scores(src, np.zeros(3))
 

@@ -111,14 +111,18 @@ def test_source_code_matrices_hand_checked(tmp_path) -> None:  # type: ignore[no
 
 
 class _Delays:
-    """A measured backend whose kernels busy-wait ``delay`` units; ``flip`` makes the fastest
-    one slow from its re-measurement on (calls after the first pass)."""
+    """A measured backend on a fake clock: each kernel call advances it ``delay`` units, so the
+    timings are exact on any machine; ``flip`` makes the fastest kernel slow from its
+    re-measurement on (calls after the warm-up and the first pass)."""
 
     hardware = "fake-cpu"
-    unit = 1e-3
+    unit = 1_000_000  # ns
 
     def __init__(self, flip: bool = False, rounds: int = 3) -> None:
-        self.flip, self.rounds, self.order = flip, rounds, []
+        self.flip, self.rounds, self.order, self.now = flip, rounds, [], 0
+
+    def clock(self) -> int:
+        return self.now
 
     def fingerprint(self) -> dict:
         return {"hardware": self.hardware}
@@ -127,8 +131,6 @@ class _Delays:
         return C.ScheduleSpace([C.Knob("delay", (1, 2, 3, 4), "het")], {"delay": 4})
 
     def prepare(self, op, A, c, operands):  # type: ignore[no-untyped-def]
-        import time
-
         d = c["delay"]
         calls = [0]  # per prepared kernel: one per (matrix, configuration)
 
@@ -136,27 +138,35 @@ class _Delays:
             calls[0] += 1
             self.order.append(d)
             slow = self.flip and d == 1 and calls[0] > 1 + self.rounds  # after the first pass
-            end = time.perf_counter() + (3.5 if slow else d) * self.unit
-            while time.perf_counter() < end:
-                pass
+            self.now += int((3.5 if slow else d) * self.unit)
             return np.zeros(1)
 
         return run
 
 
-def test_measure_interleaved_ranks_rotates_and_retests() -> None:
+@pytest.fixture
+def fake(monkeypatch):  # type: ignore[no-untyped-def]
+    def make(**kw):  # type: ignore[no-untyped-def]
+        be = _Delays(**kw)
+        monkeypatch.setattr(C.kernels, "_clock", be.clock)
+        return be
+
+    return make
+
+
+def test_measure_interleaved_ranks_rotates_and_retests(fake) -> None:  # type: ignore[no-untyped-def]
     A = sp.random_array((50, 50), density=0.1, random_state=0, format="csr")
     cfgs = [{"delay": d} for d in (3, 1, 4, 2)]
-    be = _Delays(rounds=3)
-    ms, info = C.measure_interleaved(be, "spmm", A, cfgs, rounds=3, retest=3, min_time=0)
+    be = fake(rounds=5)
+    ms, info = C.measure_interleaved(be, "spmm", A, cfgs, rounds=5, retest=3, min_time=0)
     assert [m.config["delay"] for m in sorted(ms, key=lambda m: m.runtime_s)] == [1, 2, 3, 4]
-    assert all(m.runtime_s >= m.config["delay"] * be.unit for m in ms)
-    assert info["top2"] == [1, 3] and info["agree"] is True and info["gap"] > 0.5
-    first_pass = be.order[4 : 4 + 12]  # after the 4 warm-ups: 3 rounds of every configuration
-    rounds = [first_pass[4 * r : 4 * r + 4] for r in range(3)]
+    assert all(m.runtime_s == pytest.approx(m.config["delay"] * 1e-3) and m.cv == 0 for m in ms)
+    assert info["top2"] == [1, 3] and info["agree"] is True and info["gap"] == pytest.approx(1.0)
+    first_pass = be.order[4 : 4 + 20]  # after the 4 warm-ups: 5 rounds of every configuration
+    rounds = [first_pass[4 * r : 4 * r + 4] for r in range(5)]
     assert all(sorted(r) == [1, 2, 3, 4] for r in rounds) and rounds[0] != rounds[1]
     _, flaky = C.measure_interleaved(
-        _Delays(flip=True), "spmm", A, cfgs, rounds=3, retest=3, min_time=0
+        fake(flip=True), "spmm", A, cfgs, rounds=3, retest=3, min_time=0
     )
     assert flaky["agree"] is False and flaky["retest_s"][0] > flaky["retest_s"][1]
     with pytest.raises(ValueError, match="rounds"):
@@ -167,12 +177,12 @@ def test_measure_interleaved_ranks_rotates_and_retests() -> None:
         C.measure_interleaved(C.SimCPUBackend(), "spmm", A, [{}, {}])
 
 
-def test_collect_interleaved_stores_agreement_and_refuses_irreproducible_timing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_collect_interleaved_stores_agreement_and_refuses_irreproducible_timing(
+    tmp_path, fake
+) -> None:  # type: ignore[no-untyped-def]
     ms = C.MatrixSet.synthetic(3, seed=0, rows=(60, 80), nnz=(100, 200))
     timer = C.Timer(warmup=1, repeats=3, min_time=0)
-    ds = C.collect(
-        _Delays(), "spmm", ms, n_configs=4, timer=timer, protocol="interleaved", retest=3
-    )
+    ds = C.collect(fake(), "spmm", ms, n_configs=4, timer=timer, protocol="interleaved", retest=3)
     assert ds.retest_agree.tolist() == [True] * 3
     assert ds.timing["protocol"] == "interleaved-min" and ds.timing["agreement"] == 1.0
     assert {"load_start", "load_end", "rounds", "retest"} <= set(ds.timing)
@@ -182,7 +192,7 @@ def test_collect_interleaved_stores_agreement_and_refuses_irreproducible_timing(
     assert ds.take_matrices(np.array([2, 0])).retest_agree.tolist() == [True, True]
     with pytest.raises(C.TimingNotReproducibleError, match="0% of 3 matrices"):
         C.collect(
-            _Delays(flip=True),
+            fake(flip=True),
             "spmm",
             ms,
             n_configs=4,
@@ -190,15 +200,15 @@ def test_collect_interleaved_stores_agreement_and_refuses_irreproducible_timing(
             protocol="interleaved",
             retest=3,
         )
-    kept = C.collect(_Delays(flip=True), "spmm", ms, n_configs=4, timer=timer,
+    kept = C.collect(fake(flip=True), "spmm", ms, n_configs=4, timer=timer,
                      protocol="interleaved", retest=3, min_agreement=0)  # fmt: skip
     assert kept.timing["agreement"] == 0.0 and not kept.retest_agree.any()
     with pytest.raises(ValueError, match="protocol"):
-        C.collect(_Delays(), "spmm", ms, protocol="best")
+        C.collect(fake(), "spmm", ms, protocol="best")
     with pytest.raises(ValueError, match="simulated"):
         C.collect(C.SimCPUBackend(), "spmm", ms, protocol="interleaved")
     with pytest.raises(ValueError, match="min_agreement"):
-        C.collect(_Delays(), "spmm", ms, protocol="interleaved", min_agreement=1.5)
+        C.collect(fake(), "spmm", ms, protocol="interleaved", min_agreement=1.5)
     assert C.collect(C.SimCPUBackend(), "spmm", ms, n_configs=4).timing == {}
 
 

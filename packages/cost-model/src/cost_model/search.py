@@ -13,7 +13,9 @@ from cost_model.dataset import CostDataset
 __all__ = ["TuneResult", "evaluate", "evaluate_scores", "select", "tune"]
 
 
-def evaluate_scores(ds: CostDataset, scores: np.ndarray, ks: tuple[int, ...] = (1, 5)) -> dict:
+def evaluate_scores(
+    ds: CostDataset, scores: np.ndarray, ks: tuple[int, ...] = (1, 5), per_matrix: bool = False
+) -> dict:
     """Metrics of given per-row scores on a dataset (lower score = predicted faster).
 
     Per matrix with candidate set C (its rows, which must include the default): top-k
@@ -25,7 +27,8 @@ def evaluate_scores(ds: CostDataset, scores: np.ndarray, ks: tuple[int, ...] = (
     -------
     dict
         ``top{k}`` (geomean speedups), ``oracle``, ``max_top1``, ``captured``, ``pair_acc``,
-        ``tau``.
+        ``tau``; with ``per_matrix=True`` also ``top{k}_per_matrix``: each matrix's speedup
+        (list, matrix order), for matrix-level resampling.
     """
     scores = np.asarray(scores, dtype=float)
     if scores.shape != (len(ds),):
@@ -53,6 +56,8 @@ def evaluate_scores(ds: CostDataset, scores: np.ndarray, ks: tuple[int, ...] = (
             agree += int((ds_[m] == dt[m]).sum())
             total += int(m.sum())
     out = {f"top{k}": float(np.exp(np.mean(v))) for k, v in logs.items()}
+    if per_matrix:
+        out.update({f"top{k}_per_matrix": np.exp(v).tolist() for k, v in logs.items()})
     out["oracle"] = float(np.exp(np.mean(orc)))
     if 1 in logs:
         out["max_top1"] = float(np.exp(np.max(logs[1])))

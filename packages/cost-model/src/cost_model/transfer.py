@@ -21,7 +21,7 @@ import numpy as np
 
 from cost_model.dataset import CostDataset
 from cost_model.models import CognateModel
-from cost_model.search import evaluate
+from cost_model.search import evaluate_scores
 
 __all__ = ["ExperimentResult", "finetune", "matrix_overlap", "run_experiment"]
 
@@ -93,6 +93,8 @@ class ExperimentResult:
             rs = [r for r in self.rows if (r["strategy"], r["frac"]) == key]
             agg = {}
             for mname in rs[0]["metrics"]:
+                if mname.endswith("_per_matrix"):
+                    continue  # lists, kept in the rows for matrix-level resampling
                 v = np.array([r["metrics"][mname] for r in rs])
                 agg[mname] = (
                     float(np.exp(np.log(v).mean()))
@@ -256,7 +258,7 @@ def run_experiment(
                         "strategy": strat,
                         "frac": 1.0 if strat == "target_full" else frac,
                         "seed": seed,
-                        "metrics": evaluate(m, tgt_test),
+                        "metrics": evaluate_scores(tgt_test, m.score(tgt_test), per_matrix=True),
                     }
                 )
     return res
