@@ -74,6 +74,27 @@ def test_cv_picks_from_the_grid():
     assert cv.get_params()["periods"] == [24, 36]
 
 
+def test_shared_cv_equals_grid_search_when_the_unsupervised_statistics_agree():
+    X, y = make_periodic_motifs(40, L=60, seed=1)
+    grid = {"input_scaling": [0.5, 2.0], "ridge": [0.5, 1.0], "leaky": [0.0, 0.4]}
+    kw = dict(param_grid=grid, cv=3, random_state=2, periods=[24, 36], normalize=False)
+    fast = SARCClassifierCV(**kw).fit(X, y)
+    slow = SARCClassifierCV(**kw, per_fold_transform=True).fit(X, y)
+    assert fast.cv_results_["params"] == list(slow.cv_results_["params"])
+    for key in ("mean_test_score", "std_test_score", "rank_test_score", "split2_test_score"):
+        np.testing.assert_allclose(fast.cv_results_[key], slow.cv_results_[key], atol=1e-12)
+    assert fast.best_params_ == slow.best_params_
+    np.testing.assert_array_equal(fast.decision_function(X), slow.decision_function(X))
+    assert clone(fast).get_params()["per_fold_transform"] is False
+    # default statistics (periods from the data, dataset normalisation): a valid choice too
+    auto = SARCClassifierCV(param_grid={"ridge": [0.5, 1.0]}, cv=2).fit(X, y)
+    assert auto.best_params_["ridge"] in (0.5, 1.0) and auto.predict(X).shape == (40,)
+    with pytest.raises(TypeError, match="per_fold_transform"):
+        SARCClassifierCV(param_grid=grid, per_fold_transform="yes").fit(X, y)
+    with pytest.raises(ValueError, match="y must be"):
+        SARCClassifierCV(param_grid=grid).fit(X, y[:-1])
+
+
 def test_bad_inputs_and_no_mutation(lag):
     Xtr, ytr, _, _ = lag
     keep = Xtr.copy()

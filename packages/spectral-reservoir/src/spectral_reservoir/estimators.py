@@ -250,6 +250,10 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
         return self._transform_checked(*self._series(X))
 
     def _transform_checked(self, Xp: np.ndarray, off: np.ndarray) -> np.ndarray:
+        return self._features(Xp, off, (float(self.ridge),))[0]
+
+    def _features(self, Xp: np.ndarray, off: np.ndarray, ridges: tuple) -> list[np.ndarray]:
+        """Features for each readout ridge in ``ridges`` from one pass of the reservoir."""
         if Xp.shape[1] != self.n_channels_:
             raise ValueError(
                 f"X has {Xp.shape[1]} channels, the transformer was fitted on {self.n_channels_}"
@@ -263,13 +267,14 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
                     for a in (w.W_in, w.W_s, w.W_c, w.periods)
                 )
             )
-        out = []
+        out: list[list[np.ndarray]] = [[] for _ in ridges]
         bs = int(self.batch_size)
         for i in tqdm(range(0, len(Xp), bs), disable=not self.verbose, desc="SARC features"):
             xb, ob = Xp[i : i + bs].astype(dt), off[i : i + bs]
             S = states_batch(xb, w, float(self.leaky), ob)
-            out.append(model_space_features(xb, S, w.periods, float(self.ridge), ob, self._cyclic))
-        return np.concatenate(out).astype(np.float64)
+            for o, r in zip(out, ridges, strict=True):
+                o.append(model_space_features(xb, S, w.periods, float(r), ob, self._cyclic))
+        return [np.concatenate(o).astype(np.float64) for o in out]
 
 
 class SARCClassifier(ClassifierMixin, SARCTransformer):
@@ -391,29 +396,58 @@ class SARCClassifierCV(ClassifierMixin, BaseEstimator):
         ``"paper"`` = ``PAPER_GRID`` (120 points).
     cv : int, default=5
     n_jobs : int, default=1
+        Parallel fits of ``per_fold_transform=True`` (GridSearchCV's ``n_jobs``).
     random_state : int, default=0
+    per_fold_transform : bool, default=False
+        ``True``: scikit-learn's ``GridSearchCV`` over ``SARCClassifier`` (every fold refits
+        the whole model: periods, channel statistics, reservoir states). ``False`` (ours, the
+        default): the reservoir part is unsupervised and each series' features depend only
+        on that series, so the states of every training series are computed once per
+        distinct reservoir (grid points that differ only in the readout ``ridge`` share one
+        pass) with the periods and channel statistics of all training series (no labels
+        used), and only the linear classifier is refit per fold. With fixed ``periods`` and
+        ``normalize=False`` both modes give identical scores and choices (tested); otherwise
+        they differ only by the unsupervised statistics seen.
     **base_params
         Fixed ``SARCClassifier`` parameters.
+
+    Attributes
+    ----------
+    best_params_ : dict
+    best_estimator_ : SARCClassifier
+        Refit on all of ``X`` with ``best_params_``.
+    cv_results_ : dict
+        ``params``, ``mean_test_score``, ``std_test_score``, ``rank_test_score`` and
+        ``split<k>_test_score`` (GridSearchCV's layout, in ParameterGrid order).
+    classes_ : ndarray
     """
 
     def __init__(
-        self, param_grid="paper", cv: int = 5, n_jobs: int = 1, random_state: int = 0, **base_params
+        self,
+        param_grid="paper",
+        cv: int = 5,
+        n_jobs: int = 1,
+        random_state: int = 0,
+        per_fold_transform: bool = False,
+        **base_params,
     ) -> None:
         self.param_grid = param_grid
         self.cv = cv
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.per_fold_transform = per_fold_transform
         self.base_params = base_params
 
     def get_params(self, deep: bool = True) -> dict:
         return {
             "param_grid": self.param_grid, "cv": self.cv, "n_jobs": self.n_jobs,
-            "random_state": self.random_state, **self.base_params,
+            "random_state": self.random_state, "per_fold_transform": self.per_fold_transform,
+            **self.base_params,
         }  # fmt: skip
 
     def set_params(self, **params) -> SARCClassifierCV:
         for k, v in params.items():
-            if k in ("param_grid", "cv", "n_jobs", "random_state"):
+            if k in ("param_grid", "cv", "n_jobs", "random_state", "per_fold_transform"):
                 setattr(self, k, v)
             else:
                 self.base_params[k] = v
@@ -431,15 +465,71 @@ class SARCClassifierCV(ClassifierMixin, BaseEstimator):
                 f"param_grid must be 'paper' or a non-empty dict, got {self.param_grid!r}"
             )
         _check_int(self.cv, "cv", 2)
+        if not isinstance(self.per_fold_transform, bool | np.bool_):
+            raise TypeError(f"per_fold_transform must be a bool, got {self.per_fold_transform!r}")
         base = SARCClassifier(random_state=self.random_state, **self.base_params)
         folds = StratifiedKFold(int(self.cv), shuffle=True, random_state=self.random_state)
-        self.search_ = GridSearchCV(
-            base, grid, cv=folds, n_jobs=self.n_jobs, error_score="raise"
-        ).fit(X, y)
-        self.best_estimator_ = self.search_.best_estimator_
-        self.best_params_ = self.search_.best_params_
+        if self.per_fold_transform:
+            self.search_ = GridSearchCV(
+                base, grid, cv=folds, n_jobs=self.n_jobs, error_score="raise"
+            ).fit(X, y)
+            self.cv_results_ = self.search_.cv_results_
+            self.best_estimator_ = self.search_.best_estimator_
+            self.best_params_ = self.search_.best_params_
+        else:
+            self.cv_results_ = self._shared_search(base, grid, folds, X, y)
+            best = int(np.argmin(self.cv_results_["rank_test_score"]))
+            self.best_params_ = dict(self.cv_results_["params"][best])
+            self.best_estimator_ = clone(base).set_params(**self.best_params_).fit(X, y)
         self.classes_ = self.best_estimator_.classes_
         return self
+
+    def _shared_search(self, base: SARCClassifier, grid: dict, folds, X, y) -> dict:
+        """Grid search with one reservoir pass per distinct reservoir (see the class doc)."""
+        from scipy.stats import rankdata
+        from sklearn.model_selection import ParameterGrid
+
+        y = np.asarray(y)
+        n = len(X) if isinstance(X, list | tuple) else np.asarray(X).shape[0]
+        if y.ndim != 1 or len(y) != n:
+            raise ValueError(f"y must be 1-D with one label per series ({n}), got shape {y.shape}")
+        points = list(ParameterGrid(grid))
+        splits = list(folds.split(np.zeros((n, 1)), y))
+        scores = np.empty((len(points), len(splits)))
+        groups: dict[tuple, list[int]] = {}
+        for i, p in enumerate(points):  # grid points that share a reservoir pass
+            groups.setdefault(
+                tuple(sorted((k, repr(v)) for k, v in p.items() if k != "ridge")), []
+            ).append(i)
+        found: dict[tuple, list[int]] = {}  # the spectral analysis, once per period setting
+        for idx in groups.values():
+            est = clone(base).set_params(
+                **{k: v for k, v in points[idx[0]].items() if k != "ridge"}
+            )
+            t = est._transformer()
+            t._validate_params()
+            Xp, off = t._series(X, fit=True)
+            pkey = tuple(
+                repr(getattr(t, k))
+                for k in ("period_mode", "period_source", "periods", "top_k", "normalize")
+            )
+            if pkey in found:  # periods depend on the data, never on the reservoir
+                t.periods = found[pkey]
+            t._fit_checked(Xp, off)
+            found.setdefault(pkey, list(t.periods_))
+            ridges = tuple(float(points[i].get("ridge", est.ridge)) for i in idx)
+            for i, F in zip(idx, t._features(Xp, off, ridges), strict=True):
+                for j, (tr, va) in enumerate(splits):
+                    clf = (RidgeClassifierCV(alphas=np.logspace(-3, 3, 10))
+                           if est.classifier is None else clone(est.classifier))  # fmt: skip
+                    pipe = make_pipeline(StandardScaler(), clf).fit(F[tr], y[tr])
+                    scores[i, j] = pipe.score(F[va], y[va])
+        mean = np.average(scores, axis=1)
+        out = {"params": points, "mean_test_score": mean, "std_test_score": scores.std(axis=1),
+               "rank_test_score": rankdata(-mean, method="min").astype(np.int32)}  # fmt: skip
+        for j in range(len(splits)):
+            out[f"split{j}_test_score"] = scores[:, j]
+        return out
 
     def predict(self, X) -> np.ndarray:
         """Labels from the refitted best model."""
