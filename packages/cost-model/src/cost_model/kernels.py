@@ -118,12 +118,7 @@ class Timer:
         """Return (statistic of the per-call runtimes in s, coefficient of variation)."""
         for _ in range(self.warmup):
             fn()
-        inner = 1
-        if self.min_time > 0:
-            t0 = time.perf_counter_ns()
-            fn()
-            once = max((time.perf_counter_ns() - t0) * 1e-9, 1e-9)
-            inner = max(1, int(np.ceil(self.min_time / once)))
+        inner = _calibrated(fn, self.min_time)
         ts = np.empty(self.repeats)
         for r in range(self.repeats):
             t0 = time.perf_counter_ns()
@@ -276,7 +271,6 @@ class ScipyBackend:
                 "threads": self.threads[0],
                 "x_order": "C",
             }
-
         else:
             knobs = [
                 Knob("row_panel", (0, 256, 1024, 4096), "hom"),
@@ -313,7 +307,7 @@ class ScipyBackend:
                 if cfg["format"] == "coo":
                     P = sp.coo_array(P)
                 elif cfg["format"] == "bsr":
-                    b = int(cfg.get("block", 1))
+                    b = int(cfg["block"])
                     pad_r, pad_c = (-P.shape[0]) % b, (-P.shape[1]) % b
                     if pad_r or pad_c:
                         P = sp.csr_array((P.data, P.indices, P.indptr), shape=P.shape)
