@@ -9,7 +9,7 @@ Part 2 -- the protocol: N = 20, 4,000 training and 4,000 test steps, the four TO
 (point global, point contextual, collective global, collective trend), window 10, stride-1
 window labels (a window is anomalous if any of its steps is), window AUROC; VAR and Lorenz-96;
 ``--seeds`` seeds. Methods: CAROTS (combined score, and its two parts), the plain one-class
-contrastive encoder (no causality), the window-max VAR residual (statsmodels VAR), PCA
+contrastive encoder (no causality), the window-max VAR residual (least-squares VAR(3)), PCA
 reconstruction, and PyOD's IForest, PCA, ECOD and AutoEncoder on flattened windows (PyOD is a
 benchmark-only dependency), all on the same windows.
 
