@@ -159,6 +159,16 @@ def collect_cached(be: object, op: str, ms: C.MatrixSet, args: argparse.Namespac
     return ds
 
 
+def dataset_quality(ds: C.CostDataset) -> dict:
+    """``cost_model.timing_quality`` of a measured dataset's rows (runtime and CV per row)."""
+    return C.timing_quality(
+        [
+            C.Measurement(int(m), ds.hardware, ds.op, {}, float(t), float(c), 0.0)
+            for m, t, c in zip(ds.matrix_index, ds.runtime, ds.cv, strict=True)
+        ]
+    )
+
+
 def describe(ds: C.CostDataset) -> str:
     """Timing quality (measured) and the variance each knob group explains."""
     v = ds.variance_explained()
@@ -168,12 +178,7 @@ def describe(ds: C.CostDataset) -> str:
         f"{v['shared']:.2f}, het {v['het']:.2f}, all {v['all']:.2f} ({knobs})"
     )
     if ds.cv is not None and ds.cv.any():
-        q = C.timing_quality(
-            [
-                C.Measurement(int(m), ds.hardware, ds.op, {}, float(t), float(c), 0.0)
-                for m, t, c in zip(ds.matrix_index, ds.runtime, ds.cv, strict=True)
-            ]
-        )
+        q = dataset_quality(ds)
         line += (
             f"\n  {'':<10} timing: median CV {q['median_cv']:.3f}, CV < 5% on "
             f"{q['frac_cv_ok']:.2f} of rows; top-2 resolved (both CVs < half their gap) on "
@@ -440,47 +445,36 @@ def headroom(args: argparse.Namespace) -> None:
                    min_agreement=0.8, verbose=True)  # fmt: skip
     wall = time.perf_counter() - t0
     rec.sample_load()
-    # per matrix: default, oracle, the oracle's knobs
+    # per matrix (in the dataset's order): default, oracle, oracle's knobs, single-thread oracle
     space = be.space("spmm")
 
     def fam_of(name: str) -> str:
         base = name.removesuffix("_shuffled").rsplit("_", 1)[0]
         return base + (" (scrambled)" if name.endswith("_shuffled") else "")
 
-    per: dict[str, list] = {}
-    best_cfgs = []
-    for i, name in enumerate(ds.matrix_names):
+    default, allsp, one, best_cfgs = [], [], [], []
+    for i in range(ds.n_matrices):
         r = ds.rows_of(i)
         rt = ds.runtime[r]
+        cfgs = [space.decode(ds.hom[j], ds.het[j]) for j in r]
         d = rt[ds.is_default[r]][0]
-        b = int(np.argmin(rt))
-        cfg = space.decode(ds.hom[r[b]], ds.het[r[b]])
-        best_cfgs.append(cfg)
-        per.setdefault(fam_of(name), []).append((d, rt[b], cfg))
+        default.append(d)
+        allsp.append(d / rt.min())
+        one.append(d / rt[[c["threads"] == 1 for c in cfgs]].min())
+        best_cfgs.append(cfgs[int(np.argmin(rt))])
+    default, allsp, one = np.array(default), np.array(allsp), np.array(one)
+    fams = np.array([fam_of(n) for n in ds.matrix_names])
     rows_out = []
-    allsp = []
-    for fam in sorted(per):
-        v = per[fam]
-        sp_ = np.array([d / b for d, b, _ in v])
-        allsp += sp_.tolist()
-        reo = [c["reorder"] for _, _, c in v]
-        rows_out.append([fam, len(v), float(np.exp(np.mean(np.log([d for d, _, _ in v]))) * 1e3),
-                         float(np.exp(np.mean(np.log(sp_)))), float(np.mean(sp_ >= 1.3)),
+    for fam in sorted(set(fams)):
+        idx = np.flatnonzero(fams == fam)
+        reo = [best_cfgs[i]["reorder"] for i in idx]
+        rows_out.append([fam, len(idx), float(np.exp(np.mean(np.log(default[idx]))) * 1e3),
+                         float(np.exp(np.mean(np.log(allsp[idx])))), float(np.mean(allsp[idx] >= 1.3)),
                          ", ".join(f"{k} {reo.count(k)}" for k in ("none", "rcm", "degree") if reo.count(k)),
-                         float(np.mean([c["threads"] == 2 for _, _, c in v]))])  # fmt: skip
-    allsp = np.array(allsp)
+                         float(np.mean([best_cfgs[i]["threads"] == 2 for i in idx]))])  # fmt: skip
     rows_out.append(["all", len(allsp), None, float(np.exp(np.mean(np.log(allsp)))),
                      float(np.mean(allsp >= 1.3)), None,
                      float(np.mean([c["threads"] == 2 for c in best_cfgs]))])  # fmt: skip
-    # the same headroom without the two-thread knob: what the single-core knobs buy
-    one = []
-    for i in range(ds.n_matrices):
-        r = ds.rows_of(i)
-        cfgs = [space.decode(ds.hom[j], ds.het[j]) for j in r]
-        keep = [k for k, c in enumerate(cfgs) if c["threads"] == 1]
-        d = ds.runtime[r][ds.is_default[r]][0]
-        one.append(d / ds.runtime[r][keep].min())
-    one = np.array(one)
     # variance: the package's one-way / pooled shares and a matrix-aware het share
     ve = ds.variance_explained()
     y = ds.centred_log_runtime()
@@ -488,13 +482,10 @@ def headroom(args: argparse.Namespace) -> None:
     key = np.asarray(key).ravel()
     gm = np.bincount(key, y) / np.bincount(key)
     het_aware = float((gm[key] @ gm[key]) / (y @ y))
-    het_names = [k.name for k in space.het_knobs]
-    var_rows = [[k, float(v)] for k, v in ve.items()]
-    var_rows = [[f"het{j} ({het_names[j]})" if k == f"het{j}" else k, v]
-                for k, v in var_rows for j in [int(k[3:]) if k.startswith("het") and k[3:].isdigit() else -1]]  # fmt: skip
+    label = {f"het{j}": f"het{j} ({k.name})" for j, k in enumerate(space.het_knobs)}
+    var_rows = [[label.get(k, k), float(v)] for k, v in ve.items()]
     var_rows.append(["het knobs given the matrix (per-matrix group means)", het_aware])
-    tq = C.timing_quality([C.Measurement(int(m), ds.hardware, "spmm", {}, float(t), float(c), 0.0)
-                           for m, t, c in zip(ds.matrix_index, ds.runtime, ds.cv, strict=True)])  # fmt: skip
+    tq = dataset_quality(ds)
     tm = ds.timing
     per_seed = {"speedup": allsp.tolist(), "speedup_single_thread": one.tolist(),
                 "names": ds.matrix_names, "retest_agree": ds.retest_agree.tolist(),
@@ -546,7 +537,8 @@ def headroom(args: argparse.Namespace) -> None:
               "half their gap (cost_model.timing_quality). os.cpu_count() = "
               f"{os.cpu_count()}.",
     )  # fmt: skip
-    path = Path(tempfile.gettempdir()) / f"cost_reorder_spmm_s{args.seed}.npz"
+    CACHE.mkdir(exist_ok=True)  # the measurements, for re-analysis without re-timing
+    path = CACHE / f"cost_{ds.hardware}_spmm_{n}m_seed{args.seed}.npz"
     ds.save(path)
     print(f"dataset saved to {path}")
 

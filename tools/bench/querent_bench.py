@@ -34,11 +34,10 @@ import multiprocessing as mp
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import torch
-from record import Run, child_json, fmt_ci
+from record import RESULTS, Run, child_json, fmt_ci
 from sklearn.metrics import roc_auc_score
 
 from sparse_attn import ABMIL, MeanPoolMIL, QuerentMIL, TransMILStyle, make_wsi_bags
@@ -278,7 +277,7 @@ def part3(
     print(f"\n## Part 3: {name} with {epochs} epochs, {seeds} seeds\n")
     jobs = seed_jobs([name], seeds, n_train, n_test, patches, epochs, lrs)
     out = pool_map(jobs, workers)
-    path = Path(__file__).resolve().parents[2] / "results" / "sparse-attn" / "mil.json"
+    path = RESULTS / "sparse-attn" / "mil.json"
     part1 = json.loads(path.read_text())["per_seed"] if path.is_file() else {}
     rows, per_seed = [], {"dense_long": out}
     for s, r in enumerate(out):
@@ -309,7 +308,7 @@ def part3(
 
 def recorded_lrs() -> dict[str, float]:
     """The learning rates part 0 last recorded (5e-4 for every model if never run)."""
-    path = Path(__file__).resolve().parents[2] / "results" / "sparse-attn" / "mil_tuning.json"
+    path = RESULTS / "sparse-attn" / "mil_tuning.json"
     if path.is_file():
         return {k: float(v) for k, v in json.loads(path.read_text())["per_seed"]["chosen"].items()}
     return dict.fromkeys(MODELS, 5e-4)

@@ -32,14 +32,15 @@ folders ``<year>/<F|M>/*.png``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
 import time
 import warnings
-from pathlib import Path
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import torch
-from record import Run, fmt_ci, fmt_sd
+from record import RESULTS, Run, fmt_ci, fmt_sd
 
 import evolving_dg as edg
 from evolving_dg.loaders import load_onp, load_portraits
@@ -153,18 +154,11 @@ def main() -> None:
     res: dict = {}
     mi_curves: dict = {}
     ep_curves: dict = {}  # (ds, model) -> per seed: (val curve, target curve)
-    if args.jobs > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(args.jobs) as ex:
-            outs = []
-            for out in ex.map(run_item, items, [args] * len(items)):
-                outs.append(out)
-                run.sample_load()
-    else:
+    pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else contextlib.nullcontext()
+    with pool as ex:
         outs = []
-        for it in items:
-            outs.append(run_item(it, args))
+        for out in (ex.map if ex else map)(run_item, items, [args] * len(items)):
+            outs.append(out)
             run.sample_load()
     for (ds_name, _, name), out in zip(items, outs, strict=True):
         res.setdefault((ds_name, name), []).append(out["row"])
@@ -266,12 +260,7 @@ def epoch_analysis(run: Run, ds_name: str) -> None:
 
     from scipy.stats import spearmanr
 
-    path = (
-        Path(__file__).resolve().parents[2]
-        / "results"
-        / "evolving-dg"
-        / f"curve_{ds_name}_official.json"
-    )
+    path = RESULTS / "evolving-dg" / f"curve_{ds_name}_official.json"
     if not path.exists():
         raise SystemExit(f"{path} is missing: run --official --datasets {ds_name} first")
     rec = json.loads(path.read_text())

@@ -592,6 +592,20 @@ def _clock() -> int:
     return time.perf_counter_ns()
 
 
+def _context(backend: object, cfg: dict) -> contextlib.AbstractContextManager:
+    """The backend's per-configuration settings (torch threads), or nothing."""
+    if hasattr(backend, "context"):
+        return backend.context(cfg)  # type: ignore[attr-defined]
+    return contextlib.nullcontext()
+
+
+def _check_result(got: object, ref: np.ndarray, label: str) -> None:
+    """Raise if a kernel's output differs from the dense reference (rtol 1e-4, scaled atol)."""
+    scale = float(np.abs(ref).max()) or 1.0
+    if not np.allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-5 * scale):
+        raise AssertionError(f"{label}: result differs from the dense reference")
+
+
 def _calibrated(fn: Callable[[], object], min_time: float) -> int:
     """Calls per sample so that one sample lasts at least ``min_time`` seconds."""
     if min_time <= 0:
@@ -602,8 +616,7 @@ def _calibrated(fn: Callable[[], object], min_time: float) -> int:
 
 
 def _sample(backend: object, c: dict, fn: Callable[[], object], inner: int) -> float:
-    ctx = backend.context(c) if hasattr(backend, "context") else contextlib.nullcontext()
-    with ctx:  # thread settings are switched around a sample, never inside it
+    with _context(backend, c):  # thread settings are switched around a sample, never inside it
         t0 = _clock()
         for _ in range(inner):
             fn()
@@ -675,13 +688,10 @@ def measure_interleaved(
         t0 = _clock()
         run = backend.prepare(op, A, c, operands)  # type: ignore[attr-defined]
         preps.append((_clock() - t0) * 1e-9)
-        ctx = backend.context(c) if hasattr(backend, "context") else contextlib.nullcontext()
-        with ctx:
+        with _context(backend, c):
             got = run()  # warm-up
             if ref is not None:
-                scale = float(np.abs(ref).max()) or 1.0
-                if not np.allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-5 * scale):
-                    raise AssertionError(f"{op} {c}: result differs from the dense reference")
+                _check_result(got, ref, f"{op} {c}")
             inner.append(_calibrated(run, min_time))
         runs.append(run)
 
@@ -772,13 +782,9 @@ def measure(
         t0 = time.perf_counter_ns()
         run = backend.prepare(op, A, c, operands)  # type: ignore[attr-defined]
         prep = (time.perf_counter_ns() - t0) * 1e-9
-        ctx = backend.context(c) if hasattr(backend, "context") else contextlib.nullcontext()
-        with ctx:
+        with _context(backend, c):
             if ref is not None:
-                got = np.asarray(run())
-                scale = float(np.abs(ref).max()) or 1.0
-                if not np.allclose(got, ref, rtol=1e-4, atol=1e-5 * scale):
-                    raise AssertionError(f"{hw} {op} {c}: result differs from the dense reference")
+                _check_result(run(), ref, f"{hw} {op} {c}")
             rt, cv = timer(run)
         out.append(Measurement(matrix_id, hw, op, dict(c), rt, cv, prep))
     return out

@@ -116,14 +116,14 @@ class EvolvingEstimator(BaseEstimator):
                     sums[k] = sums.get(k, 0.0) + float(v.detach())
             rec = {k: v / self.iters_per_epoch for k, v in sums.items()}
             rec["epoch"] = ep
+            if vals or evals:
+                self._after_training(doms)  # sequence state of this epoch's weights
             if vals:
-                self._after_training(doms)
                 accs = self._score(vals, len(doms))
                 rec["val_acc"] = float(np.mean(accs))
                 if rec["val_acc"] > best:
                     best, best_state = rec["val_acc"], copy.deepcopy(self.net_.state_dict())
             if evals:  # monitoring only: never used for selection, state restored by _score
-                self._after_training(doms)
                 accs = self._score(list(vals) + list(evals), len(doms))[len(vals) :]
                 rec["eval_acc"] = float(np.mean(accs))
                 rec["eval_accs"] = accs

@@ -50,6 +50,17 @@ def _norm_mode(normalize) -> str | None:
     raise ValueError(f"normalize must be 'dataset', 'series', True or False, got {normalize!r}")
 
 
+def _check_labels(X, y) -> np.ndarray:
+    """``y`` as a 1-D array with one label per series of ``X`` and at least two classes."""
+    y = np.asarray(y)
+    n = len(X) if isinstance(X, list | tuple) else np.asarray(X).shape[0]
+    if y.ndim != 1 or len(y) != n:
+        raise ValueError(f"y must be 1-D with one label per series ({n}), got shape {y.shape}")
+    if len(np.unique(y)) < 2:
+        raise ValueError("y must contain at least two classes")
+    return y
+
+
 def znormalize(X: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Each series' channels to zero mean and unit variance over its own steps (a new array).
 
@@ -321,6 +332,15 @@ class SARCClassifier(ClassifierMixin, SARCTransformer):
         )  # fmt: skip
         self.classifier = classifier
 
+    def _readout(self):
+        """Unfitted StandardScaler + classifier (default ``RidgeClassifierCV``, ROCKET's)."""
+        clf = (
+            RidgeClassifierCV(alphas=np.logspace(-3, 3, 10))
+            if self.classifier is None
+            else clone(self.classifier)
+        )
+        return make_pipeline(StandardScaler(), clf)
+
     def _transformer(self) -> SARCTransformer:
         params = {k: v for k, v in self.get_params(deep=False).items() if k != "classifier"}
         t = SARCTransformer(**params)
@@ -329,24 +349,14 @@ class SARCClassifier(ClassifierMixin, SARCTransformer):
 
     def fit(self, X, y) -> SARCClassifier:
         """Fit on series ``X`` and labels ``y`` (n,)."""
-        y = np.asarray(y)
-        n = len(X) if isinstance(X, list | tuple) else np.asarray(X).shape[0]
-        if y.ndim != 1 or len(y) != n:
-            raise ValueError(f"y must be 1-D with one label per series ({n}), got shape {y.shape}")
-        if len(np.unique(y)) < 2:
-            raise ValueError("y must contain at least two classes")
+        y = _check_labels(X, y)
         t = self._transformer()
         t._validate_params()
         Xp, off = t._series(
             X, fit=True
         )  # validated, padded (and normalised) once for fit and features
         F = t._fit_checked(Xp, off)._transform_checked(Xp, off)
-        clf = (
-            RidgeClassifierCV(alphas=np.logspace(-3, 3, 10))
-            if self.classifier is None
-            else clone(self.classifier)
-        )
-        self.pipeline_ = make_pipeline(StandardScaler(), clf).fit(F, y)
+        self.pipeline_ = self._readout().fit(F, y)
         self.transformer_ = t
         self.periods_, self.n_features_out_ = t.periods_, t.n_features_out_
         self.classes_ = self.pipeline_.classes_
@@ -489,12 +499,9 @@ class SARCClassifierCV(ClassifierMixin, BaseEstimator):
         from scipy.stats import rankdata
         from sklearn.model_selection import ParameterGrid
 
-        y = np.asarray(y)
-        n = len(X) if isinstance(X, list | tuple) else np.asarray(X).shape[0]
-        if y.ndim != 1 or len(y) != n:
-            raise ValueError(f"y must be 1-D with one label per series ({n}), got shape {y.shape}")
+        y = _check_labels(X, y)
         points = list(ParameterGrid(grid))
-        splits = list(folds.split(np.zeros((n, 1)), y))
+        splits = list(folds.split(np.zeros((len(y), 1)), y))
         scores = np.empty((len(points), len(splits)))
         groups: dict[tuple, list[int]] = {}
         for i, p in enumerate(points):  # grid points that share a reservoir pass
@@ -520,9 +527,7 @@ class SARCClassifierCV(ClassifierMixin, BaseEstimator):
             ridges = tuple(float(points[i].get("ridge", est.ridge)) for i in idx)
             for i, F in zip(idx, t._features(Xp, off, ridges), strict=True):
                 for j, (tr, va) in enumerate(splits):
-                    clf = (RidgeClassifierCV(alphas=np.logspace(-3, 3, 10))
-                           if est.classifier is None else clone(est.classifier))  # fmt: skip
-                    pipe = make_pipeline(StandardScaler(), clf).fit(F[tr], y[tr])
+                    pipe = est._readout().fit(F[tr], y[tr])
                     scores[i, j] = pipe.score(F[va], y[va])
         mean = np.average(scores, axis=1)
         out = {"params": points, "mean_test_score": mean, "std_test_score": scores.std(axis=1),
