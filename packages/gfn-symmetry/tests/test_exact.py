@@ -122,3 +122,14 @@ def test_bad_inputs(atom_env):
         target_distribution(space, lambda g: -1.0)
     with pytest.raises(ValueError, match="reward_fn"):
         target_distribution(space, lambda g: math.nan)
+
+
+def test_state_space_pickles(atom_env):
+    import pickle
+
+    space = build_state_space(atom_env)
+    back = pickle.loads(pickle.dumps(space))
+    assert len(back) == len(space)
+    np.testing.assert_array_equal(back.log_aut, space.log_aut)
+    for g in space.graphs:  # the reloaded cache still maps every graph to its state
+        assert back.index(g) == space.index(g)

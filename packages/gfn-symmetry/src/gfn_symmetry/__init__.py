@@ -8,6 +8,12 @@ from gfn_symmetry.approximate import (
 from gfn_symmetry.automorphisms import IsoClassCache, count_automorphisms, log_count_automorphisms
 from gfn_symmetry.batching import GraphBatch, featurize
 from gfn_symmetry.demo import demo
+from gfn_symmetry.dense import (
+    DenseGFlowNet,
+    DenseGraphEnv,
+    DenseGraphPolicy,
+    dense_terminal_distribution,
+)
 from gfn_symmetry.env import GraphAction, GraphEnv
 from gfn_symmetry.exact import (
     StateSpace,
@@ -34,7 +40,14 @@ from gfn_symmetry.metrics import (
 )
 from gfn_symmetry.molecule import MoleculeEnv, molecule_fragments, molecule_reward
 from gfn_symmetry.policy import GraphPolicy
-from gfn_symmetry.rewards import cycle_reward, density_reward, log_reward, uniform_reward
+from gfn_symmetry.rewards import (
+    cliques_log_reward,
+    cliques_reward,
+    cycle_reward,
+    density_reward,
+    log_reward,
+    uniform_reward,
+)
 from gfn_symmetry.symmetry import (
     backward_equivalent_count,
     equivalent_action_indices,
@@ -42,6 +55,9 @@ from gfn_symmetry.symmetry import (
 )
 
 __all__ = [
+    "DenseGFlowNet",
+    "DenseGraphEnv",
+    "DenseGraphPolicy",
     "FragmentEnv",
     "GFlowNet",
     "GraphAction",
@@ -56,9 +72,12 @@ __all__ = [
     "action_tb_residuals",
     "backward_equivalent_count",
     "build_state_space",
+    "cliques_log_reward",
+    "cliques_reward",
     "count_automorphisms",
     "cycle_reward",
     "demo",
+    "dense_terminal_distribution",
     "density_reward",
     "detailed_balance_loss",
     "empirical_distribution",

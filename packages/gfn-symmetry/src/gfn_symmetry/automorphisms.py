@@ -308,6 +308,15 @@ class IsoClassCache:
     def __len__(self) -> int:
         return len(self.representatives)
 
+    def __getstate__(self) -> dict:
+        # the VF2 matchers are closures; they are rebuilt from the attribute names
+        return {k: v for k, v in self.__dict__.items() if k not in ("_nm", "_em")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._nm = _node_match(self.node_attrs)
+        self._em = _edge_match(self.edge_attrs)
+
     def _hash(self, graph: nx.Graph) -> str:
         h = nx.Graph()
         h.add_nodes_from(

@@ -13,7 +13,14 @@ from collections.abc import Callable
 
 import networkx as nx
 
-__all__ = ["cycle_reward", "density_reward", "log_reward", "uniform_reward"]
+__all__ = [
+    "cliques_log_reward",
+    "cliques_reward",
+    "cycle_reward",
+    "density_reward",
+    "log_reward",
+    "uniform_reward",
+]
 
 RewardFn = Callable[[nx.Graph], float]
 
@@ -75,3 +82,47 @@ def cycle_reward(graph: nx.Graph) -> float:
 def density_reward(graph: nx.Graph, beta: float = 2.0) -> float:
     """:math:`R(x) = \\exp(\\beta\\,(e - n + 1))`: sharply favours dense graphs (few modes)."""
     return math.exp(beta * (graph.number_of_edges() - graph.number_of_nodes() + 1))
+
+
+def cliques_log_reward(graph: nx.Graph, clique_size: int = 4) -> float:
+    """:math:`\\log R(x)` of the paper's synthetic "cliques" task (2-coloured graphs, 7 nodes).
+
+    The official synthetic config (``reward_name: cliques``, taken there from the
+    recursionpharma ``cliques_env`` branch): over the maximal cliques :math:`C` of the graph,
+    :math:`\\sum_C [|C| = k]\\,(1 \\text{ if at least } k-1 \\text{ of its nodes share a label
+    else } 0.5) - \\sum_C |C| + n - 1`, floored at -10.
+
+    Parameters
+    ----------
+    graph : networkx.Graph
+        Non-empty graph with integer node attribute ``"label"``.
+    clique_size : int, default=4
+        :math:`k`.
+
+    Returns
+    -------
+    float
+        In [-10, ...]; :func:`cliques_reward` is its exponential.
+    """
+    if not isinstance(graph, nx.Graph):
+        raise TypeError(f"graph must be a networkx.Graph, got {type(graph).__name__}")
+    if graph.number_of_nodes() == 0:
+        raise ValueError("graph is empty: rewards are defined for non-empty graphs")
+    if isinstance(clique_size, bool) or not isinstance(clique_size, int) or clique_size < 2:
+        raise ValueError(f"clique_size must be an int >= 2, got {clique_size!r}")
+    matched = 0.0
+    members = 0
+    for clique in nx.find_cliques(graph):
+        members += len(clique)
+        if len(clique) == clique_size:
+            counts: dict = {}
+            for v in clique:
+                lab = graph.nodes[v]["label"]
+                counts[lab] = counts.get(lab, 0) + 1
+            matched += 1.0 if max(counts.values()) >= clique_size - 1 else 0.5
+    return float(max(matched - members + graph.number_of_nodes() - 1, -10.0))
+
+
+def cliques_reward(graph: nx.Graph, clique_size: int = 4) -> float:
+    """:math:`R(x) = \\exp(` :func:`cliques_log_reward` :math:`)` (the paper's synthetic task)."""
+    return math.exp(cliques_log_reward(graph, clique_size))
