@@ -10,8 +10,10 @@ import numpy as np
 import torch
 
 from gfn_symmetry import (
+    DenseGraphEnv,
     GraphEnv,
     IsoClassCache,
+    cliques_log_reward,
     count_automorphisms,
     detailed_balance_loss,
     featurize,
@@ -98,6 +100,35 @@ def entries() -> list[dict]:
                     "raises": ["graph"],
                     "why": "a disconnected graph is not a molecule",
                 }
+            ],
+        },
+        {
+            "name": "cliques_log_reward",
+            "call": cliques_log_reward,
+            "kwargs": {"graph": _cycle(4, [0, 1, 0, 1]), "clique_size": 4},
+            "params": {"clique_size": {"type": "int", "bad": [1, 0]}},
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda out: out == -5.0,
+                    "why": "C4: 4 edges, 8 memberships",
+                },
+                {
+                    "kwargs": {"graph": nx.Graph()},
+                    "raises": ["empty"],
+                    "why": "the empty graph is not a terminal state",
+                },
+            ],
+        },
+        {
+            "name": "DenseGraphEnv.from_networkx",
+            "call": lambda graphs: DenseGraphEnv(4, 2).from_networkx(graphs),
+            "kwargs": {"graphs": [_cycle(3, [0, 1, 0]), _cycle(4)]},
+            "deterministic": False,  # a tuple of tensors, compared in test_dense.py
+            "known": [
+                {"kwargs": {"graphs": [bad_label]}, "raises": ["graphs[0]"], "why": "label 5 >= 2"},
+                {"kwargs": {"graphs": [two]}, "raises": ["graphs[0]"], "why": "disconnected"},
+                {"kwargs": {"graphs": []}, "raises": ["graphs"], "why": "empty batch"},
             ],
         },
         {

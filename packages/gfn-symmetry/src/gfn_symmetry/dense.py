@@ -310,13 +310,24 @@ class DenseGraphPolicy(nn.Module):
         return torch.cat(feats, 2) * real
 
     def forward(
-        self, adj: torch.Tensor, types: torch.Tensor, n: torch.Tensor
+        self,
+        adj: torch.Tensor,
+        types: torch.Tensor,
+        n: torch.Tensor,
+        features: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Masked logits (B, A) and log-flows (B,); ``features``/``mask`` may be precomputed
+        (:meth:`node_features`, :meth:`DenseGraphEnv.forward_mask`)."""
         env = self.env
         B, N = n.shape[0], env.N
         real = (torch.arange(N).unsqueeze(0) < n.unsqueeze(1)).float().unsqueeze(2)
         a = adj.float()
-        h = self.embed(self.node_features(adj, types, n)) * real
+        if features is None:
+            features = self.node_features(adj, types, n)
+        if mask is None:
+            mask = env.forward_mask(adj, types, n)
+        h = self.embed(features) * real
         for mlp, norm in zip(self.layers, self.norms, strict=True):
             h = norm(h + mlp(torch.cat([h, a @ h], 2))) * real
         total = h.sum(1)
@@ -329,20 +340,82 @@ class DenseGraphPolicy(nn.Module):
         pre = z[:, env.pair_u] + z[:, env.pair_v] + self.edge_g(g).unsqueeze(1)
         edge_logits = self.edge_out(nn.functional.silu(pre)).squeeze(2)
         logits = torch.cat([self.stop(g), self.first(g), node_logits, edge_logits], 1)
-        logits = logits.masked_fill(~env.forward_mask(adj, types, n), float("-inf"))
+        logits = logits.masked_fill(~mask, float("-inf"))
         return logits, self.flow(g).squeeze(1)
+
+
+class _StateTable:
+    """Canonical states met so far, by integer id, with everything that depends on the state
+    only (tensors, mask, node features, backward-action count, |Aut|, reward) and the
+    transition map ``(id, action) -> child id``: repeated states and steps cost a lookup."""
+
+    def __init__(self, env: DenseGraphEnv, policy: DenseGraphPolicy, capacity: int = 1024):
+        N, A = env.N, env.A
+        F = policy.embed.in_features
+        self.env, self.policy = env, policy
+        self.ids: dict[bytes, int] = {}
+        self.keys: list[bytes] = []
+        self.next: dict[tuple[int, int], int] = {}
+        self.adj = torch.zeros(capacity, N, N, dtype=torch.bool)
+        self.types = torch.full((capacity, N), -1, dtype=torch.long)
+        self.n = torch.zeros(capacity, dtype=torch.long)
+        self.mask = torch.zeros(capacity, A, dtype=torch.bool)
+        self.features = torch.zeros(capacity, N, F)
+        self.n_back = torch.zeros(capacity, dtype=torch.long)
+        self.log_aut = torch.full((capacity,), float("nan"))
+        self.log_r = torch.full((capacity,), float("nan"))
+        self.root = int(self.add(*env.empty(1), [b"\x00"])[0])
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def _grow(self, size: int) -> None:
+        cap = self.n.shape[0]
+        if size <= cap:
+            return
+        new = max(size, 2 * cap)
+        for name in ("adj", "types", "n", "mask", "features", "n_back", "log_aut", "log_r"):
+            old = getattr(self, name)
+            fill = {"types": -1, "log_aut": float("nan"), "log_r": float("nan")}.get(name, 0)
+            t = torch.full((new, *old.shape[1:]), fill, dtype=old.dtype)
+            t[:cap] = old
+            setattr(self, name, t)
+
+    @torch.no_grad()
+    def add(self, adj, types, n, keys: list[bytes]) -> torch.Tensor:
+        """Ids of canonical states (registering the new ones), shape (B,)."""
+        out, new = [], []
+        for b, key in enumerate(keys):
+            i = self.ids.get(key)
+            if i is None:
+                i = self.ids[key] = len(self.keys)
+                self.keys.append(key)
+                new.append(b)
+            out.append(i)
+        if new:
+            lo, rows = len(self.keys) - len(new), torch.tensor(new)
+            self._grow(len(self.keys))
+            a, t, m = adj[rows], types[rows], n[rows]
+            sl = slice(lo, len(self.keys))
+            self.adj[sl], self.types[sl], self.n[sl] = a, t, m
+            self.mask[sl] = self.env.forward_mask(a, t, m)
+            self.features[sl] = self.policy.node_features(a, t, m)
+            self.n_back[sl] = self.env.n_backward(a, m)
+        return torch.tensor(out, dtype=torch.long)
+
+    def graph(self, i: int) -> nx.Graph:
+        return self.env.to_networkx(self.adj[i : i + 1], self.types[i : i + 1], self.n[i : i + 1])[0]  # fmt: skip
 
 
 @dataclass
 class DenseBatch:
-    """Complete trajectories in canonical labelling, padded to ``T = max(lengths)`` states.
+    """Complete trajectories as ids of canonical states, padded to ``T = max(lengths)``.
 
     Attributes
     ----------
-    adj : BoolTensor, shape (B, T, N, N)
-    types : LongTensor, shape (B, T, N)
-    n : LongTensor, shape (B, T)
-        ``s_0 .. s_n`` of each trajectory; past its length the last state repeats.
+    ids : LongTensor, shape (B, T)
+        ``s_0 .. s_n`` of each trajectory (rows of the trainer's state table; past its length
+        the last state repeats). :meth:`DenseGFlowNet.states` returns their tensors.
     actions : LongTensor, shape (B, T)
         Flat action taken in each state (STOP at ``t = lengths - 1``).
     lengths : LongTensor, shape (B,)
@@ -352,21 +425,18 @@ class DenseBatch:
         equivalent backward actions for ``exact`` / ``pe``); 0 for the STOP step.
     equivalents : BoolTensor (B, T, A) or None
         Forward actions equivalent to the taken one (``exact`` / ``pe``).
-    log_aut : Tensor, shape (B, T)
-        :math:`\\log|\\mathrm{Aut}(s_t)|` (filled for ``flow_scaling``/``reward_scaling``).
-    keys : list of bytes
-        Canonical key of each terminal graph.
     """
 
-    adj: torch.Tensor
-    types: torch.Tensor
-    n: torch.Tensor
+    ids: torch.Tensor
     actions: torch.Tensor
     lengths: torch.Tensor
     log_pb: torch.Tensor
     equivalents: torch.Tensor | None
-    log_aut: torch.Tensor
-    keys: list[bytes]
+
+    @property
+    def terminal_ids(self) -> torch.Tensor:
+        """State id of each terminal graph, shape (B,)."""
+        return self.ids.gather(1, (self.lengths - 1).unsqueeze(1)).squeeze(1)
 
 
 class DenseGFlowNet:
@@ -400,6 +470,8 @@ class DenseGFlowNet:
         Loss per step.
     n_trajectories_ : int
         Trajectories sampled by :meth:`train` so far.
+    n_states_ : int
+        Distinct isomorphism classes met so far (the state table's size).
     """
 
     def __init__(
@@ -447,56 +519,84 @@ class DenseGFlowNet:
         self.generator = torch.Generator().manual_seed(0 if seed is None else seed)
         genv = self.env.graph_env
         self.cache = IsoClassCache(genv.node_attrs, genv.edge_attrs)
-        self._aut: dict[bytes, float] = {}
-        self._reward: dict[bytes, float] = {}
-        self._groups: dict[bytes, np.ndarray] = {}
-        self._trans: dict[tuple[bytes, int], tuple[np.ndarray, float]] = {}
+        self.table = _StateTable(self.env, policy)
+        self._groups: dict[int, np.ndarray] = {}
+        self._trans: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
         self.history_: list[float] = []
         self.n_trajectories_ = 0
 
-    # -- per-class quantities (cached by canonical key) ----------------------------------
-    def _graph(self, adj, types, n) -> nx.Graph:
-        return self.env.to_networkx(adj[None], types[None], n.reshape(1))[0]
+    @property
+    def n_states_(self) -> int:
+        return len(self.table)
 
-    def _log_aut(self, key: bytes, adj, types, n) -> float:
-        if key not in self._aut:
-            k = int(n)
-            self._aut[key] = 0.0 if k <= 1 else math.log(self.cache.automorphisms(self._graph(adj, types, n)))  # fmt: skip
-        return self._aut[key]
+    def states(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``adj``, ``types`` and ``n`` of state ids (any shape ``S``): (*S, N, N), (*S, N), S."""
+        t = self.table
+        return t.adj[ids], t.types[ids], t.n[ids]
 
-    def _transition(self, key: bytes, adj, types, n, a: int) -> tuple[np.ndarray, float]:
+    # -- per-class quantities (cached by state id) --------------------------------------
+    def _log_aut(self, ids: torch.Tensor) -> torch.Tensor:
+        t = self.table
+        miss = ids[torch.isnan(t.log_aut[ids])].unique().tolist()
+        for i in miss:
+            t.log_aut[i] = 0.0 if int(t.n[i]) <= 1 else math.log(self.cache.automorphisms(t.graph(i)))  # fmt: skip
+        return t.log_aut[ids]
+
+    def _transition(self, i: int, a: int) -> tuple[np.ndarray, float]:
         """Equivalent forward actions (A,) bool and log P_B summed over equivalent backward
-        actions, for action ``a`` of a canonical state (``exact`` / ``pe``)."""
-        hit = self._trans.get((key, a))
+        actions, for action ``a`` of canonical state ``i`` (``exact`` / ``pe``)."""
+        hit = self._trans.get((i, a))
         if hit is not None:
             return hit
         env, genv = self.env, self.env.graph_env
-        g = self._graph(adj, types, n)
+        g = self.table.graph(i)
         acts = genv.forward_actions(g)
         dense = np.array([env.action_index(x) for x in acts])
-        i = int(np.nonzero(dense == a)[0][0])
+        k = int(np.nonzero(dense == a)[0][0])
         eq = np.zeros(env.A, dtype=bool)
         if self.symmetry_correction == "exact":
-            if key not in self._groups:
-                self._groups[key] = np.array(child_classes(genv, g, acts, self.cache))
-            groups = self._groups[key]
-            same = [i] if acts[i].kind == STOP else np.nonzero(groups == groups[i])[0]
+            if i not in self._groups:
+                self._groups[i] = np.array(child_classes(genv, g, acts, self.cache))
+            groups = self._groups[i]
+            same = [k] if acts[k].kind == STOP else np.nonzero(groups == groups[k])[0]
             eq[dense[same]] = True
         else:
             pe = node_pe(genv, g, self.pe_length)
-            eq[dense[pe_equivalent_action_indices(genv, g, acts, i, pe)]] = True
+            eq[dense[pe_equivalent_action_indices(genv, g, acts, k, pe)]] = True
         log_pb = 0.0
-        if acts[i].kind != STOP:
-            child = genv.step(g, acts[i])
+        if acts[k].kind != STOP:
+            child = genv.step(g, acts[k])
             n_back = len(genv.backward_actions(child))
             if self.symmetry_correction == "exact":
                 count = backward_equivalent_count(genv, child, g, self.cache)
             else:
-                undo = genv.backward_of(g, acts[i])
+                undo = genv.backward_of(g, acts[k])
                 count = len(pe_backward_equivalent_indices(genv, child, undo, node_pe(genv, child, self.pe_length)))  # fmt: skip
             log_pb = math.log(count / n_back)
-        self._trans[(key, a)] = (eq, log_pb)
+        self._trans[(i, a)] = (eq, log_pb)
         return eq, log_pb
+
+    def _children(self, ids: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Child state ids of non-STOP actions (steps computed and canonicalised once)."""
+        t = self.table
+        out = torch.empty_like(ids)
+        miss = []
+        for j, (i, a) in enumerate(zip(ids.tolist(), actions.tolist(), strict=True)):
+            c = t.next.get((i, a))
+            if c is None:
+                miss.append(j)
+            else:
+                out[j] = c
+        if miss:
+            rows = torch.tensor(miss)
+            adj, types, n = self.states(ids[rows])
+            adj, types, n = self.env.step(adj, types, n, actions[rows])
+            adj, types, keys = self.env.canonicalize(adj, types, n)
+            new = t.add(adj, types, n, keys)
+            out[rows] = new
+            for j, c in zip(miss, new.tolist(), strict=True):
+                t.next[(int(ids[j]), int(actions[j]))] = c
+        return out
 
     # -- sampling ------------------------------------------------------------------------
     @torch.no_grad()
@@ -516,117 +616,99 @@ class DenseGFlowNet:
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive int, got {n!r}")
-        env, mode = self.env, self.symmetry_correction
-        sets = mode in ("exact", "pe")
-        adj, types, cnt = env.empty(n)
-        keys = [b"\x00" + bytes(env.N) + bytes((env.N * env.N + 7) // 8)] * n
-        states = [(adj, types, cnt)]
-        acts, log_pbs, eqs, auts = [], [], [], [torch.zeros(n)]
+        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not 0 <= epsilon <= 1:  # fmt: skip
+            raise ValueError(f"epsilon must lie in [0, 1], got {epsilon!r}")
+        env, t = self.env, self.table
+        sets = self.symmetry_correction in ("exact", "pe")
+        ids = torch.full((n,), t.root, dtype=torch.long)
+        all_ids, acts, log_pbs, eqs = [ids], [], [], []
         done = torch.zeros(n, dtype=torch.bool)
         while not bool(done.all()):
-            logits, _ = self.policy(adj, types, cnt)
+            live = torch.nonzero(~done).flatten()
+            cur = ids[live]
+            logits, _ = self.policy(*self.states(cur), t.features[cur], t.mask[cur])
             if epsilon > 0:
-                explore = torch.rand(n, generator=self.generator) < epsilon
+                explore = torch.rand(len(live), generator=self.generator) < epsilon
                 uniform = torch.where(torch.isfinite(logits), 0.0, float("-inf"))
                 logits = torch.where(explore.unsqueeze(1), uniform, logits)
-            gumbel = -torch.log(-torch.log(torch.rand(logits.shape, generator=self.generator).clamp_min(1e-20)))  # fmt: skip
-            a = (logits + gumbel).argmax(1)
-            a = torch.where(done, torch.zeros_like(a), a)  # finished rows repeat STOP
+            u = torch.rand(logits.shape, generator=self.generator).clamp_min(1e-20)
+            a_live = (logits - torch.log(-torch.log(u))).argmax(1)  # Gumbel-max
+            a = torch.zeros(n, dtype=torch.long)
+            a[live] = a_live
             acts.append(a)
-            eq = torch.zeros(n, env.A, dtype=torch.bool) if sets else None
             lpb = torch.zeros(n)
+            eq = torch.zeros(n, env.A, dtype=torch.bool) if sets else None
             if sets:
-                for b in torch.nonzero(~done).flatten().tolist():
-                    e, lp = self._transition(keys[b], adj[b], types[b], cnt[b], int(a[b]))
+                for b, i, x in zip(live.tolist(), cur.tolist(), a_live.tolist(), strict=True):
+                    e, lp = self._transition(i, x)
                     eq[b] = torch.from_numpy(e)
                     lpb[b] = lp
             eqs.append(eq)
             done = done | (a == 0)
-            adj2, types2, cnt2 = env.step(
-                adj, types, cnt, torch.where(done, torch.zeros_like(a), a)
-            )
-            moved = torch.nonzero(~done).flatten()
-            if len(moved):
-                ca, ct, ck = env.canonicalize(adj2[moved], types2[moved], cnt2[moved])
-                adj2[moved], types2[moved] = ca, ct
-                for j, b in enumerate(moved.tolist()):
-                    keys[b] = ck[j]
+            moving = torch.nonzero(~done).flatten()
+            ids = ids.clone()
+            if len(moving):
+                child = self._children(ids[moving], a[moving])
+                ids[moving] = child
                 if not sets:
-                    lpb[moved] = -torch.log(env.n_backward(ca, cnt2[moved]).float())
+                    lpb[moving] = -torch.log(t.n_back[child].float())
             log_pbs.append(lpb)
-            adj, types, cnt = adj2, types2, cnt2
-            aut = torch.zeros(n)
-            if mode == "flow_scaling":
-                for b in range(n):
-                    aut[b] = self._log_aut(keys[b], adj[b], types[b], cnt[b])
-            auts.append(aut)
-            states.append((adj, types, cnt))
+            all_ids.append(ids)
         A = torch.stack(acts, 1)
         lengths = (A != 0).sum(1) + 1
         T = int(lengths.max())
         return DenseBatch(
-            adj=torch.stack([s[0] for s in states[:T]], 1),
-            types=torch.stack([s[1] for s in states[:T]], 1),
-            n=torch.stack([s[2] for s in states[:T]], 1),
+            ids=torch.stack(all_ids[:T], 1),
             actions=A[:, :T],
             lengths=lengths,
             log_pb=torch.stack(log_pbs, 1)[:, :T],
             equivalents=torch.stack(eqs, 1)[:, :T] if sets else None,
-            log_aut=torch.stack(auts, 1)[:, :T],
-            keys=keys,
         )
 
     def sample(self, n: int) -> list[nx.Graph]:
         """``n`` terminal graphs from the trained policy (no exploration)."""
         batch = self.sample_batch(n)
-        last = batch.lengths - 1
-        rows = torch.arange(n)
-        return self.env.to_networkx(batch.adj[rows, last], batch.types[rows, last], batch.n[rows, last])  # fmt: skip
+        return self.env.to_networkx(*self.states(batch.terminal_ids))
 
     # -- training ------------------------------------------------------------------------
     def log_rewards(
         self, batch: DenseBatch, reward_fn: Callable[[nx.Graph], float]
     ) -> torch.Tensor:
         """Training log-rewards (B,), SA-GFN-scaled for ``reward_scaling``; one call per class."""
-        B = batch.lengths.shape[0]
-        last, rows = batch.lengths - 1, torch.arange(B)
-        adj, types, n = batch.adj[rows, last], batch.types[rows, last], batch.n[rows, last]
-        out = torch.zeros(B)
-        for b, key in enumerate(batch.keys):
-            if key not in self._reward:
-                self._reward[key] = log_reward(reward_fn, self._graph(adj[b], types[b], n[b]), self.reward_floor)  # fmt: skip
-            out[b] = self._reward[key]
-            if self.symmetry_correction == "reward_scaling":
-                out[b] += self._log_aut(key, adj[b], types[b], n[b])
+        t, ids = self.table, batch.terminal_ids
+        for i in ids[torch.isnan(t.log_r[ids])].unique().tolist():
+            t.log_r[i] = log_reward(reward_fn, t.graph(i), self.reward_floor)
+        out = t.log_r[ids].clone()
+        if self.symmetry_correction == "reward_scaling":
+            out += self._log_aut(ids)
         return out
 
     def compute_loss(self, batch: DenseBatch, log_reward: torch.Tensor) -> torch.Tensor:
         """Differentiable TB or DB loss of a batch (shape ())."""
         B, T = batch.actions.shape
-        N, A = self.env.N, self.env.A
+        A, t = self.env.A, self.table
         live = torch.arange(T).unsqueeze(0) < batch.lengths.unsqueeze(1)
+        flat = batch.ids.reshape(-1)
         rows = live.reshape(-1).nonzero().squeeze(1)  # only real states go through the network
-        logits, flow = self.policy(
-            batch.adj.reshape(B * T, N, N)[rows],
-            batch.types.reshape(B * T, N)[rows],
-            batch.n.reshape(B * T)[rows],
-        )
-        # padding repeats the terminal state: a zero row where only STOP is finite
+        ids = flat[rows]
+        logits, flow = self.policy(*self.states(ids), t.features[ids], t.mask[ids])
+        # padding repeats the terminal state: a row where only STOP is finite
         pad = torch.full((B * T, A), float("-inf"))
         pad[:, 0] = 0.0
         lsm = pad.index_copy(0, rows, torch.log_softmax(logits, 1)).reshape(B, T, A)
         log_flow = torch.zeros(B * T).index_copy(0, rows, flow)
         if batch.equivalents is not None:
             eq = batch.equivalents.clone()
-            eq[..., 0] |= ~live  # padding repeats the terminal state: keep its STOP finite
+            eq[..., 0] |= ~live
             log_pf = torch.logsumexp(lsm.masked_fill(~eq, float("-inf")), 2)
         else:
             log_pf = lsm.gather(2, batch.actions.unsqueeze(2)).squeeze(2)
         log_pf = torch.where(live, log_pf, torch.zeros_like(log_pf))
         log_pb = batch.log_pb
         if self.symmetry_correction == "flow_scaling":  # P_B(s|s') * |Aut(s')| / |Aut(s)|
+            c = self._log_aut(flat).reshape(B, T)
             step = torch.zeros_like(log_pb)
-            step[:, :-1] = batch.log_aut[:, 1:] - batch.log_aut[:, :-1]
+            step[:, :-1] = c[:, 1:] - c[:, :-1]
             stop = torch.arange(T).unsqueeze(0) >= (batch.lengths - 1).unsqueeze(1)
             log_pb = log_pb + torch.where(stop, torch.zeros_like(step), step)
         log_pb = torch.where(live, log_pb, torch.zeros_like(log_pb))

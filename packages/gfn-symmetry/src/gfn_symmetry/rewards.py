@@ -9,6 +9,7 @@ finite.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 
 import networkx as nx
@@ -108,7 +109,9 @@ def cliques_log_reward(graph: nx.Graph, clique_size: int = 4) -> float:
         raise TypeError(f"graph must be a networkx.Graph, got {type(graph).__name__}")
     if graph.number_of_nodes() == 0:
         raise ValueError("graph is empty: rewards are defined for non-empty graphs")
-    if isinstance(clique_size, bool) or not isinstance(clique_size, int) or clique_size < 2:
+    if isinstance(clique_size, bool) or not isinstance(clique_size, numbers.Integral):
+        raise TypeError(f"clique_size must be an int, got {type(clique_size).__name__}")
+    if clique_size < 2:
         raise ValueError(f"clique_size must be an int >= 2, got {clique_size!r}")
     matched = 0.0
     members = 0
