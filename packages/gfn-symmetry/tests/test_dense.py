@@ -10,6 +10,7 @@ import torch
 
 from gfn_symmetry import (
     GraphEnv,
+    MoleculeEnv,
     build_state_space,
     cliques_log_reward,
     cycle_reward,
@@ -66,6 +67,20 @@ def test_max_edges_blocks_growth():
         adj, types, n = env.from_networkx([g])
         got = torch.nonzero(env.forward_mask(adj, types, n)[0]).flatten().tolist()
         assert got == sorted(env.action_index(a) for a in genv.forward_actions(g))
+
+
+def test_valences_give_the_molecule_env():
+    genv = MoleculeEnv(5)
+    env = DenseGraphEnv(5, 3, valences=(4, 3, 2))
+    for g in _random_states(genv, 40, 3):
+        adj, types, n = env.from_networkx([g])
+        got = torch.nonzero(env.forward_mask(adj, types, n)[0]).flatten().tolist()
+        assert got == sorted(env.action_index(a) for a in genv.forward_actions(g))
+        assert int(env.n_backward(adj, n)[0]) == len(genv.backward_actions(g))
+    with pytest.raises(ValueError, match="valences"):
+        DenseGraphEnv(5, 3, valences=(4, 3))
+    with pytest.raises(ValueError, match="different environments"):
+        dense_terminal_distribution(DenseGraphPolicy(DenseGraphEnv(3, 3), 8, 1), build_state_space(MoleculeEnv(3)))  # fmt: skip
 
 
 def test_canonical_form_identifies_exactly_the_isomorphic_states():

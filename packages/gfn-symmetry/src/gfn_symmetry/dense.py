@@ -28,7 +28,7 @@ action_index` maps a :class:`~gfn_symmetry.env.GraphAction` of the equivalent
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -46,6 +46,7 @@ from gfn_symmetry.automorphisms import IsoClassCache
 from gfn_symmetry.env import ADD_EDGE, ADD_NODE, FIRST, STOP, GraphAction, GraphEnv
 from gfn_symmetry.exact import StateSpace, state_policy_distribution
 from gfn_symmetry.losses import detailed_balance_loss, trajectory_balance_loss
+from gfn_symmetry.molecule import MoleculeEnv
 from gfn_symmetry.rewards import log_reward
 from gfn_symmetry.symmetry import backward_equivalent_count, child_classes
 
@@ -71,10 +72,29 @@ class DenseGraphEnv:
         ``L``, the number of node types.
     max_edges : int or None, default=None
         Largest number of edges (``None``: no limit besides ``max_nodes``).
+    valences : sequence of int or None, default=None
+        Largest degree of a node of each label (the valence rules of
+        :class:`~gfn_symmetry.molecule.MoleculeEnv`, which is then the equivalent env);
+        ``None``: no degree limit.
     """
 
-    def __init__(self, max_nodes: int = 7, n_labels: int = 2, max_edges: int | None = None):
-        self.graph_env = GraphEnv(max_nodes, n_labels, max_edges)  # validates the arguments
+    def __init__(
+        self,
+        max_nodes: int = 7,
+        n_labels: int = 2,
+        max_edges: int | None = None,
+        valences: Sequence[int] | None = None,
+    ):
+        if valences is None:
+            self.graph_env = GraphEnv(max_nodes, n_labels, max_edges)  # validates the arguments
+            self.valences = None
+        else:
+            if max_edges is not None:
+                raise ValueError("max_edges and valences cannot be combined (MoleculeEnv has no max_edges)")  # fmt: skip
+            if isinstance(valences, str) or not isinstance(valences, Sequence) or len(valences) != n_labels:  # fmt: skip
+                raise ValueError(f"valences must be a sequence of {n_labels} ints (one per label), got {valences!r}")  # fmt: skip
+            self.graph_env = MoleculeEnv(max_nodes, [f"X{k}" for k in range(n_labels)], list(valences))  # fmt: skip
+            self.valences = torch.tensor(self.graph_env.valences, dtype=torch.long)
         self.N, self.L, self.max_edges = max_nodes, n_labels, max_edges
         iu, iv = torch.triu_indices(max_nodes, max_nodes, 1)
         self.pair_u, self.pair_v = iu, iv
@@ -153,6 +173,8 @@ class DenseGraphEnv:
         if self.max_edges is not None:
             grow = grow & (adj.sum((1, 2)) // 2 < self.max_edges)
         real = torch.arange(N).unsqueeze(0) < n.unsqueeze(1)  # (B, N)
+        if self.valences is not None:  # a bond needs a free valence at both ends
+            real = real & (adj.sum(2) < self.valences[types.clamp(min=0)])
         node_ok = real & (grow & (n < N)).unsqueeze(1)
         mask[:, self.off_node : self.off_edge] = node_ok.repeat_interleave(L, dim=1)
         iu, iv = self.pair_u, self.pair_v
@@ -756,7 +778,8 @@ def dense_terminal_distribution(
     """
     env = policy.env
     genv = space.env
-    if (genv.max_nodes, genv.n_labels, genv.max_edges) != (env.N, env.L, env.max_edges):
+    same = (genv.max_nodes, genv.n_labels, genv.max_edges) == (env.N, env.L, env.max_edges)
+    if not same or getattr(genv, "valences", None) != getattr(env.graph_env, "valences", None):
         raise ValueError("space and policy describe different environments")
     was = policy.training
     policy.eval()
