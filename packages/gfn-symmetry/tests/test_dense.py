@@ -17,6 +17,7 @@ from gfn_symmetry import (
     target_distribution,
 )
 from gfn_symmetry.dense import (
+    DenseBatch,
     DenseGFlowNet,
     DenseGraphEnv,
     DenseGraphPolicy,
@@ -219,3 +220,26 @@ def test_validation_names_the_argument():
     space = build_state_space(GraphEnv(3, 1))
     with pytest.raises(ValueError, match="different environments"):
         dense_terminal_distribution(pol, space)
+
+
+def test_tb_exact_and_flow_scaling_equal_reward_scaling_on_the_same_trajectories():
+    env = DenseGraphEnv(5, 2)
+    torch.manual_seed(0)
+    pol = DenseGraphPolicy(env, 16, 2)
+    ex = DenseGFlowNet(pol, "tb", "exact", seed=0)
+    batch = ex.sample_batch(32, 0.3)
+    # the same trajectories scored one action at a time (the uniform P_B of vanilla)
+    nb = ex.table.n_back[batch.ids].float()
+    T = batch.ids.shape[1]
+    log_pb = torch.zeros_like(batch.log_pb)
+    log_pb[:, : T - 1] = -torch.log(nb[:, 1:].clamp(min=1))
+    stop = torch.arange(T).unsqueeze(0) >= (batch.lengths - 1).unsqueeze(1)
+    plain = DenseBatch(batch.ids, batch.actions, batch.lengths, log_pb.masked_fill(stop, 0.0), None)
+    losses = {}
+    for corr in ("reward_scaling", "flow_scaling"):
+        other = DenseGFlowNet(pol, "tb", corr, seed=0)
+        other.table = ex.table  # ids index the same canonical states
+        losses[corr] = other.compute_loss(plain, other.log_rewards(plain, cycle_reward))
+    losses["exact"] = ex.compute_loss(batch, ex.log_rewards(batch, cycle_reward))
+    torch.testing.assert_close(losses["exact"], losses["reward_scaling"], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(losses["flow_scaling"], losses["reward_scaling"], rtol=1e-4, atol=1e-4)  # fmt: skip
