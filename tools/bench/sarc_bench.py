@@ -12,7 +12,8 @@ U   the bundled UCR/UEA sets at default hyper-parameters: SARC, SARC forward-onl
     accuracy and fit + predict CPU seconds with their ratio to MiniRocket (numba warmed up first).
 
 Run: ``uv run python tools/bench/sarc_bench.py`` (aeon is in the dev group; ~40 min on 2 cores);
-``--parts cv`` adds the paper's cross-validated protocol; ``--quick``: 1 seed, GunPoint,
+``--parts cv`` adds the paper's cross-validated protocol; ``--ucr-root PATH`` (or ``bundled``)
+ranks SARC, MiniRocket and MultiRocket-Hydra over a local archive copy with a critical difference; ``--quick``: 1 seed, GunPoint,
 ItalyPowerDemand, ArrowHead and P = 40 only. ``uv run --with reservoirpy ...`` adds the
 reservoirpy ESN column.
 """
@@ -363,12 +364,85 @@ def part_cv(run, seeds, names) -> None:
     )  # fmt: skip
 
 
+def archive_methods(seed: int) -> dict:
+    from aeon.classification.convolution_based import MultiRocketHydraClassifier
+
+    return {
+        "SARC": lambda: SARCClassifier(random_state=seed),
+        "MiniRocket": lambda: MiniRocket(seed),
+        "MultiRocket-Hydra": lambda: AeonModel(
+            lambda: MultiRocketHydraClassifier(random_state=seed, n_jobs=1)
+        ),
+    }
+
+
+def rank_summary(acc: np.ndarray, alpha: float = 0.05) -> dict:
+    """Average ranks (1 = best, ties averaged), Friedman p-value and the Nemenyi critical
+    difference (Demsar 2006) of an (n_sets, k_methods) accuracy matrix."""
+    from scipy.stats import friedmanchisquare, rankdata, studentized_range
+
+    n, k = acc.shape
+    ranks = np.vstack([rankdata(-row) for row in acc]).mean(0)
+    q = studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2)
+    cd = float(q * np.sqrt(k * (k + 1) / (6 * n)))
+    p = float(friedmanchisquare(*acc.T).pvalue) if n > 1 and k > 2 else float("nan")
+    return {"ranks": ranks.tolist(), "cd": cd, "friedman_p": p}
+
+
+def part_archive(run, seeds, root, names, label=None) -> None:
+    """A local archive copy (``--ucr-root``): accuracy per problem, average ranks and the
+    critical difference against MiniRocket and MultiRocket-Hydra."""
+    from spectral_reservoir import archive_names, load_archive
+
+    names = names or archive_names(root)
+    methods = list(archive_methods(0))
+    acc = np.zeros((len(names), len(methods)))
+    per_seed = {}
+    for i, name in enumerate(names):
+        Xtr, ytr = load_archive(root, name, "train")
+        Xte, yte = load_archive(root, name, "test")
+        vals = {m: [] for m in methods}
+        for s in seeds:
+            for m, make in archive_methods(s).items():
+                vals[m].append(make().fit(Xtr, ytr).score(Xte, yte))
+        per_seed[name] = vals
+        acc[i] = [np.mean(vals[m]) for m in methods]
+        print(f"  archive {name}: " + ", ".join(f"{m} {a:.3f}" for m, a in zip(methods, acc[i], strict=True)), file=sys.stderr)  # fmt: skip
+    summ = rank_summary(acc)
+    best = acc.max(1, keepdims=True)
+    rows = [[m, float(acc[:, j].mean()), summ["ranks"][j], int((acc[:, j] >= best[:, 0]).sum())]
+            for j, m in enumerate(methods)]  # fmt: skip
+    lo = int(np.argmin(summ["ranks"]))
+    differ = [m for j, m in enumerate(methods)
+              if j != lo and summ["ranks"][j] - summ["ranks"][lo] > summ["cd"]]  # fmt: skip
+    run.table(
+        "archive",
+        ["method", "mean accuracy", "average rank", "wins (ties count)"],
+        rows,
+        fmt=[None, ".3f", ".2f", None],
+        seeds=seeds,
+        per_seed={"accuracy": per_seed, "ranks": summ},
+        title=f"Local archive copy: {len(names)} problems ({label or root})",
+        notes=[f"Default hyper-parameters, accuracy averaged over seeds {seeds}; rank 1 = best on "
+               f"a problem (ties averaged). Friedman p = {summ['friedman_p']:.3g}; Nemenyi "
+               f"critical difference at alpha 0.05: {summ['cd']:.2f} ranks. Worse than "
+               f"{methods[lo]} by more than the CD: {', '.join(differ) or 'none'}.",
+               "Issue #57 asks for this on the full UCR archive (128 problems); run it with "
+               "--ucr-root on a local copy."],
+        headline=f"{len(names)} archive problems: average rank " + ", ".join(
+            f"{m} {r:.2f}" for m, r in zip(methods, summ["ranks"], strict=True)),
+    )  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="s,u")
     ap.add_argument("--datasets", nargs="*", default=None, help="subset of the bundled sets")
+    ap.add_argument("--ucr-root", default=None,
+                    help="a local UCR/UEA archive copy (root/<Name>/<Name>_TRAIN.ts|tsv); "
+                         "'bundled' = the copy inside the aeon wheel")  # fmt: skip
     args = ap.parse_args()
     seeds = [0] if args.quick else list(range(args.seeds))
     names = ["GunPoint", "ItalyPowerDemand", "ArrowHead"] if args.quick else [
@@ -393,6 +467,16 @@ def main() -> None:
         )
     if "u" in args.parts.split(","):
         part_u(run, seeds, names)
+    if args.ucr_root:
+        root, label = args.ucr_root, None
+        if root == "bundled":
+            import os
+
+            import aeon.datasets
+
+            root = os.path.join(os.path.dirname(aeon.datasets.__file__), "data")
+            label = "the UCR/UEA copy bundled in the aeon wheel"
+        part_archive(run, seeds, root, args.datasets, label)
     print(f"\ntotal wall time {time.time() - t0:.0f}s")
 
 

@@ -46,3 +46,54 @@ def test_plot_periods(tmp_path):
     assert (tmp_path / "p.png").stat().st_size > 0
     with pytest.raises(ValueError, match="finite"):
         plot_periods(np.array([1.0, np.nan]), [2])
+
+
+def _write_ts(path, X, y, univariate=True):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    labels = " ".join(sorted(set(y)))
+    lines = [
+        f"@problemName {path.stem}",
+        "@timeStamps false",
+        "@missing false",
+        f"@univariate {'true' if univariate else 'false'}",
+        f"@dimensions {X.shape[1]}",
+        "@equalLength true",
+        f"@seriesLength {X.shape[2]}",
+        f"@classLabel true {labels}",
+        "@data",
+    ]
+    for x, lab in zip(X, y, strict=True):
+        dims = ":".join(",".join(f"{v:.6f}" for v in ch) for ch in x)
+        lines.append(f"{dims}:{lab}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_local_archive_in_both_layouts(tmp_path):
+    pytest.importorskip("aeon")
+    from spectral_reservoir import archive_names, load_archive
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 2, 12))
+    y = np.array(["a", "b"] * 3)
+    for split in ("TRAIN", "TEST"):
+        _write_ts(tmp_path / "Multi" / f"Multi_{split}.ts", X, y, univariate=False)
+        rows = [
+            f"{lab}\t" + "\t".join(f"{v:.6f}" for v in x[0]) for x, lab in zip(X, y, strict=True)
+        ]
+        (tmp_path / "Uni").mkdir(exist_ok=True)
+        (tmp_path / "Uni" / f"Uni_{split}.tsv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "Half").mkdir()  # a problem without its test split is not listed
+    _write_ts(tmp_path / "Half" / "Half_TRAIN.ts", X, y, univariate=False)
+    assert archive_names(tmp_path) == ["Multi", "Uni"]
+    Xm, ym = load_archive(tmp_path, "Multi", "test")
+    np.testing.assert_allclose(Xm, X, atol=1e-6)
+    assert list(ym) == list(y)
+    Xu, yu = load_archive(tmp_path, "Uni")
+    np.testing.assert_allclose(Xu[:, 0], X[:, 0], atol=1e-6)
+    assert Xu.shape == (6, 1, 12) and len(yu) == 6
+    with pytest.raises(ValueError, match="name 'Half'"):
+        load_archive(tmp_path, "Half", "test")
+    with pytest.raises(ValueError, match="split"):
+        load_archive(tmp_path, "Multi", "valid")
+    with pytest.raises(ValueError, match="root"):
+        archive_names(tmp_path / "missing")

@@ -4,7 +4,14 @@ Liu, Wei, Zhou, Chen, "Spectral-Aware Reservoir Computing for Fast and Accurate 
 Classification", ICML 2025.
 """
 
-from spectral_reservoir.data import BUNDLED, load_bundled, make_lag_sign, make_periodic_motifs
+from spectral_reservoir.data import (
+    BUNDLED,
+    archive_names,
+    load_archive,
+    load_bundled,
+    make_lag_sign,
+    make_periodic_motifs,
+)
 from spectral_reservoir.demo import demo
 from spectral_reservoir.estimators import (
     PAPER_GRID,
@@ -31,10 +38,12 @@ __all__ = [
     "SARCClassifierCV",
     "SARCTransformer",
     "__version__",
+    "archive_names",
     "demo",
     "extract_periods",
     "freqres_states",
     "hp_filter",
+    "load_archive",
     "load_bundled",
     "make_lag_sign",
     "make_periodic_motifs",

@@ -1,10 +1,20 @@
-"""Synthetic tasks with known periodic structure, and the UCR/UEA sets bundled in aeon."""
+"""Synthetic tasks with known periodic structure, the UCR/UEA sets bundled in aeon, and a local
+copy of the archive."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
-__all__ = ["BUNDLED", "load_bundled", "make_lag_sign", "make_periodic_motifs"]
+__all__ = [
+    "BUNDLED",
+    "archive_names",
+    "load_archive",
+    "load_bundled",
+    "make_lag_sign",
+    "make_periodic_motifs",
+]
 
 # UCR / UEA sets shipped inside the aeon wheel (aeon/datasets/data); no downloads
 BUNDLED = (
@@ -108,3 +118,75 @@ def load_bundled(name: str, split: str = "train"):
 
     path = os.path.join(os.path.dirname(aeon.datasets.__file__), "data")
     return load_classification(name, split=split, extract_path=path)
+
+
+def _archive_file(root: Path, name: str, split: str) -> Path | None:
+    for ext in (".ts", ".tsv"):
+        f = root / name / f"{name}_{split.upper()}{ext}"
+        if f.is_file():
+            return f
+    return None
+
+
+def archive_names(root: str | Path) -> list[str]:
+    """Problems of a local UCR/UEA archive copy, sorted.
+
+    The archive layout is ``root/<Name>/<Name>_TRAIN.ts`` and ``<Name>_TEST.ts`` (UEA and the
+    ``.ts`` release of UCR) or ``.tsv`` (UCR 2018); folders without both splits are skipped.
+
+    Parameters
+    ----------
+    root : str or Path
+        The archive folder (e.g. ``Univariate_ts`` after unzipping).
+
+    Returns
+    -------
+    list of str
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"root {str(root)!r} is not a folder")
+    return [
+        d.name
+        for d in sorted(root.iterdir())
+        if d.is_dir()
+        and _archive_file(root, d.name, "train")
+        and _archive_file(root, d.name, "test")
+    ]
+
+
+def load_archive(root: str | Path, name: str, split: str = "train"):
+    """One split of a problem from a local UCR/UEA archive copy (aeon's readers; no download).
+
+    Parameters
+    ----------
+    root : str or Path
+        The archive folder (see :func:`archive_names`).
+    name : str
+        Problem name (its folder).
+    split : {"train", "test"}
+
+    Returns
+    -------
+    X : ndarray (n, C, L) or list of (C, L_i) arrays (unequal lengths)
+    y : ndarray (n,)
+        Class labels as stored (strings).
+    """
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"root {str(root)!r} is not a folder")
+    f = _archive_file(root, str(name), split)
+    if f is None:
+        raise ValueError(
+            f"name {name!r}: no {name}_{split.upper()}.ts or .tsv under {str(root / str(name))!r}"
+        )
+    try:
+        from aeon.datasets import load_from_ts_file, load_from_tsv_file
+    except ImportError as err:  # pragma: no cover - optional extra
+        raise ImportError("load_archive needs aeon: pip install aeon") from err
+    X, y = (load_from_ts_file if f.suffix == ".ts" else load_from_tsv_file)(str(f))
+    if len(X) == 0 or len(X) != len(y):
+        raise ValueError(f"{f.name}: {len(X)} series for {len(y)} labels")
+    return X, np.asarray(y)
