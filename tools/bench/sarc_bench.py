@@ -35,7 +35,13 @@ from record import Run
 from sklearn.linear_model import RidgeClassifierCV
 from sklearn.neighbors import KNeighborsClassifier
 
-from spectral_reservoir import BiESNModelSpace, SARCClassifier, load_bundled, make_lag_sign
+from spectral_reservoir import (
+    BUNDLED,
+    BiESNModelSpace,
+    SARCClassifier,
+    load_bundled,
+    make_lag_sign,
+)
 
 warnings.filterwarnings("ignore")
 
@@ -476,6 +482,8 @@ def main() -> None:
 
             root = os.path.join(os.path.dirname(aeon.datasets.__file__), "data")
             label = "the UCR/UEA copy bundled in the aeon wheel"
+            # that folder also holds regression and unit-test problems: the 8 classification sets
+            args.datasets = args.datasets or list(BUNDLED)
         part_archive(run, seeds, root, args.datasets, label)
     print(f"\ntotal wall time {time.time() - t0:.0f}s")
 
