@@ -95,5 +95,11 @@ def test_local_archive_in_both_layouts(tmp_path):
         load_archive(tmp_path, "Half", "test")
     with pytest.raises(ValueError, match="split"):
         load_archive(tmp_path, "Multi", "valid")
+    reg = tmp_path / "Reg" / "Reg_TRAIN.ts"
+    _write_ts(reg, X, ["a"] * 6, univariate=False)
+    reg.write_text(reg.read_text().replace("@classLabel true a", "@targetLabel true"))
+    reg.write_text(reg.read_text().replace(":a\n", ":1.5\n"))
+    with pytest.raises(ValueError, match="regression"):
+        load_archive(tmp_path, "Reg")
     with pytest.raises(ValueError, match="root"):
         archive_names(tmp_path / "missing")

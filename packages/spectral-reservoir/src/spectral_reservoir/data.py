@@ -189,4 +189,7 @@ def load_archive(root: str | Path, name: str, split: str = "train"):
     X, y = (load_from_ts_file if f.suffix == ".ts" else load_from_tsv_file)(str(f))
     if len(X) == 0 or len(X) != len(y):
         raise ValueError(f"{f.name}: {len(X)} series for {len(y)} labels")
-    return X, np.asarray(y)
+    y = np.asarray(y)
+    if y.dtype.kind == "f":  # a regression problem (@targetLabel) has real-valued targets
+        raise ValueError(f"name {name!r} is a regression problem ({f.name} has real targets)")
+    return X, y
