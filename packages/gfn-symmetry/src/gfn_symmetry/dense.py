@@ -1,34 +1,22 @@
-"""Vectorised graph GFlowNet on padded adjacency tensors (small graphs, one core).
+"""Vectorised graph GFlowNet trainer on padded adjacency tensors (small graphs, one core).
 
 The reference trainer (:mod:`gfn_symmetry.gflownet`) keeps every state as a
-:class:`networkx.Graph` and featurises it in Python, about 16 ms per step of 16
-trajectories.  Here a batch of states is three tensors, for ``N = max_nodes``:
-
-* ``adj`` (B, N, N) bool, symmetric, zero diagonal;
-* ``types`` (B, N) long, the node labels (``-1`` past the ``n`` real nodes);
-* ``n`` (B,) long, the number of nodes.
-
-Masks, steps and the uniform backward policy's action counts (leaf removals plus
-non-bridge edge removals, bridges found by a batched transitive closure) are tensor
-operations, and the policy is a dense message-passing network.  After every step the
-new state is put in its canonical labelling (igraph / bliss; the policy is
-permutation-equivariant, so this does not change the distribution over isomorphism
-classes).  Per-class quantities (``|Aut|``, rewards, the exact and PE equivalent-action
-sets) are then computed once per class and cached, which is what makes the
-corrections affordable.
-
-Forward actions use one flat layout of ``A = 1 + L + N L + N (N - 1) / 2`` entries:
-``STOP``, ``FIRST(k)``, ``ADD_NODE(u, k)`` at ``1 + L + u L + k`` and
-``ADD_EDGE(u, v)`` (``u < v``, row-major pairs) after them; :meth:`DenseGraphEnv.
-action_index` maps a :class:`~gfn_symmetry.env.GraphAction` of the equivalent
-:class:`~gfn_symmetry.env.GraphEnv` onto it, so the two environments are the same MDP
-(tested).
+:class:`networkx.Graph` and featurises it in Python, about 16 ms per step of 16 trajectories.
+:class:`DenseGFlowNet` samples and scores batches of tensor states
+(:class:`~gfn_symmetry.dense_env.DenseGraphEnv`) with a dense equivariant policy
+(:class:`~gfn_symmetry.dense_policy.DenseGraphPolicy`). After every step the new state is put in
+its canonical labelling (the policy is permutation-equivariant, so this does not change the
+distribution over isomorphism classes) and registered in a table keyed by that form: everything
+that depends on the state only (tensors, mask, node features, backward-action count, ``|Aut|``,
+reward, the exact and PE equivalent-action sets) and every seen transition is computed once per
+class, which is what makes the corrections affordable. :func:`dense_terminal_distribution` is
+the exact terminal distribution of a policy on an enumerated space.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import networkx as nx
@@ -43,10 +31,11 @@ from gfn_symmetry.approximate import (
     pe_equivalent_action_indices,
 )
 from gfn_symmetry.automorphisms import IsoClassCache
-from gfn_symmetry.env import ADD_EDGE, ADD_NODE, FIRST, STOP, GraphAction, GraphEnv
+from gfn_symmetry.dense_env import DenseGraphEnv
+from gfn_symmetry.dense_policy import DenseGraphPolicy
+from gfn_symmetry.env import STOP
 from gfn_symmetry.exact import StateSpace, state_policy_distribution
 from gfn_symmetry.losses import detailed_balance_loss, trajectory_balance_loss
-from gfn_symmetry.molecule import MoleculeEnv
 from gfn_symmetry.rewards import log_reward
 from gfn_symmetry.symmetry import backward_equivalent_count, child_classes
 
@@ -59,311 +48,6 @@ __all__ = [
 ]
 
 _CORRECTIONS = ("none", "reward_scaling", "flow_scaling", "exact", "pe")
-
-
-class DenseGraphEnv:
-    """Batched tensor form of :class:`~gfn_symmetry.env.GraphEnv` (atom-based, node labels).
-
-    Parameters
-    ----------
-    max_nodes : int, default=7
-        ``N``, the largest graph (the paper's synthetic setting uses 7).
-    n_labels : int, default=2
-        ``L``, the number of node types.
-    max_edges : int or None, default=None
-        Largest number of edges (``None``: no limit besides ``max_nodes``).
-    valences : sequence of int or None, default=None
-        Largest degree of a node of each label (the valence rules of
-        :class:`~gfn_symmetry.molecule.MoleculeEnv`, which is then the equivalent env);
-        ``None``: no degree limit.
-    """
-
-    def __init__(
-        self,
-        max_nodes: int = 7,
-        n_labels: int = 2,
-        max_edges: int | None = None,
-        valences: Sequence[int] | None = None,
-    ):
-        if valences is None:
-            self.graph_env = GraphEnv(max_nodes, n_labels, max_edges)  # validates the arguments
-            self.valences = None
-        else:
-            if max_edges is not None:
-                raise ValueError("max_edges and valences cannot be combined (MoleculeEnv has no max_edges)")  # fmt: skip
-            if isinstance(valences, str) or not isinstance(valences, Sequence) or len(valences) != n_labels:  # fmt: skip
-                raise ValueError(f"valences must be a sequence of {n_labels} ints (one per label), got {valences!r}")  # fmt: skip
-            self.graph_env = MoleculeEnv(max_nodes, [f"X{k}" for k in range(n_labels)], list(valences))  # fmt: skip
-            self.valences = torch.tensor(self.graph_env.valences, dtype=torch.long)
-        self.N, self.L, self.max_edges = max_nodes, n_labels, max_edges
-        iu, iv = torch.triu_indices(max_nodes, max_nodes, 1)
-        self.pair_u, self.pair_v = iu, iv
-        self.P = len(iu)
-        self.off_first, self.off_node = 1, 1 + n_labels
-        self.off_edge = 1 + n_labels + max_nodes * n_labels
-        self.A = self.off_edge + self.P
-        pair = -torch.ones(max_nodes, max_nodes, dtype=torch.long)
-        pair[iu, iv] = torch.arange(self.P)
-        self._pair = pair
-
-    # -- layout --------------------------------------------------------------------
-    def action_index(self, action: GraphAction) -> int:
-        """Flat index of a :class:`GraphAction` of the equivalent :class:`GraphEnv`."""
-        if action.kind == STOP:
-            return 0
-        if action.kind == FIRST:
-            return self.off_first + action.k
-        if action.kind == ADD_NODE:
-            return self.off_node + action.u * self.L + action.k
-        if action.kind == ADD_EDGE:
-            return self.off_edge + int(self._pair[action.u, action.v])
-        raise ValueError(f"action kind {action.kind} has no dense index")
-
-    # -- conversion ----------------------------------------------------------------
-    def empty(self, batch: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``batch`` copies of the empty start graph."""
-        N = self.N
-        return (
-            torch.zeros(batch, N, N, dtype=torch.bool),
-            torch.full((batch, N), -1, dtype=torch.long),
-            torch.zeros(batch, dtype=torch.long),
-        )
-
-    def from_networkx(
-        self, graphs: list[nx.Graph]
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Stack states of the equivalent :class:`GraphEnv` (validated) into tensors."""
-        if not isinstance(graphs, list | tuple) or len(graphs) == 0:
-            raise ValueError("graphs must be a non-empty list of networkx graphs")
-        adj, types, n = self.empty(len(graphs))
-        for b, g in enumerate(graphs):
-            self.graph_env.validate_state(g, f"graphs[{b}]")
-            k = g.number_of_nodes()
-            n[b] = k
-            for v, d in g.nodes(data=True):
-                types[b, v] = int(d["label"])
-            for u, v in g.edges:
-                adj[b, u, v] = adj[b, v, u] = True
-        return adj, types, n
-
-    def to_networkx(
-        self, adj: torch.Tensor, types: torch.Tensor, n: torch.Tensor
-    ) -> list[nx.Graph]:
-        """States as networkx graphs of the equivalent :class:`GraphEnv` (label / kind attrs)."""
-        a, t, m = adj.numpy(), types.numpy(), n.numpy()
-        out = []
-        for b in range(len(m)):
-            k = int(m[b])
-            g = nx.Graph()
-            g.add_nodes_from((v, {"label": int(t[b, v])}) for v in range(k))
-            iu, iv = np.nonzero(np.triu(a[b, :k, :k]))
-            g.add_edges_from((int(u), int(v), {"kind": 0}) for u, v in zip(iu, iv, strict=True))
-            out.append(g)
-        return out
-
-    # -- dynamics ------------------------------------------------------------------
-    def forward_mask(self, adj: torch.Tensor, types: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
-        """Valid forward actions, shape (B, A) bool."""
-        B, N, L = n.shape[0], self.N, self.L
-        empty = n == 0
-        mask = torch.zeros(B, self.A, dtype=torch.bool)
-        mask[:, 0] = ~empty
-        mask[:, self.off_first : self.off_node] = empty.unsqueeze(1)
-        grow = ~empty
-        if self.max_edges is not None:
-            grow = grow & (adj.sum((1, 2)) // 2 < self.max_edges)
-        real = torch.arange(N).unsqueeze(0) < n.unsqueeze(1)  # (B, N)
-        if self.valences is not None:  # a bond needs a free valence at both ends
-            real = real & (adj.sum(2) < self.valences[types.clamp(min=0)])
-        node_ok = real & (grow & (n < N)).unsqueeze(1)
-        mask[:, self.off_node : self.off_edge] = node_ok.repeat_interleave(L, dim=1)
-        iu, iv = self.pair_u, self.pair_v
-        edge_ok = real[:, iu] & real[:, iv] & ~adj[:, iu, iv] & grow.unsqueeze(1)
-        mask[:, self.off_edge :] = edge_ok
-        return mask
-
-    def step(
-        self, adj: torch.Tensor, types: torch.Tensor, n: torch.Tensor, action: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Apply one action per row (STOP rows are returned unchanged); inputs untouched."""
-        adj, types, n = adj.clone(), types.clone(), n.clone()
-        rows = torch.arange(n.shape[0])
-        first = (action >= self.off_first) & (action < self.off_node)
-        if first.any():
-            r = rows[first]
-            types[r, 0] = action[first] - self.off_first
-            n[r] = 1
-        node = (action >= self.off_node) & (action < self.off_edge)
-        if node.any():
-            r, rel = rows[node], action[node] - self.off_node
-            u, k, new = rel // self.L, rel % self.L, n[node]
-            types[r, new] = k
-            adj[r, u, new] = True
-            adj[r, new, u] = True
-            n[r] = new + 1
-        edge = action >= self.off_edge
-        if edge.any():
-            r, p = rows[edge], action[edge] - self.off_edge
-            u, v = self.pair_u[p], self.pair_v[p]
-            adj[r, u, v] = True
-            adj[r, v, u] = True
-        return adj, types, n
-
-    def n_backward(self, adj: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
-        """Number of backward actions (leaf removals + non-bridge edge removals), shape (B,)."""
-        B, N = n.shape[0], self.N
-        deg = adj.sum(2)
-        leaves = (deg == 1).sum(1)
-        iu, iv = self.pair_u, self.pair_v
-        present = adj[:, iu, iv]  # (B, P)
-        # reachability with each present edge removed: (I + A - e)^(2^k) by repeated squaring
-        m = adj.unsqueeze(1).expand(B, self.P, N, N).clone()
-        p = torch.arange(self.P)
-        m[:, p, iu, iv] = False
-        m[:, p, iv, iu] = False
-        reach = (m | torch.eye(N, dtype=torch.bool)).float()
-        for _ in range(max(1, math.ceil(math.log2(max(N - 1, 1))))):
-            reach = (reach @ reach).clamp_(max=1.0)
-        non_bridge = present & (reach[:, p, iu, iv] > 0)
-        out = leaves + non_bridge.sum(1)
-        out = torch.where(n == 1, torch.ones_like(out), out)
-        return torch.where(n == 0, torch.zeros_like(out), out)
-
-    def canonicalize(
-        self, adj: torch.Tensor, types: torch.Tensor, n: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, list[bytes]]:
-        """Relabel every state canonically (igraph/bliss); returns ``adj``, ``types`` and keys.
-
-        Isomorphic states (labels preserved) get identical tensors and keys.
-        """
-        import igraph
-
-        B, N = n.shape[0], self.N
-        a, t, m = adj.numpy(), types.numpy(), n.numpy()
-        inv = np.tile(np.arange(N), (B, 1))
-        for b in range(B):
-            k = int(m[b])
-            if k <= 1:
-                continue
-            iu, iv = np.nonzero(np.triu(a[b, :k, :k]))
-            g = igraph.Graph(n=k, edges=list(zip(iu.tolist(), iv.tolist(), strict=True)))
-            perm = g.canonical_permutation(color=t[b, :k].tolist())
-            inv[b, :k] = perm  # bliss: canonical position i holds vertex perm[i]
-        idx = torch.from_numpy(inv)
-        rows = torch.arange(B)[:, None, None]
-        adj = adj[rows, idx[:, :, None], idx[:, None, :]]
-        types = torch.gather(types, 1, idx)
-        keys = [
-            bytes([int(m[b])])
-            + types[b].numpy().astype(np.int8).tobytes()
-            + np.packbits(adj[b].numpy()).tobytes()
-            for b in range(B)
-        ]
-        return adj, types, keys
-
-
-def _mlp(d_in: int, d_hidden: int, d_out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(d_in, d_hidden), nn.SiLU(), nn.Linear(d_hidden, d_out))
-
-
-class DenseGraphPolicy(nn.Module):
-    """Permutation-equivariant dense message-passing policy for :class:`DenseGraphEnv`.
-
-    Node inputs: label one-hot, degree one-hot and random-walk return probabilities
-    (:math:`\\mathrm{diag}(P^k)`, ``k = 1..rw_steps``, as the official code's RWPE).
-    ``n_layers`` residual rounds ``h <- LN(h + MLP([h, A h]))``; the graph embedding is
-    ``[sum, mean]`` of node states plus a learned embedding of the empty graph.
-
-    Parameters
-    ----------
-    env : DenseGraphEnv
-    hidden : int, default=64
-    n_layers : int, default=3
-    rw_steps : int, default=4
-
-    Notes
-    -----
-    ``forward(adj, types, n)`` returns masked logits (B, A) (``-inf`` on invalid actions)
-    and :math:`\\log F(s)` (B,).
-    """
-
-    def __init__(self, env: DenseGraphEnv, hidden: int = 64, n_layers: int = 3, rw_steps: int = 4):
-        super().__init__()
-        if not isinstance(env, DenseGraphEnv):
-            raise TypeError(f"env must be a DenseGraphEnv, got {type(env).__name__}")
-        for name, val, low in (("hidden", hidden, 1), ("n_layers", n_layers, 0), ("rw_steps", rw_steps, 0)):  # fmt: skip
-            if isinstance(val, bool) or not isinstance(val, int) or val < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {val!r}")
-        self.env, self.rw_steps = env, rw_steps
-        N, L = env.N, env.L
-        self.embed = nn.Linear(L + N + rw_steps, hidden)
-        self.layers = nn.ModuleList(_mlp(2 * hidden, hidden, hidden) for _ in range(n_layers))
-        self.norms = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(n_layers))
-        self.empty_graph = nn.Parameter(torch.zeros(2 * hidden))
-        self.stop = _mlp(2 * hidden, hidden, 1)
-        self.first = _mlp(2 * hidden, hidden, L)
-        # pair and node heads: first layers split per node / per graph so that their cost
-        # is O(N) rather than O(N^2) rows; the edge score is symmetric in (u, v)
-        self.node_in, self.node_g = nn.Linear(hidden, hidden), nn.Linear(2 * hidden, hidden)
-        self.node_out = nn.Linear(hidden, L)
-        self.edge_in, self.edge_g = nn.Linear(hidden, hidden), nn.Linear(2 * hidden, hidden)
-        self.edge_out = nn.Linear(hidden, 1)
-        self.flow = _mlp(2 * hidden, hidden, 1)
-
-    def node_features(
-        self, adj: torch.Tensor, types: torch.Tensor, n: torch.Tensor
-    ) -> torch.Tensor:
-        """Input node features, shape (B, N, L + N + rw_steps)."""
-        N, L = self.env.N, self.env.L
-        a = adj.float()
-        deg = a.sum(2)
-        feats = [
-            nn.functional.one_hot(types.clamp(min=0), L).float() * (types >= 0).unsqueeze(2),
-            nn.functional.one_hot(deg.long().clamp(max=N - 1), N).float(),
-        ]
-        if self.rw_steps:
-            p = a / deg.clamp(min=1).unsqueeze(2)
-            walk, diag = p, []
-            for _ in range(self.rw_steps):
-                diag.append(torch.diagonal(walk, dim1=1, dim2=2))
-                walk = walk @ p
-            feats.append(torch.stack(diag, 2))
-        real = (torch.arange(N).unsqueeze(0) < n.unsqueeze(1)).float().unsqueeze(2)
-        return torch.cat(feats, 2) * real
-
-    def forward(
-        self,
-        adj: torch.Tensor,
-        types: torch.Tensor,
-        n: torch.Tensor,
-        features: torch.Tensor | None = None,
-        mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Masked logits (B, A) and log-flows (B,); ``features``/``mask`` may be precomputed
-        (:meth:`node_features`, :meth:`DenseGraphEnv.forward_mask`)."""
-        env = self.env
-        B, N = n.shape[0], env.N
-        real = (torch.arange(N).unsqueeze(0) < n.unsqueeze(1)).float().unsqueeze(2)
-        a = adj.float()
-        if features is None:
-            features = self.node_features(adj, types, n)
-        if mask is None:
-            mask = env.forward_mask(adj, types, n)
-        h = self.embed(features) * real
-        for mlp, norm in zip(self.layers, self.norms, strict=True):
-            h = norm(h + mlp(torch.cat([h, a @ h], 2))) * real
-        total = h.sum(1)
-        mean = total / n.clamp(min=1).unsqueeze(1)
-        g = torch.cat([total, mean], 1)
-        g = torch.where((n == 0).unsqueeze(1), self.empty_graph.expand(B, -1), g)
-        pre = self.node_in(h) + self.node_g(g).unsqueeze(1)
-        node_logits = self.node_out(nn.functional.silu(pre)).reshape(B, N * env.L)
-        z = self.edge_in(h)
-        pre = z[:, env.pair_u] + z[:, env.pair_v] + self.edge_g(g).unsqueeze(1)
-        edge_logits = self.edge_out(nn.functional.silu(pre)).squeeze(2)
-        logits = torch.cat([self.stop(g), self.first(g), node_logits, edge_logits], 1)
-        logits = logits.masked_fill(~mask, float("-inf"))
-        return logits, self.flow(g).squeeze(1)
 
 
 class _StateTable:
