@@ -154,13 +154,19 @@ def synthetic_space(max_nodes: int = 7, n_labels: int = 2):
 
 
 def _js(p, q):
-    m = 0.5 * (p + q)
+    from scipy.spatial.distance import jensenshannon
 
-    def kl(a):
-        on = a > 0  # there m > 0 too
-        return float(np.sum(a[on] * np.log(a[on] / m[on])))
+    return float(jensenshannon(p, q))
 
-    return float(np.sqrt(max(0.5 * kl(p) + 0.5 * kl(q), 0.0)))  # scipy's jensenshannon
+
+def _map(fn, tasks, jobs):
+    """``fn`` over ``tasks`` in ``jobs`` forked processes (one thread each), in order."""
+    if jobs <= 1:
+        return [fn(t) for t in tasks]
+    import multiprocessing as mp
+
+    with mp.get_context("fork").Pool(jobs) as pool:
+        return pool.map(fn, tasks, chunksize=1)
 
 
 def run_synthetic(args):
@@ -213,13 +219,7 @@ def synthetic_table(run, seeds, steps, batch, losses, methods, jobs, max_nodes=7
     tasks = [(lo, m, s, steps, batch, max_nodes, hidden, layers, lr)
              for lo in losses for m in methods[lo] for s in seeds]  # fmt: skip
     tasks.sort(key=lambda t: t[1] != "exact")  # the slowest runs first: the pool stays full
-    if jobs > 1:
-        import multiprocessing as mp
-
-        with mp.get_context("fork").Pool(jobs) as pool:
-            outs = pool.map(run_synthetic, tasks, chunksize=1)
-    else:
-        outs = [run_synthetic(t) for t in tasks]
+    outs = _map(run_synthetic, tasks, jobs)
     res = dict(zip([(t[0], t[1], t[2]) for t in tasks], outs, strict=True))
     run.sample_load()
     rows = [["any", "vanilla* (exact optimum)", f"{l1_distance(fixed, target):.3f}",
@@ -437,13 +437,7 @@ def molecule_exact_table(run, seeds, steps, max_atoms=5, batch=64, lr=1e-3, jobs
     rows = [["vanilla* (exact optimum)", f"{l1_distance(fixed, target):.3f}",
              f"{fixed[sym].sum() / target[sym].sum():.2f}", None]]  # fmt: skip
     tasks = [(m, s, steps, batch, max_atoms, lr) for m in ("vanilla", "SA-GFN") for s in seeds]
-    if jobs > 1:
-        import multiprocessing as mp
-
-        with mp.get_context("fork").Pool(jobs) as pool:
-            outs = pool.map(run_molecule_dense, tasks, chunksize=1)
-    else:
-        outs = [run_molecule_dense(t) for t in tasks]
+    outs = _map(run_molecule_dense, tasks, jobs)
     run.sample_load()
     per_seed = {}
     for m in ("vanilla", "SA-GFN"):

@@ -35,6 +35,7 @@ from gfn_symmetry.dense_env import DenseGraphEnv
 from gfn_symmetry.dense_policy import DenseGraphPolicy
 from gfn_symmetry.env import STOP
 from gfn_symmetry.exact import StateSpace, state_policy_distribution
+from gfn_symmetry.gflownet import _check_training_args, _normalise_correction
 from gfn_symmetry.losses import detailed_balance_loss, trajectory_balance_loss
 from gfn_symmetry.rewards import log_reward
 from gfn_symmetry.symmetry import backward_equivalent_count, child_classes
@@ -199,21 +200,13 @@ class DenseGFlowNet:
             raise TypeError(f"policy must be a DenseGraphPolicy, got {type(policy).__name__}")
         if loss not in ("tb", "db"):
             raise ValueError(f"loss must be 'tb' or 'db', got {loss!r}")
-        corr = {True: "reward_scaling", False: "none", None: "none"}.get(symmetry_correction, symmetry_correction)  # fmt: skip
-        if corr not in _CORRECTIONS:
-            raise ValueError(
-                f"symmetry_correction must be True, False or one of {_CORRECTIONS}, "
-                f"got {symmetry_correction!r}"
-            )
-        for name, val in (("lr", lr), ("lr_logz", lr_logz), ("reward_floor", reward_floor)):
-            if isinstance(val, bool) or not isinstance(val, int | float) or not math.isfinite(val) or val <= 0:  # fmt: skip
-                raise ValueError(f"{name} must be a positive finite float, got {val!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not 0 <= epsilon <= 1:  # fmt: skip
-            raise ValueError(f"epsilon must lie in [0, 1], got {epsilon!r}")
-        if isinstance(pe_length, bool) or not isinstance(pe_length, int) or pe_length < 1:
-            raise ValueError(f"pe_length must be a positive int, got {pe_length!r}")
+        corr = _normalise_correction(symmetry_correction, _CORRECTIONS)
+        _check_training_args(
+            {"lr": lr, "lr_logz": lr_logz, "reward_floor": reward_floor},
+            batch_size,
+            epsilon,
+            pe_length,
+        )
         self.policy, self.env = policy, policy.env
         self.loss, self.symmetry_correction = loss, corr
         self.batch_size, self.epsilon = batch_size, float(epsilon)
@@ -470,14 +463,7 @@ def dense_terminal_distribution(
     pf_children, pf_stop = [], np.zeros(len(space))
     for lo in range(0, len(space), chunk):
         graphs = space.graphs[lo : lo + chunk]
-        adj, types, n = env.empty(len(graphs))
-        for b, g in enumerate(graphs):
-            n[b] = g.number_of_nodes()
-            for v, d in g.nodes(data=True):
-                types[b, v] = d["label"]
-            for u, v in g.edges:
-                adj[b, u, v] = adj[b, v, u] = True
-        logits, _ = policy(adj, types, n)
+        logits, _ = policy(*env.from_networkx(graphs, validate=False))
         probs = torch.softmax(logits.double(), 1).numpy()
         for j, g in enumerate(graphs):
             s = lo + j

@@ -99,16 +99,17 @@ class DenseGraphEnv:
         )
 
     def from_networkx(
-        self, graphs: list[nx.Graph]
+        self, graphs: list[nx.Graph], validate: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Stack states of the equivalent :class:`GraphEnv` (validated) into tensors."""
+        """Stack states of the equivalent :class:`GraphEnv` into tensors (validated unless
+        ``validate=False``, for states the environment itself enumerated)."""
         if not isinstance(graphs, list | tuple) or len(graphs) == 0:
             raise ValueError("graphs must be a non-empty list of networkx graphs")
         adj, types, n = self.empty(len(graphs))
         for b, g in enumerate(graphs):
-            self.graph_env.validate_state(g, f"graphs[{b}]")
-            k = g.number_of_nodes()
-            n[b] = k
+            if validate:
+                self.graph_env.validate_state(g, f"graphs[{b}]")
+            n[b] = g.number_of_nodes()
             for v, d in g.nodes(data=True):
                 types[b, v] = int(d["label"])
             for u, v in g.edges:

@@ -108,16 +108,29 @@ def _clip_grad_norm(params, max_norm: float) -> None:
                 g.mul_(max_norm / (norm + 1e-6))
 
 
-def _normalise_correction(value: object) -> str:
+def _normalise_correction(value: object, allowed: tuple[str, ...] = _CORRECTIONS) -> str:
     if value is True:
         return "reward_scaling"
     if value is False or value is None:
         return "none"
-    if isinstance(value, str) and value in _CORRECTIONS:
+    if isinstance(value, str) and value in allowed:
         return value
-    raise ValueError(
-        f"symmetry_correction must be True, False or one of {_CORRECTIONS}, got {value!r}"
-    )
+    raise ValueError(f"symmetry_correction must be True, False or one of {allowed}, got {value!r}")
+
+
+def _check_training_args(
+    positive: dict[str, object], batch_size: object, epsilon: object, pe_length: object
+) -> None:
+    """Shared hyper-parameter checks of the trainers (named errors)."""
+    for name, val in positive.items():
+        if isinstance(val, bool) or not isinstance(val, int | float) or not math.isfinite(val) or val <= 0:  # fmt: skip
+            raise ValueError(f"{name} must be a positive finite float, got {val!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not 0 <= epsilon <= 1:
+        raise ValueError(f"epsilon must lie in [0, 1], got {epsilon!r}")
+    if isinstance(pe_length, bool) or not isinstance(pe_length, int) or pe_length < 1:
+        raise ValueError(f"pe_length must be a positive int, got {pe_length!r}")
 
 
 class GFlowNet:
@@ -198,26 +211,23 @@ class GFlowNet:
             raise TypeError(f"policy must be a GraphPolicy, got {type(policy).__name__}")
         if loss not in _LOSSES:
             raise ValueError(f"loss must be one of {_LOSSES}, got {loss!r}")
-        for name, val in (
-            ("lr", lr),
-            ("lr_logz", lr_logz),
-            ("subtb_lambda", subtb_lambda),
-            ("reward_floor", reward_floor),
-        ):
-            if not isinstance(val, int | float) or not math.isfinite(val) or val <= 0:
-                raise ValueError(f"{name} must be a positive finite float, got {val!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if not isinstance(epsilon, int | float) or not 0 <= epsilon <= 1:
-            raise ValueError(f"epsilon must lie in [0, 1], got {epsilon!r}")
+        _check_training_args(
+            {
+                "lr": lr,
+                "lr_logz": lr_logz,
+                "subtb_lambda": subtb_lambda,
+                "reward_floor": reward_floor,
+            },
+            batch_size,
+            epsilon,
+            pe_length,
+        )
         if exploration not in ("action", "trajectory"):
             raise ValueError(f"exploration must be 'action' or 'trajectory', got {exploration!r}")
         if isinstance(replay_size, bool) or not isinstance(replay_size, int) or replay_size < 0:
             raise ValueError(f"replay_size must be an int >= 0, got {replay_size!r}")
         if not isinstance(replay_fraction, int | float) or not 0 <= replay_fraction < 1:
             raise ValueError(f"replay_fraction must lie in [0, 1), got {replay_fraction!r}")
-        if isinstance(pe_length, bool) or not isinstance(pe_length, int) or pe_length < 1:
-            raise ValueError(f"pe_length must be a positive int, got {pe_length!r}")
         correction = _normalise_correction(symmetry_correction)
         if correction in ("reward_scaling", "flow_scaling", "approximate") and not getattr(
             policy.env, "stems_orbit_closed", True
