@@ -169,6 +169,27 @@ def _map(fn, tasks, jobs):
         return pool.map(fn, tasks, chunksize=1)
 
 
+def _map_cached(run, fn, tasks, jobs):
+    """``_map`` whose results are stored one by one as they finish (``Run.cached``, keyed by
+    the task and the package source), so a stopped run resumes where it was."""
+    keys = [f"{fn.__name__}:{t!r}" for t in tasks]
+    todo = [t for t, k in zip(tasks, keys, strict=True) if not run.is_cached(k)]
+    if jobs <= 1:
+        for t in todo:
+            run.cached(f"{fn.__name__}:{t!r}", lambda t=t: fn(t))
+    elif todo:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(jobs) as pool:
+            for t, out in pool.imap_unordered(functools.partial(_tagged, fn), todo):
+                run.cached(f"{fn.__name__}:{t!r}", lambda out=out: out)
+    return [run.cached(k, None) for k in keys]
+
+
+def _tagged(fn, t):
+    return t, fn(t)
+
+
 def run_synthetic(args):
     """One (loss, method, seed) run on the synthetic task; returns metrics (picklable)."""
     loss, method, seed, steps, batch, max_nodes, hidden, layers, lr = args
@@ -218,8 +239,9 @@ def synthetic_table(run, seeds, steps, batch, losses, methods, jobs, max_nodes=7
                ((lo, methods) for lo in losses)}  # fmt: skip
     tasks = [(lo, m, s, steps, batch, max_nodes, hidden, layers, lr)
              for lo in losses for m in methods[lo] for s in seeds]  # fmt: skip
-    tasks.sort(key=lambda t: t[1] != "exact")  # the slowest runs first: the pool stays full
-    outs = _map(run_synthetic, tasks, jobs)
+    slow = {"PE": 0, "exact": 1}  # the slowest runs first: the pool stays full
+    tasks.sort(key=lambda t: slow.get(t[1], 2))
+    outs = _map_cached(run, run_synthetic, tasks, jobs)
     res = dict(zip([(t[0], t[1], t[2]) for t in tasks], outs, strict=True))
     run.sample_load()
     rows = [["any", "vanilla* (exact optimum)", f"{l1_distance(fixed, target):.3f}",

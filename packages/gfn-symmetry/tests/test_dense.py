@@ -243,3 +243,38 @@ def test_tb_exact_and_flow_scaling_equal_reward_scaling_on_the_same_trajectories
     losses["exact"] = ex.compute_loss(batch, ex.log_rewards(batch, cycle_reward))
     torch.testing.assert_close(losses["exact"], losses["reward_scaling"], rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(losses["flow_scaling"], losses["reward_scaling"], rtol=1e-4, atol=1e-4)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "dense_env",
+    [DenseGraphEnv(5, 2), DenseGraphEnv(5, 3, valences=(4, 3, 2))],
+    ids=["graphs", "molecules"],
+)
+def test_exact_sets_equal_the_isomorphism_test_path(dense_env):
+    # the trainer's equivalent forward actions (equal canonical children) and backward counts
+    # (F |Aut(child)| / |Aut(parent)|) against explicit isomorphism tests on networkx graphs
+    from gfn_symmetry.automorphisms import IsoClassCache
+    from gfn_symmetry.symmetry import backward_equivalent_count, child_classes
+
+    torch.manual_seed(0)
+    gfn = DenseGFlowNet(DenseGraphPolicy(dense_env, 8, 1), "db", "exact", seed=1)
+    for _ in range(4):
+        gfn.sample_batch(32, epsilon=1.0)
+    genv, env = dense_env.graph_env, dense_env
+    cache = IsoClassCache(genv.node_attrs, genv.edge_attrs)
+    assert len(gfn._trans) > 50
+    for (i, a), (eq, log_pb) in gfn._trans.items():
+        g = gfn.table.graph(i)
+        acts = genv.forward_actions(g)
+        dense = np.array([env.action_index(x) for x in acts])
+        k = int(np.nonzero(dense == a)[0][0])
+        classes = np.array(child_classes(genv, g, acts, cache))
+        want = np.zeros(env.A, dtype=bool)
+        want[dense[[k] if a == 0 else np.nonzero(classes == classes[k])[0]]] = True
+        np.testing.assert_array_equal(eq, want)
+        if a == 0:
+            assert log_pb == 0.0
+            continue
+        child = genv.step(g, acts[k])
+        count = backward_equivalent_count(genv, child, g, cache)
+        assert log_pb == pytest.approx(np.log(count / len(genv.backward_actions(child))))

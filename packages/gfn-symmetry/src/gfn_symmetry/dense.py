@@ -30,7 +30,6 @@ from gfn_symmetry.approximate import (
     pe_backward_equivalent_indices,
     pe_equivalent_action_indices,
 )
-from gfn_symmetry.automorphisms import IsoClassCache
 from gfn_symmetry.dense_env import DenseGraphEnv
 from gfn_symmetry.dense_policy import DenseGraphPolicy
 from gfn_symmetry.env import STOP
@@ -38,7 +37,6 @@ from gfn_symmetry.exact import StateSpace, state_policy_distribution
 from gfn_symmetry.gflownet import _check_training_args, _normalise_correction
 from gfn_symmetry.losses import detailed_balance_loss, trajectory_balance_loss
 from gfn_symmetry.rewards import log_reward
-from gfn_symmetry.symmetry import backward_equivalent_count, child_classes
 
 __all__ = [
     "DenseBatch",
@@ -216,10 +214,8 @@ class DenseGFlowNet:
             [{"params": policy.parameters(), "lr": lr}, {"params": [self.log_z], "lr": lr_logz}]
         )
         self.generator = torch.Generator().manual_seed(0 if seed is None else seed)
-        genv = self.env.graph_env
-        self.cache = IsoClassCache(genv.node_attrs, genv.edge_attrs)
         self.table = _StateTable(self.env, policy)
-        self._groups: dict[int, np.ndarray] = {}
+        self._groups: dict[int, np.ndarray] = {}  # state id -> child id per action (exact)
         self._trans: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
         self.history_: list[float] = []
         self.n_trajectories_ = 0
@@ -235,11 +231,33 @@ class DenseGFlowNet:
 
     # -- per-class quantities (cached by state id) --------------------------------------
     def _log_aut(self, ids: torch.Tensor) -> torch.Tensor:
+        """log |Aut| of state ids (bliss on the canonical tensors, cached per state)."""
+        import igraph
+
         t = self.table
-        miss = ids[torch.isnan(t.log_aut[ids])].unique().tolist()
-        for i in miss:
-            t.log_aut[i] = 0.0 if int(t.n[i]) <= 1 else math.log(self.cache.automorphisms(t.graph(i)))  # fmt: skip
+        for i in ids[torch.isnan(t.log_aut[ids])].unique().tolist():
+            k = int(t.n[i])
+            if k <= 1:
+                t.log_aut[i] = 0.0
+                continue
+            iu, iv = np.nonzero(np.triu(t.adj[i, :k, :k].numpy()))
+            g = igraph.Graph(n=k, edges=list(zip(iu.tolist(), iv.tolist(), strict=True)))
+            t.log_aut[i] = math.log(g.count_automorphisms(color=t.types[i, :k].tolist()))
         return t.log_aut[ids]
+
+    def _child_ids(self, i: int) -> np.ndarray:
+        """Child state id of every forward action of state ``i``, shape (A,); -1 for STOP and
+        invalid actions. Children are canonical, so equal ids are isomorphic results."""
+        hit = self._groups.get(i)
+        if hit is None:
+            acts = torch.nonzero(self.table.mask[i]).flatten()
+            acts = acts[acts != 0]
+            hit = np.full(self.env.A, -1, dtype=np.int64)
+            if len(acts):
+                kids = self._children(torch.full((len(acts),), i, dtype=torch.long), acts)
+                hit[acts.numpy()] = kids.numpy()
+            self._groups[i] = hit
+        return hit
 
     def _transition(self, i: int, a: int) -> tuple[np.ndarray, float]:
         """Equivalent forward actions (A,) bool and log P_B summed over equivalent backward
@@ -247,33 +265,44 @@ class DenseGFlowNet:
         hit = self._trans.get((i, a))
         if hit is not None:
             return hit
+        if self.symmetry_correction == "exact":
+            out = self._exact_transition(i, a)
+        else:
+            out = self._pe_transition(i, a)
+        self._trans[(i, a)] = out
+        return out
+
+    def _exact_transition(self, i: int, a: int) -> tuple[np.ndarray, float]:
+        # Forward: actions whose canonical child is the same state. Backward: counting labelled
+        # transitions both ways gives B(c -> i) = F(i -> c) |Aut(c)| / |Aut(i)| (Ma et al.),
+        # so no backward step is taken; tests check both against the isomorphism-test path.
+        if a == 0:
+            eq = np.zeros(self.env.A, dtype=bool)
+            eq[0] = True
+            return eq, 0.0
+        kids = self._child_ids(i)
+        c = int(kids[a])
+        eq = kids == c
+        la = self._log_aut(torch.tensor([i, c]))
+        count = round(int(eq.sum()) * math.exp(float(la[1] - la[0])))
+        return eq, math.log(count / int(self.table.n_back[c]))
+
+    def _pe_transition(self, i: int, a: int) -> tuple[np.ndarray, float]:
         env, genv = self.env, self.env.graph_env
         g = self.table.graph(i)
         acts = genv.forward_actions(g)
         dense = np.array([env.action_index(x) for x in acts])
         k = int(np.nonzero(dense == a)[0][0])
         eq = np.zeros(env.A, dtype=bool)
-        if self.symmetry_correction == "exact":
-            if i not in self._groups:
-                self._groups[i] = np.array(child_classes(genv, g, acts, self.cache))
-            groups = self._groups[i]
-            same = [k] if acts[k].kind == STOP else np.nonzero(groups == groups[k])[0]
-            eq[dense[same]] = True
-        else:
-            pe = node_pe(genv, g, self.pe_length)
-            eq[dense[pe_equivalent_action_indices(genv, g, acts, k, pe)]] = True
-        log_pb = 0.0
-        if acts[k].kind != STOP:
-            child = genv.step(g, acts[k])
-            n_back = len(genv.backward_actions(child))
-            if self.symmetry_correction == "exact":
-                count = backward_equivalent_count(genv, child, g, self.cache)
-            else:
-                undo = genv.backward_of(g, acts[k])
-                count = len(pe_backward_equivalent_indices(genv, child, undo, node_pe(genv, child, self.pe_length)))  # fmt: skip
-            log_pb = math.log(count / n_back)
-        self._trans[(i, a)] = (eq, log_pb)
-        return eq, log_pb
+        pe = node_pe(genv, g, self.pe_length)
+        eq[dense[pe_equivalent_action_indices(genv, g, acts, k, pe)]] = True
+        if acts[k].kind == STOP:
+            return eq, 0.0
+        child = genv.step(g, acts[k])
+        n_back = len(genv.backward_actions(child))
+        undo = genv.backward_of(g, acts[k])
+        count = len(pe_backward_equivalent_indices(genv, child, undo, node_pe(genv, child, self.pe_length)))  # fmt: skip
+        return eq, math.log(count / n_back)
 
     def _children(self, ids: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Child state ids of non-STOP actions (steps computed and canonicalised once)."""
