@@ -46,6 +46,10 @@ def zoo(a, seed):
         "CIA-GCL": lambda: CIAGCL(**kw),
         "CIA-GCL, ROI extractor": lambda: CIAGCL(extractor="roi", **kw),
         SPARSE: lambda: CIAGCL(extractor="roi", edge_ratio=0.1, lambda_var=100.0, **kw),
+        INFERRED: lambda: CIAGCL(extractor="roi", invariance="inferred", lambda_var=100.0, **kw),
+        INFERRED_SPARSE: lambda: CIAGCL(
+            extractor="roi", invariance="inferred", edge_ratio=0.1, lambda_var=100.0, **kw
+        ),
         "CIA-GCL, random (label-agnostic) mixing": lambda: CIAGCL(mixing="random", **kw),
         "CIA-GCL without L_inv": lambda: CIAGCL(lambda_inv=0.0, **kw),
         "CIA-GCL without L_con": lambda: CIAGCL(lambda_con=0.0, **kw),
@@ -54,6 +58,8 @@ def zoo(a, seed):
 
 ORACLE = "edge LR on the planted invariant edges only (oracle)"
 SPARSE = "CIA-GCL, ROI extractor, edge_ratio 0.1, lambda_var 100"
+INFERRED = "CIA-GCL, ROI extractor, inferred environments, lambda_var 100"
+INFERRED_SPARSE = "CIA-GCL, ROI extractor, inferred environments, edge_ratio 0.1, lambda_var 100"
 DEFAULT_RHO = (0.9, 0.85, 0.9, 0.8, 0.1)
 
 
@@ -136,6 +142,8 @@ def main():
                 "CIA-GCL",
                 "CIA-GCL, ROI extractor",
                 SPARSE,
+                INFERRED,
+                INFERRED_SPARSE,
                 "CIGA-like",
                 "GIN",
                 "edge LR (Fisher-z)",
@@ -215,7 +223,7 @@ def main():
                       f"{np.mean(res[best]['ood']):.3f}") if {"CIA-GCL", "GIN", "edge LR (Fisher-z)"} <= set(names) and not sfx else None,
         )  # fmt: skip
         prow, pseed = [], {}
-        for m_ in [n for n in names if n.startswith("CIA-GCL")][:3]:
+        for m_ in [n for n in names if n == "CIA-GCL" or n.startswith("CIA-GCL, ROI")]:
             for b in ("GIN", "CIGA-like", "edge LR (Fisher-z)"):
                 if b in names:
                     diff = np.array(res[m_]["ood"]) - np.array(res[b]["ood"])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from brain_gcl import CIAGCL, GIN, CIGALike
+from brain_gcl import CIAGCL, GIN, CIGALike, infer_environments
 from brain_gcl.data import (
     build_graphs,
     connectivity_from_vectors,
@@ -160,3 +160,34 @@ def test_roi_extractor_and_site_invariance_fit(small, cls):
     assert S.shape == g.A.shape and np.allclose(S, S.transpose(0, 2, 1))
     assert set(dict(m.net_.scorer.named_parameters())) == {"edge_logits"}
     np.testing.assert_array_equal(m.predict(g), m.predict(g))
+
+
+def test_inferred_environments_find_the_shortcut_disagreements():
+    d = make_multisite_connectomes(seed=0)
+    g = build_graphs(d.fc, density=0.2, node_features="identity")
+    fc = g.fc.copy()
+    env = infer_environments(g, d.y, random_state=0)
+    np.testing.assert_array_equal(g.fc, fc)  # input untouched
+    np.testing.assert_array_equal(env, infer_environments(g, d.y, random_state=0))
+    assert env.dtype == np.int64 and set(np.unique(env)) <= {0, 1}
+    disagree = d.truth["b"] != d.y
+    # the reference model's errors concentrate where the shortcut disagrees with the label
+    assert disagree[env == 1].mean() > 2 * disagree.mean()
+    with pytest.raises(ValueError, match="n_splits"):
+        infer_environments(g, d.y, n_splits=1)
+    with pytest.raises(ValueError, match="C must"):
+        infer_environments(g, d.y, C=0.0)
+    with pytest.raises(ValueError, match="y must"):
+        infer_environments(g, d.y[:-1])
+
+
+def test_inferred_invariance_fits_on_the_inferred_environments(small):
+    d, g = small
+    m = CIAGCL(epochs=2, hidden=8, extractor="roi", invariance="inferred", random_state=3)
+    m.fit(g, d.y, sites=d.site)
+    np.testing.assert_array_equal(
+        m.environments_, infer_environments(g, d.y, n_splits=5, random_state=3)
+    )
+    np.testing.assert_array_equal(m.predict(g), m.predict(g))
+    m.set_params(invariance="site").fit(g, d.y, sites=d.site)
+    assert not hasattr(m, "environments_")  # not left over from the earlier fit

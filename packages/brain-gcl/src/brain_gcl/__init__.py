@@ -7,6 +7,7 @@ ICML 2025 (PMLR 267:73221-73240).
 from brain_gcl import data, metrics
 from brain_gcl.demo import demo
 from brain_gcl.edge_models import FCSVM, FCLogReg
+from brain_gcl.environments import infer_environments
 from brain_gcl.models import CIAGCL, GCN, GIN, BrainNetCNN, CIGALike, GraphCL
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "__version__",
     "data",
     "demo",
+    "infer_environments",
     "metrics",
 ]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from brain_gcl import CIAGCL, GIN, CIGALike, FCLogReg
+from brain_gcl import CIAGCL, GIN, CIGALike, FCLogReg, infer_environments
 from brain_gcl.data import (
     build_graphs,
     connectivity_from_vectors,
@@ -78,6 +78,12 @@ def entries() -> list[dict]:
                     "n_envs": {"type": "int", "bad": [0]},
                     "partner": {"type": "str", "bad": ["same_site"]},
                     "invariance": {"type": "str", "bad": ["env"]}}, **common},
+        {"name": "infer_environments", "call": infer_environments,
+         "kwargs": {"graphs": g, "y": d.y, "n_splits": 2}, "arrays": {"y": "labels"},
+         "rows": [["y"]],
+         "order": None, "min_rows": {"y": 2},
+         "params": {"n_splits": {"type": "int", "bad": [1]},
+                    "C": {"type": "float", "bad": [0.0, float("inf")]}}},
         {"name": "FCLogReg", "kind": "estimator", "cls": FCLogReg, "init": {},
          "params": {"C": {"type": "float", "bad": [0.0, -1.0]}}, **common},
         {"name": "build_graphs", "call": _build_graphs,

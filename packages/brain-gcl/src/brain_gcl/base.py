@@ -94,6 +94,10 @@ class GraphClassifierBase:
         loss = F.cross_entropy(self._logits(net, X, A), y)
         return loss, {"ce": loss.item()}
 
+    def _environments(self, graphs, y, sites):
+        """Per-subject environments handed to ``_loss`` as ``env`` (None: not used)."""
+        return None
+
     def _check_params(self):
         for name in ("hidden", "layers", "epochs", "batch_size", "patience"):
             v = getattr(self, name)
@@ -170,6 +174,8 @@ class GraphClassifierBase:
         X, A = self._tensors(graphs)
         Y = torch.as_tensor(y)
         St = torch.as_tensor(sites) if sites is not None else None
+        env = self._environments(graphs, y, sites)
+        Et = torch.as_tensor(env) if env is not None else None
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.random_state)
             gen = torch.Generator().manual_seed(self.random_state)
@@ -187,8 +193,9 @@ class GraphClassifierBase:
                 for idx in trt[torch.randperm(len(tr), generator=gen)].split(int(self.batch_size)):
                     if len(idx) < 2:
                         continue  # BatchNorm needs two graphs
+                    kw = {} if Et is None else {"env": Et[idx]}
                     loss, parts = self._loss(net, X[idx], A[idx], Y[idx],
-                                             None if St is None else St[idx], gen)  # fmt: skip
+                                             None if St is None else St[idx], gen, **kw)  # fmt: skip
                     opt.zero_grad()
                     loss.backward()
                     opt.step()
@@ -215,6 +222,10 @@ class GraphClassifierBase:
                 net.load_state_dict(best_state)
         net.eval()
         self.net_, self.history_, self.n_rois_ = net, hist, graphs.n_rois
+        if env is not None:
+            self.environments_ = env
+        elif hasattr(self, "environments_"):
+            del self.environments_  # from an earlier fit with other settings
         self.n_features_ = graphs.X.shape[2]
         self.classes_ = np.array([0, 1])
         return self

@@ -11,6 +11,7 @@ from torch import nn
 
 from brain_gcl.augment import choose_partners, mix_spurious
 from brain_gcl.base import GraphClassifierBase
+from brain_gcl.environments import infer_environments
 from brain_gcl.extractor import EXTRACTORS, EdgeScorer, top_ratio_mask
 from brain_gcl.layers import GraphEncoder, mlp
 from brain_gcl.losses import env_risk_penalty, nt_xent, supcon
@@ -176,10 +177,13 @@ class CIAGCL(_SubgraphMixin, GIN):
     extractor : {"gnn", "roi", "gnn+roi"}
         Edge scorer of the invariant-subgraph extractor (:class:`~brain_gcl.extractor.EdgeScorer`):
         the paper's GNN form (default), one learnable logit per ROI pair, or both.
-    invariance : {"partner_site", "site"}
+    invariance : {"partner_site", "site", "inferred"}
         Environments of L_inv: the reconstruction's risks of the augmented views grouped by the
-        mixing partner's site (default), or risks of the invariant-subgraph prediction grouped by
-        the subject's own site (V-REx on G^inv; an option, see the README's diagnosis).
+        mixing partner's site (default), risks of the invariant-subgraph prediction grouped by
+        the subject's own site (V-REx on G^inv), or the same risks grouped by
+        :func:`~brain_gcl.environments.infer_environments` (whether a cross-fitted edge logistic
+        regression gets the subject wrong; EIIL / JTT-style, for sites whose risks barely
+        differ). The last two are options, see the README's diagnosis.
     hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction, patience, random_state,
     verbose :
         As in :class:`GIN`.
@@ -188,6 +192,8 @@ class CIAGCL(_SubgraphMixin, GIN):
     ----------
     history_ : list of dict
         Per epoch: ``cau, inv, con`` losses, ``val_loss``, ``val_acc``, CPU ``seconds``.
+    environments_ : ndarray (S,) of {0, 1}
+        With ``invariance="inferred"``: the inferred environment of every subject passed to fit.
     """
 
     def __init__(self, edge_ratio: float = 0.3, p_keep: float = 0.5, q_add: float = 0.5,
@@ -224,9 +230,9 @@ class CIAGCL(_SubgraphMixin, GIN):
         t = self.tau
         if isinstance(t, bool) or not isinstance(t, numbers.Real) or not np.isfinite(t) or t <= 0:
             raise ValueError(f"tau must be a finite positive number, got {t!r}")
-        if self.invariance not in ("partner_site", "site"):
+        if self.invariance not in ("partner_site", "site", "inferred"):
             raise ValueError(
-                f"invariance must be 'partner_site' or 'site', got {self.invariance!r}"
+                f"invariance must be 'partner_site', 'site' or 'inferred', got {self.invariance!r}"
             )
         n = self.n_envs
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
@@ -246,7 +252,12 @@ class CIAGCL(_SubgraphMixin, GIN):
         partners = choose_partners(labels, sites, gen, self.partner == "other_site")
         return mix_spurious(A_inv, A_sp, M_inv, partners, self.p_keep, self.q_add, gen), partners
 
-    def _loss(self, net, X, A, y, sites, gen):
+    def _environments(self, graphs, y, sites):
+        if self.invariance != "inferred":
+            return None
+        return infer_environments(graphs, y, random_state=self.random_state)
+
+    def _loss(self, net, X, A, y, sites, gen, env=None):
         _, hard, st = self._masks(net, X, A)
         A_inv, A_sp = A * st, A * (1 - st)
         per_cau = F.cross_entropy(net.head(net.encoder(X, A_inv)), y, reduction="none")
@@ -254,11 +265,13 @@ class CIAGCL(_SubgraphMixin, GIN):
         A1, part1 = self.augment(A_inv, A_sp, hard, y, sites, gen)
         A2, _ = self.augment(A_inv, A_sp, hard, y, sites, gen)
         z1, z2 = net.encoder(X, A1), net.encoder(X, A2)
-        if sites is None:
+        if env is not None:
+            pass  # inferred environments
+        elif sites is None:
             env = torch.randint(self.n_envs, (len(y),), generator=gen)
         else:
             env = sites[part1] if self.invariance == "partner_site" else sites
-        if self.invariance == "site":
+        if self.invariance in ("site", "inferred"):
             per = per_cau
         else:
             per = F.cross_entropy(net.head(z1), y, reduction="none")
