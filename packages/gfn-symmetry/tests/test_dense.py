@@ -278,3 +278,17 @@ def test_exact_sets_equal_the_isomorphism_test_path(dense_env):
         child = genv.step(g, acts[k])
         count = backward_equivalent_count(genv, child, g, cache)
         assert log_pb == pytest.approx(np.log(count / len(genv.backward_actions(child))))
+
+
+def test_log_automorphisms_equal_the_reference_count():
+    from gfn_symmetry import count_automorphisms
+
+    genv = GraphEnv(6, 2)
+    env = DenseGraphEnv(6, 2)
+    graphs = _random_states(genv, 40, 3)
+    got = env.log_automorphisms(*env.from_networkx(graphs))
+    want = [
+        0.0 if g.number_of_nodes() <= 1 else np.log(count_automorphisms(g, ("label",)))
+        for g in graphs
+    ]
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)

@@ -232,17 +232,10 @@ class DenseGFlowNet:
     # -- per-class quantities (cached by state id) --------------------------------------
     def _log_aut(self, ids: torch.Tensor) -> torch.Tensor:
         """log |Aut| of state ids (bliss on the canonical tensors, cached per state)."""
-        import igraph
-
         t = self.table
-        for i in ids[torch.isnan(t.log_aut[ids])].unique().tolist():
-            k = int(t.n[i])
-            if k <= 1:
-                t.log_aut[i] = 0.0
-                continue
-            iu, iv = np.nonzero(np.triu(t.adj[i, :k, :k].numpy()))
-            g = igraph.Graph(n=k, edges=list(zip(iu.tolist(), iv.tolist(), strict=True)))
-            t.log_aut[i] = math.log(g.count_automorphisms(color=t.types[i, :k].tolist()))
+        miss = ids[torch.isnan(t.log_aut[ids])].unique()
+        if len(miss):
+            t.log_aut[miss] = self.env.log_automorphisms(*self.states(miss)).float()
         return t.log_aut[ids]
 
     def _child_ids(self, i: int) -> np.ndarray:

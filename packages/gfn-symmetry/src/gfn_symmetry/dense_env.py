@@ -206,8 +206,6 @@ class DenseGraphEnv:
 
         Isomorphic states (labels preserved) get identical tensors and keys.
         """
-        import igraph
-
         B, N = n.shape[0], self.N
         a, t, m = adj.numpy(), types.numpy(), n.numpy()
         inv = np.tile(np.arange(N), (B, 1))
@@ -215,9 +213,7 @@ class DenseGraphEnv:
             k = int(m[b])
             if k <= 1:
                 continue
-            iu, iv = np.nonzero(np.triu(a[b, :k, :k]))
-            g = igraph.Graph(n=k, edges=list(zip(iu.tolist(), iv.tolist(), strict=True)))
-            perm = g.canonical_permutation(color=t[b, :k].tolist())
+            perm = _igraph(a[b], k).canonical_permutation(color=t[b, :k].tolist())
             inv[b, :k] = perm  # bliss: canonical position i holds vertex perm[i]
         idx = torch.from_numpy(inv)
         rows = torch.arange(B)[:, None, None]
@@ -230,3 +226,22 @@ class DenseGraphEnv:
             for b in range(B)
         ]
         return adj, types, keys
+
+    def log_automorphisms(
+        self, adj: torch.Tensor, types: torch.Tensor, n: torch.Tensor
+    ) -> torch.Tensor:
+        """log |Aut| of every state, label-preserving (igraph/bliss), shape (B,) float64."""
+        a, t = adj.numpy(), types.numpy()
+        out = torch.zeros(n.shape[0], dtype=torch.float64)
+        for b, k in enumerate(n.tolist()):
+            if k > 1:
+                out[b] = math.log(_igraph(a[b], k).count_automorphisms(color=t[b, :k].tolist()))
+        return out
+
+
+def _igraph(adj: np.ndarray, k: int):
+    """The first ``k`` nodes of a dense adjacency (N, N) as an igraph graph."""
+    import igraph
+
+    iu, iv = np.nonzero(np.triu(adj[:k, :k]))
+    return igraph.Graph(n=k, edges=list(zip(iu.tolist(), iv.tolist(), strict=True)))

@@ -22,7 +22,6 @@ torchgfn 2.4 pins ``numpy<2``; it is not a dependency of this package. Run with 
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -171,21 +170,14 @@ def make_env(
                 if v is None:
                     g = dense_env.to_networkx(adj[b : b + 1], types[b : b + 1], n[b : b + 1])[0]
                     v = _log_reward(reward_fn, g, reward_floor)
-                    if self.symmetry_aware and g.number_of_nodes() > 1:
-                        v += math.log(_count_aut(adj[b], types[b], int(n[b])))
+                    if self.symmetry_aware:
+                        sl = slice(b, b + 1)
+                        v += float(dense_env.log_automorphisms(adj[sl], types[sl], n[sl])[0])
                     self._log_r[key] = v
                 out[b] = v
             return out.reshape(states.batch_shape)
 
     return GraphEnvTorchgfn()
-
-
-def _count_aut(adj: torch.Tensor, types: torch.Tensor, k: int) -> int:
-    import igraph
-
-    iu, iv = np.nonzero(np.triu(adj[:k, :k].numpy()))
-    g = igraph.Graph(n=k, edges=list(zip(iu.tolist(), iv.tolist(), strict=True)))
-    return int(g.count_automorphisms(color=types[:k].tolist()))
 
 
 class _StateFeatures(nn.Module):
