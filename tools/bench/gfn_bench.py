@@ -172,18 +172,18 @@ def _map(fn, tasks, jobs):
 def _map_cached(run, fn, tasks, jobs):
     """``_map`` whose results are stored one by one as they finish (``Run.cached``, keyed by
     the task and the package source), so a stopped run resumes where it was."""
-    keys = [f"{fn.__name__}:{t!r}" for t in tasks]
-    todo = [t for t, k in zip(tasks, keys, strict=True) if not run.is_cached(k)]
+    key = {t: f"{fn.__name__}:{t!r}" for t in tasks}
+    todo = [t for t in tasks if not run.is_cached(key[t])]
     if jobs <= 1:
         for t in todo:
-            run.cached(f"{fn.__name__}:{t!r}", lambda t=t: fn(t))
+            run.cached(key[t], lambda t=t: fn(t))
     elif todo:
         import multiprocessing as mp
 
         with mp.get_context("fork").Pool(jobs) as pool:
             for t, out in pool.imap_unordered(functools.partial(_tagged, fn), todo):
-                run.cached(f"{fn.__name__}:{t!r}", lambda out=out: out)
-    return [run.cached(k, None) for k in keys]
+                run.cached(key[t], lambda out=out: out)
+    return [run.cached(key[t], None) for t in tasks]
 
 
 def _tagged(fn, t):
@@ -372,7 +372,6 @@ def torchgfn_table(run, seeds, steps, batch, jobs):
         raise SystemExit("--tables torchgfn needs torchgfn: uv run --with torchgfn python "
                          "tools/bench/gfn_bench.py --tables torchgfn") from None  # fmt: skip
     space = synthetic_space(TORCHGFN_NODES, TORCHGFN_LABELS)
-    target_distribution(space, cliques_reward)
     impls, methods = ("gfn_symmetry", "torchgfn", "torchgfn, same policy"), ("vanilla", "SA-GFN")
     tasks = [(i, m, s, steps, batch) for m in methods for i in impls for s in seeds]
     res = dict(zip([t[:3] for t in tasks], _map_cached(run, run_torchgfn, tasks, jobs),
