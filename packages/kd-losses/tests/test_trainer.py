@@ -47,6 +47,11 @@ trainer.train()
 losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
 if trainer.is_world_process_zero():
     print("LOSSES", losses[0], losses[-1], len(losses), flush=True)
+# tear the process group down before exit: left to the interpreter, gloo's threads can abort
+# the process ("terminate called without an active exception") on a busy machine
+if torch.distributed.is_available() and torch.distributed.is_initialized():
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
 """
 
 
