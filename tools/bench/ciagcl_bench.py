@@ -80,6 +80,14 @@ def oracle_edge_lr(d, idx):
     )
 
 
+def b2_split(d, seed):
+    """Training, in-distribution (a held-out 20 % of sites 0-3) and test (site 4) indices."""
+    tr, te = site_splits(d.site, 4)
+    hold = np.zeros(len(tr), bool)
+    hold[np.random.default_rng(seed).permutation(len(tr))[: len(tr) // 5]] = True
+    return tr[~hold], tr[hold], te
+
+
 def ceiling(a, rec, seeds, rho, cfg, agree, sfx):
     """What a perfect mask would give: GIN on the graphs restricted to the planted invariant
     edges, beside GIN on the full graphs and the oracle edge LR (same splits as B2)."""
@@ -93,11 +101,7 @@ def ceiling(a, rec, seeds, rho, cfg, agree, sfx):
         g = build_graphs(d.fc, density=0.2, node_features=a.node_features)
         keep = d.truth["invariant_edges"].astype(np.float32)
         g_inv = BrainGraphs(g.A * keep, g.X, g.fc)
-        tr, te = site_splits(d.site, 4)
-        rng = np.random.default_rng(seed)
-        hold = np.zeros(len(tr), bool)
-        hold[rng.permutation(len(tr))[: len(tr) // 5]] = True
-        fit_idx, id_idx = tr[~hold], tr[hold]
+        fit_idx, id_idx, te = b2_split(d, seed)
         for n, gg in ((names[0], g), (names[1], g_inv)):
             m = GIN(epochs=a.epochs, patience=a.patience, random_state=seed)
             m.fit(gg[fit_idx], d.y[fit_idx], sites=d.site[fit_idx])
@@ -197,11 +201,7 @@ def main():
         for seed in seeds:
             d = make_multisite_connectomes(seed=seed, rho=rho)
             g = build_graphs(d.fc, density=0.2, node_features=a.node_features)
-            tr, te = site_splits(d.site, 4)
-            rng = np.random.default_rng(seed)
-            hold = np.zeros(len(tr), bool)
-            hold[rng.permutation(len(tr))[: len(tr) // 5]] = True
-            fit_idx, id_idx = tr[~hold], tr[hold]
+            fit_idx, id_idx, te = b2_split(d, seed)
             oracle = oracle_edge_lr(d, fit_idx)
             for key, idx in (("ood", te), ("id", id_idx)):
                 res_oracle[key].append(

@@ -30,7 +30,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import torch
-from record import Run, fmt_ci
+from record import Run, _version, fmt_ci
 
 from gfn_symmetry import (
     DenseGFlowNet,
@@ -208,8 +208,7 @@ def run_synthetic(args):
         curve.append(time.process_time() - t0)
     secs = time.process_time() - t0
     p = dense_terminal_distribution(gfn.policy, space)
-    aut = np.exp(space.log_aut)
-    sym = space.terminal & (aut >= SYM_AUT - 1e-9)
+    sym = _symmetric(space)
     return {
         "l1": l1_distance(p, target),
         "corr": pearson_correlation(p, target),
@@ -228,13 +227,17 @@ TB_SAME = ("flow", "exact")
 SYM_AUT = 8  # graphs with |Aut| >= 8: the ones vanilla under-samples most
 
 
+def _symmetric(space, min_aut=SYM_AUT):
+    """Terminal states with |Aut| >= ``min_aut``, bool (S,)."""
+    return space.terminal & (np.exp(space.log_aut) >= min_aut - 1e-9)
+
+
 def synthetic_table(run, seeds, steps, batch, losses, methods, jobs, max_nodes=7, hidden=64,
                     layers=3, lr=1e-3):  # fmt: skip
     """The paper's synthetic setting: <= 7 nodes, 2 node types, cliques reward, DB and TB."""
     space = synthetic_space(max_nodes)
     target = target_distribution(space, cliques_reward)
-    aut = np.exp(space.log_aut)
-    sym = space.terminal & (aut >= SYM_AUT - 1e-9)
+    sym = _symmetric(space)
     fixed = vanilla_fixed_point(space, target)
     methods = {lo: (m if lo == "db" else [x for x in m if x not in TB_SAME]) for lo, m in
                ((lo, methods) for lo in losses)}  # fmt: skip
@@ -331,8 +334,7 @@ def run_torchgfn(args):
             opt.step()
         secs = time.process_time() - t0
         p = terminal_distribution(pf, tenv, space)
-    aut = np.exp(space.log_aut)
-    sym = space.terminal & (aut >= SYM_AUT - 1e-9)
+    sym = _symmetric(space)
     return {"l1": l1_distance(p, target), "sym_ratio": float(p[sym].sum() / target[sym].sum()),
             "ms_per_step": 1000 * secs / steps}  # fmt: skip
 
@@ -412,12 +414,6 @@ def torchgfn_table(run, seeds, steps, batch, jobs):
                "Target (issue #48 item 3): the wrapped torchgfn within 0.05 L1 of gfn_symmetry "
                "at equal steps; time per step measured on that env."],
     )  # fmt: skip
-
-
-def _version(dist):
-    from importlib.metadata import version
-
-    return version(dist)
 
 
 def _fmt(vals, spec=".3f"):
@@ -600,7 +596,7 @@ def run_molecule_dense(args):
     torch.set_num_threads(1)
     space = molecule_space(max_atoms)
     target = target_distribution(space, molecule_reward)
-    sym = space.terminal & (np.exp(space.log_aut) >= 6 - 1e-9)
+    sym = _symmetric(space, 6)
     env = DenseGraphEnv(max_atoms, 3, valences=MoleculeEnv(max_atoms).valences)
     torch.manual_seed(seed)
     gfn = DenseGFlowNet(DenseGraphPolicy(env, 64, 3), "tb", SYNTHETIC[method], lr=lr,
@@ -617,7 +613,7 @@ def molecule_exact_table(run, seeds, steps, max_atoms=5, batch=64, lr=1e-3, jobs
     """Vanilla vs SA-GFN on an exactly enumerable molecule space: the truth is known."""
     space = molecule_space(max_atoms)
     target = target_distribution(space, molecule_reward)
-    sym = np.flatnonzero(space.terminal & (np.exp(space.log_aut) >= 6 - 1e-9))
+    sym = np.flatnonzero(_symmetric(space, 6))
     fixed = vanilla_fixed_point(space, target)
     rows = [["vanilla* (exact optimum)", f"{l1_distance(fixed, target):.3f}",
              f"{fixed[sym].sum() / target[sym].sum():.2f}", None]]  # fmt: skip
