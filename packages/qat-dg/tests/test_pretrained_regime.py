@@ -56,6 +56,16 @@ def test_styled_and_pretrain_digits():
             StyledDigits(**bad)
     with pytest.raises(ValueError, match="n"):
         PretrainDigits(n=3)
+    # the default draws the same images as before the styles option; mixed styles are seeded
+    xm, ym = PretrainDigits(size=8, n=100, seed=1, styles=("photo", "sketch"))
+    x2, y2 = PretrainDigits(size=8, n=100, seed=1, styles=["photo"])
+    assert torch.equal(x, x2) and torch.equal(y, y2) and torch.equal(ym, y)
+    assert torch.equal(xm, PretrainDigits(size=8, n=100, seed=1, styles=("photo", "sketch"))[0])
+    grey = (xm[:, 0] == xm[:, 1]).flatten(1).all(1) & (xm[:, 1] == xm[:, 2]).flatten(1).all(1)
+    assert 0.2 < grey.float().mean() < 0.9  # sketches (and the 20 % grey photos)
+    for bad in ((), ("photo", "photo"), ("oil",)):
+        with pytest.raises(ValueError, match="styles"):
+            PretrainDigits(n=100, styles=bad)
 
 
 def test_pretrain_backbone_learns_and_loads():

@@ -32,7 +32,7 @@ from qat_dg.demo import demo
 from qat_dg.ensemble import Ensemble, EoQ
 from qat_dg.flatness import local_flatness
 from qat_dg.folders import IMAGE_EXTENSIONS, load_domainbed
-from qat_dg.models import MLP, SmallCNN, build_model
+from qat_dg.models import MLP, ResNet18, SmallCNN, build_model
 from qat_dg.pretrain import pretrain_backbone
 from qat_dg.quant import (
     FakeQuantConv2d,
@@ -83,6 +83,7 @@ __all__ = [
     "PretrainDigits",
     "QTDoG",
     "QuantConfig",
+    "ResNet18",
     "RotatedDigits",
     "SmallCNN",
     "StyledDigits",

@@ -368,7 +368,7 @@ def StyledDigits(
 
 
 def PretrainDigits(
-    size: int = 16, n: int = 6000, seed: int = 0
+    size: int = 16, n: int = 6000, seed: int = 0, styles: Sequence[str] = ("photo",)
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The pre-training task: 20 classes (digit x upright/turned) on the other half of the digits.
 
@@ -376,7 +376,10 @@ def PretrainDigits(
     by 90 degrees; no 180-degree turns, which would confuse 6 and 9) on different images (the first half of the shuffled digits, disjoint
     from :func:`StyledDigits`' content), drawn as natural-photo-like renderings (random ink and
     background colours and gradients, noise, random small affine transforms, 30 % bold strokes,
-    20 % black-and-white). None of the DG styles' texture, outline or edge-only cues occur.
+    20 % black-and-white). With the default ``styles`` none of the DG styles' texture, outline or
+    edge-only cues occur; ``styles=STYLES`` draws each image in a random one of the four styles,
+    the stand-in for ImageNet's own variety (photographs, paintings, cartoons, drawings) on
+    content and labels still disjoint from the DG domains.
 
     Parameters
     ----------
@@ -386,6 +389,8 @@ def PretrainDigits(
         Number of images (>= 40).
     seed : int, default=0
         Seed.
+    styles : sequence of str, default=("photo",)
+        Distinct names from :data:`STYLES`; each image is rendered in one drawn uniformly.
 
     Returns
     -------
@@ -394,6 +399,9 @@ def PretrainDigits(
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 40:
         raise ValueError(f"n must be an int >= 40, got {n!r}")
+    styles = [styles] if isinstance(styles, str) else list(styles)
+    if not styles or len(set(styles)) != len(styles) or set(styles) - set(STYLES):
+        raise ValueError(f"styles must be distinct names from {STYLES}, got {styles}")
     x, y = _content(size, "pretrain")
     gen = torch.Generator().manual_seed(int(seed) + 7)
     pick = torch.randint(len(x), (n,), generator=gen)
@@ -403,7 +411,13 @@ def PretrainDigits(
     m = _random_affine(m, gen, 10.0).clamp(0, 1)
     bold = torch.rand(n, generator=gen) < 0.3  # natural stroke-width variation
     m[bold] = torch.nn.functional.max_pool2d(m[bold], 3, stride=1, padding=1)
-    img = _render("photo", m, gen)
+    if styles == ["photo"]:  # the original draw order, so seeds give the same images as before
+        img = _render("photo", m, gen)
+    else:
+        which = torch.randint(len(styles), (n,), generator=gen)
+        img = torch.empty(n, 3, m.shape[2], m.shape[3])
+        for k, style in enumerate(styles):
+            img[which == k] = _render(style, m[which == k], gen)
     grey = torch.rand(n, generator=gen) < 0.2  # some black-and-white photographs
     img[grey] = img[grey].mean(dim=1, keepdim=True).expand(-1, 3, -1, -1)
     return img, y[pick] * 2 + turn

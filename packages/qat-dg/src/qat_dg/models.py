@@ -1,10 +1,10 @@
-"""Small from-scratch networks for the digits DG benchmark (stand-ins for ResNet-50)."""
+"""Networks: small from-scratch ones for the digits DG benchmark, and torchvision's ResNet-18."""
 
 from __future__ import annotations
 
 from torch import Tensor, nn
 
-__all__ = ["MLP", "SmallCNN", "build_model"]
+__all__ = ["MLP", "ResNet18", "SmallCNN", "build_model"]
 
 
 class SmallCNN(nn.Module):
@@ -72,21 +72,57 @@ class MLP(nn.Module):
         return self.classifier(self.features(x))
 
 
-def build_model(
-    arch: str, input_shape: tuple[int, ...], num_classes: int, width: int | None = None
-) -> nn.Module:
-    """Build ``"small_cnn"`` or ``"mlp"`` for inputs of shape ``input_shape`` = (C, H, W).
+class ResNet18(nn.Module):
+    """torchvision's ResNet-18 as ``features`` (its ``fc`` replaced by the identity) + ``classifier``.
+
+    ``features`` holds torchvision's own module names, so an ImageNet state dict without its
+    ``fc.*`` entries loads into it unchanged (``hparams["pretrained"]``); DomainBed's recipe.
+    Needs the ``torchvision`` extra.
 
     Parameters
     ----------
-    arch : {"small_cnn", "mlp"}
-        Architecture name.
+    in_channels : int
+        Input channels; 3 is torchvision's stem, anything else replaces its first convolution.
+    num_classes : int
+        Output classes.
+    """
+
+    def __init__(self, in_channels: int, num_classes: int) -> None:
+        super().__init__()
+        try:
+            from torchvision.models import resnet18
+        except ImportError as err:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "arch='resnet18' needs torchvision: pip install 'qat-dg[torchvision]'"
+            ) from err
+        net = resnet18(weights=None)
+        if in_channels != 3:
+            net.conv1 = nn.Conv2d(in_channels, 64, 7, stride=2, padding=3, bias=False)
+        net.fc = nn.Identity()
+        self.features = net
+        self.classifier = nn.Linear(512, num_classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: (B, C, H, W) with H, W >= 1 -> logits (B, num_classes)."""
+        return self.classifier(self.features(x))
+
+
+def build_model(
+    arch: str, input_shape: tuple[int, ...], num_classes: int, width: int | None = None
+) -> nn.Module:
+    """Build ``"small_cnn"``, ``"mlp"`` or ``"resnet18"`` for inputs of shape (C, H, W).
+
+    Parameters
+    ----------
+    arch : {"small_cnn", "mlp", "resnet18"}
+        Architecture name (``"resnet18"``: torchvision's, needs the ``torchvision`` extra).
     input_shape : tuple of int
         (C, H, W) of one input.
     num_classes : int
         Output classes (>= 2).
     width : int or None
-        ``SmallCNN`` first-layer width (default 16) or ``MLP`` hidden width (default 64).
+        ``SmallCNN`` first-layer width (default 16) or ``MLP`` hidden width (default 64);
+        must be None for ``"resnet18"``.
 
     Returns
     -------
@@ -101,4 +137,8 @@ def build_model(
     if arch == "mlp":
         n = input_shape[0] * input_shape[1] * input_shape[2]
         return MLP(n, num_classes, width or 64)
-    raise ValueError(f"arch must be 'small_cnn' or 'mlp', got {arch!r}")
+    if arch == "resnet18":
+        if width is not None:
+            raise ValueError(f"width must be None for arch='resnet18', got {width!r}")
+        return ResNet18(input_shape[0], num_classes)
+    raise ValueError(f"arch must be 'small_cnn', 'mlp' or 'resnet18', got {arch!r}")
