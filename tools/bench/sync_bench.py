@@ -13,7 +13,8 @@ official per-dataset learning rates; the batch stays at ``--batch``, 32 per doma
 against the official 64; about 16 CPU min per SYNC run and 3 per ERM run on Circle),
 writes its tables with the suffix ``_official`` and adds the per-epoch validation / target curve
 (``curve_<dataset>_official``); ``--models`` restricts the models and ``--jobs`` runs the
-(dataset, seed, model) items in parallel processes. ``--epoch-analysis`` reads a recorded
+(dataset, seed, model) items in parallel processes; every item is cached on disk under its
+settings (``tools/bench/.cache``), so a stopped run resumes where it stopped. ``--epoch-analysis`` reads a recorded
 official run's curves and compares the models at the selected, the last and the best target
 epoch (``epochs_<dataset>_official``). ``--data onp=PATH`` or ``--data portraits=PATH`` runs all five models on a real
 evolving-domain dataset from a local copy (UCI Online News Popularity CSV; the Portraits image
@@ -154,11 +155,23 @@ def main() -> None:
     res: dict = {}
     mi_curves: dict = {}
     ep_curves: dict = {}  # (ds, model) -> per seed: (val curve, target curve)
-    pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else contextlib.nullcontext()
+    # each (dataset, seed, model) is cached under its own settings, so a long official run can be
+    # stopped and resumed (a later session picks up the finished items)
+    same = {
+        k: v
+        for k, v in sorted(vars(args).items())
+        if k not in ("seeds", "jobs", "models", "datasets")
+    }
+    keys = [repr((it, same)) for it in items]
+    todo = [(it, k) for it, k in zip(items, keys, strict=True) if not run.is_cached(k)]
+    print(f"{len(items)} items, {len(items) - len(todo)} cached", flush=True)
+    pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 and todo else contextlib.nullcontext()
     with pool as ex:
+        futs = {k: ex.submit(run_item, it, args) for it, k in todo} if ex else {}
         outs = []
-        for out in (ex.map if ex else map)(run_item, items, [args] * len(items)):
-            outs.append(out)
+        for it, k in zip(items, keys, strict=True):
+            fn = futs[k].result if k in futs else (lambda it=it: run_item(it, args))
+            outs.append(run.cached(k, fn))
             run.sample_load()
     for (ds_name, _, name), out in zip(items, outs, strict=True):
         res.setdefault((ds_name, name), []).append(out["row"])
