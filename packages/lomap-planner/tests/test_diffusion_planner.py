@@ -127,3 +127,38 @@ def test_goal_conditions_layout():
     c = goal_conditions(x, action_dim=2)
     assert set(c) == {0, 7}
     np.testing.assert_array_equal(c[7].numpy(), x[:, 7, 2:4].numpy())
+
+
+def test_train_checkpoints_give_the_ema_at_each_step(tiny_windows):
+    """A checkpoint at step s holds what a run of s steps ends with (same seed, same draws)."""
+    _, _, wn = tiny_windows
+    seen = {}
+
+    def keep(step, ema):
+        seen[step] = {k: v.clone() for k, v in ema.state_dict().items()}
+
+    full = _diffusion()
+    train_diffusion(full, wn, n_steps=12, batch_size=8, checkpoints=[5, 12], on_checkpoint=keep)
+    assert sorted(seen) == [5, 12]
+    short = _diffusion()
+    train_diffusion(short, wn, n_steps=5, batch_size=8)
+    for k, v in short.model.state_dict().items():
+        torch.testing.assert_close(seen[5][k], v)
+    for k, v in full.model.state_dict().items():
+        torch.testing.assert_close(seen[12][k], v)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [({"checkpoints": [0]}, "checkpoints"), ({"checkpoints": [9]}, "checkpoints"),
+     ({"checkpoints": [2], "on_checkpoint": None}, "on_checkpoint")],
+)  # fmt: skip
+def test_train_checkpoints_validated(tiny_windows, kw, match):
+    _, _, wn = tiny_windows
+    diff = _diffusion()
+    before = {k: v.clone() for k, v in diff.state_dict().items()}
+    kw = {"on_checkpoint": lambda s, m: None, **kw}
+    with pytest.raises(ValueError, match=match):
+        train_diffusion(diff, wn, n_steps=8, **kw)
+    for k, v in diff.state_dict().items():
+        torch.testing.assert_close(before[k], v)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -40,6 +41,8 @@ def train_diffusion(
     seed: int = 0,
     verbose: bool = False,
     goal_features: int = 2,
+    checkpoints: Sequence[int] = (),
+    on_checkpoint: Callable[[int, torch.nn.Module], None] | None = None,
 ) -> list[float]:
     """Fit the denoiser on normalised windows with Adam; keeps an EMA of the weights.
 
@@ -61,6 +64,12 @@ def train_diffusion(
         Leading observation features inpainted at the last step: 2 (the goal position, as
         Diffuser's Maze2D models) or the full state (a hierarchical planner's low level,
         which joins two full subgoal states).
+    checkpoints : sequence of int, default=()
+        Steps (1..n_steps) after which ``on_checkpoint(step, ema_model)`` is called with the
+        EMA denoiser at that step, so one run yields a training curve. The callback must
+        copy what it keeps (``ema_model.state_dict()`` is live).
+    on_checkpoint : callable, optional
+        Required when ``checkpoints`` is not empty.
 
     Returns
     -------
@@ -84,13 +93,18 @@ def train_diffusion(
     obs_dim = diffusion.transition_dim - diffusion.action_dim
     if not isinstance(goal_features, (int, np.integer)) or not 1 <= goal_features <= obs_dim:
         raise ValueError(f"goal_features must be an int in [1, {obs_dim}], got {goal_features!r}")
+    marks = sorted({int(s) for s in checkpoints})
+    if any(not 1 <= s <= n_steps for s in marks):
+        raise ValueError(f"checkpoints must lie in [1, n_steps={n_steps}], got {list(checkpoints)}")
+    if marks and on_checkpoint is None:
+        raise ValueError("checkpoints were given without on_checkpoint")
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     opt = torch.optim.Adam([p for p in diffusion.model.parameters() if p.requires_grad], lr=lr)
     ema = copy.deepcopy(diffusion.model).requires_grad_(False)
     losses = []
     diffusion.train()
-    for _ in tqdm(range(n_steps), disable=not verbose, desc="train"):
+    for step in tqdm(range(1, n_steps + 1), disable=not verbose, desc="train"):
         x0 = w[torch.randint(len(w), (batch_size,), generator=gen)]
         loss = diffusion.loss(x0, goal_conditions(x0, diffusion.action_dim, goal_features))
         opt.zero_grad()
@@ -100,6 +114,9 @@ def train_diffusion(
             for pe, pm in zip(ema.parameters(), diffusion.model.parameters(), strict=True):
                 pe.lerp_(pm, 1.0 - ema_decay)
         losses.append(loss.item())
+        if marks and step == marks[0]:
+            marks.pop(0)
+            on_checkpoint(step, ema)
     diffusion.model.load_state_dict(ema.state_dict())
     diffusion.eval()
     return losses
