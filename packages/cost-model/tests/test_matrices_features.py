@@ -108,3 +108,35 @@ def test_bad_matrices() -> None:
         C.generate("uniform", 10, density=0.0)
     with pytest.raises(ValueError, match="resolution"):
         C.MatrixFeaturizer(1)
+
+
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        # an integer matrix holding uint64's maximum (as GraphBLAS writes uint64 matrices)
+        ("%%MatrixMarket matrix coordinate integer general\n2 2 2\n1 1 0\n"
+         "1 2 18446744073709551615\n", "not a readable"),
+        # finite in float64, inf in float32
+        ("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1e300\n2 2 1\n", "float32"),
+        ("%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 2\n2 1 inf\n3 1 1\n", "inf"),
+        ("%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1 2\n", "real numeric"),
+        ("2 2 1\n1 1 1\n", "not a readable"),  # no banner
+        ("%%MatrixMarket matrix coordinate real general\n2 2 0\n", "no nonzeros"),
+    ],
+)  # fmt: skip
+def test_mtx_edge_cases_refused_by_name(tmp_path, body: str, match: str) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "m.mtx"
+    path.write_text(body)
+    with pytest.raises((ValueError, TypeError), match=match):
+        C.load_mtx(path)
+
+
+def test_mtx_pattern_symmetric_and_dense_array_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Pattern entries read as 1, a symmetric lower triangle is mirrored, an array file is dense."""
+    (tmp_path / "p.mtx").write_text(
+        "%%MatrixMarket matrix coordinate pattern symmetric\n% c\n3 3 2\n1 1\n3 1\n"
+    )
+    A = C.load_mtx(tmp_path / "p.mtx").toarray()
+    np.testing.assert_array_equal(A, [[1, 0, 1], [0, 0, 0], [1, 0, 0]])
+    (tmp_path / "d.mtx").write_text("%%MatrixMarket matrix array real general\n2 2\n1\n0\n0\n4\n")
+    np.testing.assert_array_equal(C.load_mtx(tmp_path / "d.mtx").toarray(), [[1, 0], [0, 4]])

@@ -58,6 +58,9 @@ def check_matrix(A: object, name: str = "A") -> sp.csr_array:
         raise TypeError(f"{name} must have a real numeric dtype, got {M.dtype}")
     if not np.all(np.isfinite(M.data)):
         raise ValueError(f"{name} contains NaN or inf values")
+    big = np.abs(M.data).max(initial=0) if M.nnz else 0
+    if big > np.finfo(np.float32).max:  # float32 would turn them into inf without a word
+        raise ValueError(f"{name} has values outside float32's range (max |value| {big:.3g})")
     M = M.astype(np.float32)
     M.sum_duplicates()
     M.eliminate_zeros()
@@ -175,7 +178,7 @@ def load_mtx(path: str | Path) -> sp.csr_array:
         raise FileNotFoundError(f"path does not exist: {path}")
     try:
         A = scipy.io.mmread(str(path))
-    except (ValueError, IndexError, OSError, EOFError) as e:
+    except (ValueError, IndexError, OverflowError, OSError, EOFError) as e:
         raise ValueError(f"path: {path.name} is not a readable Matrix Market file ({e})") from e
     if not sp.issparse(A):
         A = sp.csr_array(np.asarray(A))
