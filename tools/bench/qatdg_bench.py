@@ -93,6 +93,22 @@ def fmt(m: float, h: float, scale: float = 100.0, digits: int = 1) -> str:
 WIDE_METHODS = ("ERM", "QT-DoG (learned steps)", "SWAD")
 
 
+def method_row(name: str, acc: dict, cpu_per_run: float, per_target: bool = False) -> list:
+    """One accuracy-table row: per-target mean ± std, the average, paired differences to ERM.
+
+    ``acc[m]`` is (seeds, targets); differences are paired per seed (averaged over targets)
+    and per run, and with ``per_target`` per target as well.
+    """
+    a, erm = acc[name], name == "ERM"
+    d = a - acc["ERM"]
+    row = [name, *(f"{100 * a[:, j].mean():.1f} ± {100 * a[:, j].std():.1f}" for j in range(a.shape[1])),
+           f"{100 * a.mean():.1f}", "—" if erm else fmt(*ci95(d.mean(axis=1))),
+           "—" if erm else fmt(*ci95(d.ravel()))]  # fmt: skip
+    if per_target:
+        row.append("—" if erm else "; ".join(fmt(*ci95(d[:, j])) for j in range(a.shape[1])))
+    return [*row, cpu_per_run]
+
+
 def _train_one(job: tuple) -> dict:
     """One (seed, target, method) run in a worker process: accuracy, curve, CPU seconds."""
     torch.set_num_threads(1)
@@ -148,19 +164,9 @@ def wide(a: argparse.Namespace, rec: Run, t_start: float) -> None:
                         for s in range(a.seeds)]) for m in WIDE_METHODS}  # fmt: skip
     narrow = np.array([[out[("narrow", "ERM", te, s)]["acc"] for te in targets]
                        for s in range(a.seeds)])  # fmt: skip
-    rows = []
-    for name in WIDE_METHODS:
-        d_seed = (acc[name] - acc["ERM"]).mean(axis=1)
-        d_run = (acc[name] - acc["ERM"]).ravel()
-        per_target = [fmt(*ci95(acc[name][:, j] - acc["ERM"][:, j])) for j in range(len(targets))]
-        cpu = np.mean([out[("wide", name, te, s)]["cpu"] for s in range(a.seeds) for te in targets])
-        rows.append([name]
-                    + [f"{100 * acc[name][:, j].mean():.1f} ± {100 * acc[name][:, j].std():.1f}"
-                       for j in range(len(targets))]
-                    + [f"{100 * acc[name].mean():.1f}",
-                       "—" if name == "ERM" else fmt(*ci95(d_seed)),
-                       "—" if name == "ERM" else fmt(*ci95(d_run)),
-                       "—" if name == "ERM" else "; ".join(per_target), cpu])  # fmt: skip
+    cpu = {m: np.mean([out[("wide", m, te, s)]["cpu"] for s in range(a.seeds) for te in targets])
+           for m in WIDE_METHODS}  # fmt: skip
+    rows = [method_row(m, acc, cpu[m], per_target=True) for m in WIDE_METHODS]
     curve = {m: np.mean([out[("wide", m, te, s)]["curve"] for s in range(a.seeds)
                          for te in targets], axis=0).round(3).tolist() for m in WIDE_METHODS}  # fmt: skip
     q = (acc["QT-DoG (learned steps)"] - acc["ERM"]).mean(axis=1)
@@ -287,17 +293,7 @@ def main() -> None:
             )
 
     n_runs = a.seeds * len(targets)
-    rows = []
-    for name in METHODS:
-        per_t = acc[name].mean(axis=0)
-        d_seed = (acc[name] - acc["ERM"]).mean(axis=1)
-        d_run = (acc[name] - acc["ERM"]).ravel()
-        cells = [
-            f"{100 * per_t[j]:.1f} ± {100 * acc[name][:, j].std():.1f}" for j in range(len(targets))
-        ]
-        vs = "—" if name == "ERM" else fmt(*ci95(d_seed))
-        vr = "—" if name == "ERM" else fmt(*ci95(d_run))
-        rows.append([name, *cells, f"{100 * acc[name].mean():.1f}", vs, vr, cpu[name] / n_runs])
+    rows = [method_row(name, acc, cpu[name] / n_runs) for name in METHODS]
     curve = {
         name: np.mean(np.asarray(curves[name], dtype=float), axis=0).round(3).tolist()
         for name in METHODS
