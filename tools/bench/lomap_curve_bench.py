@@ -8,10 +8,15 @@ samples the first plans from the same ``--plans`` start states with and without 
 official large configuration) and counts the infeasible ones. The last checkpoint is also
 evaluated in closed loop (normalised score, beside the published numbers).
 
-Every seed is cached as one item (a stopped run resumes) and its checkpoints are written as
-safetensors under ``tools/bench/.cache/lomap-ckpt/`` (EMA denoiser weights, ~4 MB each).
+At every checkpoint the trainer's full state (``DiffusionTrainer.state_dict``: weights, EMA,
+Adam moments, RNG states; the latest kept) and the EMA weights as safetensors (~4 MB, what a
+planner loads) are written under ``--ckpt-dir`` (default ``tools/bench/.cache/lomap-ckpt/``)
+with the checkpoint's evaluation, so a stopped run, or one with more ``--train-steps``,
+resumes from the last checkpoint and gives the numbers of an unbroken run.
 
-    uv run python tools/bench/lomap_curve_bench.py --jobs 2            # large, 3 seeds
+    uv run python tools/bench/lomap_curve_bench.py --jobs 2            # large, 3 seeds, 24k steps
+    uv run python tools/bench/lomap_curve_bench.py --jobs 3 --train-steps 48000 \
+        --checkpoints 3000 6000 12000 24000 36000 48000       # longer: resumes from disk
     uv run python tools/bench/lomap_curve_bench.py --quick             # umaze, tiny (~1 min)
 """
 
@@ -19,18 +24,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from lomap_bench import HORIZON, PUBLISHED, plan_level_cut
 from record import Run, fmt_sd
+from scipy.sparse.csgraph import shortest_path
 
 from lomap_planner import (
     DiffuserPlanner,
+    DiffusionTrainer,
     GaussianDiffusion,
     LimitsNormalizer,
     LoMAP,
@@ -44,7 +53,6 @@ from lomap_planner import (
     plan_is_infeasible,
     rollout_planner,
     subsample_frames,
-    train_diffusion,
 )
 
 CKPT = Path(__file__).resolve().parent / ".cache" / "lomap-ckpt"
@@ -62,8 +70,40 @@ def first_plans_infeasible(env, planner, n: int, seed: int) -> list[bool]:
     return plan_is_infeasible(plans[..., a : a + 2], env.walls).astype(bool).tolist()
 
 
+def reach_cells(walls: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Shortest-path distance in free cells (4-neighbour moves) between position pairs."""
+    free = ~walls.astype(bool)
+    idx = -np.ones(walls.shape, int)
+    idx[free] = np.arange(free.sum())
+    ii, jj = np.nonzero(free)
+    a, b = [], []
+    for di, dj in ((1, 0), (0, 1)):
+        ok = (ii + di < walls.shape[0]) & (jj + dj < walls.shape[1])
+        ok[ok] &= free[ii[ok] + di, jj[ok] + dj]
+        a.append(idx[ii[ok], jj[ok]])
+        b.append(idx[ii[ok] + di, jj[ok] + dj])
+    a, b = np.concatenate(a), np.concatenate(b)
+    g = sp.coo_array((np.ones(a.size), (a, b)), shape=(free.sum(),) * 2)
+    dist = shortest_path(g, directed=False, unweighted=True)
+
+    def cell(p: np.ndarray) -> np.ndarray:
+        c = np.clip(np.rint(p).astype(int), 0, np.array(walls.shape) - 1)
+        return idx[c[:, 0], c[:, 1]]
+
+    cs, ce = cell(starts), cell(ends)
+    out = np.full(len(cs), np.inf)
+    ok = (cs >= 0) & (ce >= 0)
+    out[ok] = dist[cs[ok], ce[ok]]
+    return out
+
+
 def run_seed(seed: int, args: argparse.Namespace) -> dict:
-    """Data, one training run with checkpoints, the curve and the final closed-loop rows."""
+    """Data, one training run with checkpoints, the curve and the final closed-loop rows.
+
+    The trainer's full state is saved at every checkpoint (only the latest kept) next to the
+    checkpoint's evaluation, so a stopped run, or a later one with more ``--train-steps``,
+    resumes from the last checkpoint and gives the same numbers as an unbroken run.
+    """
     torch.set_num_threads(1)
     layout, h = args.layout, HORIZON[args.layout]
     env = PointMazeEnv(layout, frame_skip=10)
@@ -74,62 +114,82 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict:
     norm = LimitsNormalizer(w)
     wn = norm.normalize(w).astype(np.float32)
     lomap = LoMAP.for_layout(layout, wn)
+    ev = args.seed_offset + seed
+    starts = np.stack([env.spawn().reset(seed=ev + k)[0] for k in range(args.plans)])
+    sub = w[:: max(1, len(w) // 5000)]
     t_data = time.process_time() - t0
     torch.manual_seed(seed)
     mults = (1, 2, 4) if h % 4 == 0 else (1, 2)
     net = TemporalUnet(h, wn.shape[-1], dim=args.dim, dim_mults=mults)
     diff = GaussianDiffusion(net, h, wn.shape[-1], 0, n_timesteps=args.diffusion_steps)
+    trainer = DiffusionTrainer(diff, wn, batch_size=32, lr=2e-3, seed=seed)
     probe = GaussianDiffusion(
         TemporalUnet(h, wn.shape[-1], dim=args.dim, dim_mults=mults),
         h, wn.shape[-1], 0, n_timesteps=args.diffusion_steps,
     ).eval()  # fmt: skip
-    curve, eval_s = [], 0.0
-
-    def at_checkpoint(step: int, ema: torch.nn.Module) -> None:
-        nonlocal eval_s
+    stem = (f"{layout}_s{seed}_d{args.data_steps}_n{args.diffusion_steps}_w{args.dim}"
+            f"_p{args.plans}_e{ev}")  # fmt: skip
+    folder = None if args.quick else Path(args.ckpt_dir)
+    curve = []
+    for step in sorted(args.checkpoints):
+        done = folder / f"{stem}_{step}.json" if folder else None
+        if done is not None and done.exists():
+            curve.append(json.loads(done.read_text()))
+            continue
+        if curve and folder is not None and trainer.step < curve[-1]["step"]:
+            state = torch.load(folder / f"{stem}_state.pt", weights_only=False)
+            trainer.load_state_dict(state)  # resume at the last finished checkpoint
         t = time.process_time()
-        probe.model.load_state_dict(ema.state_dict())
-        if not args.quick:
+        losses = trainer.fit(step, verbose=args.verbose)
+        t_train = time.process_time() - t
+        t = time.process_time()
+        probe.model.load_state_dict(trainer.ema.state_dict())
+        plain = DiffuserPlanner(probe, norm).plan(starts, env.goal, seed=ev)
+        proj = DiffuserPlanner(probe, norm, lomap=lomap).plan(starts, env.goal, seed=ev)
+        rec = {
+            "step": step,
+            "plain": plan_is_infeasible(plain[..., :2], env.walls).astype(bool).tolist(),
+            "lomap": plan_is_infeasible(proj[..., :2], env.walls).astype(bool).tolist(),
+            "loss_per_500": [float(x.mean()) for x in np.array_split(losses, max(1, len(losses) // 500))],
+            "cpu_train": t_train,
+            "cpu_eval": time.process_time() - t,
+        }  # fmt: skip
+        curve.append(rec)
+        if folder is not None:
             from safetensors.torch import save_file
 
-            CKPT.mkdir(parents=True, exist_ok=True)
-            name = f"{layout}_s{seed}_d{args.data_steps}_n{args.diffusion_steps}_{step}.safetensors"
-            save_file({k: v.contiguous() for k, v in ema.state_dict().items()}, CKPT / name)
-        ev = args.seed_offset + seed
-        plain = first_plans_infeasible(env, DiffuserPlanner(probe, norm), args.plans, ev)
-        proj = first_plans_infeasible(
-            env, DiffuserPlanner(probe, norm, lomap=lomap), args.plans, ev
-        )
-        curve.append({"step": step, "plain": plain, "lomap": proj})
-        eval_s += time.process_time() - t
-        print(f"[{layout} seed {seed} step {step}] infeasible plain {np.mean(plain):.3f} "
-              f"LoMAP {np.mean(proj):.3f}", flush=True)  # fmt: skip
-
-    t0 = time.process_time()
-    losses = train_diffusion(
-        diff, wn, n_steps=args.train_steps, batch_size=32, lr=2e-3, seed=seed,
-        verbose=args.verbose, checkpoints=args.checkpoints, on_checkpoint=at_checkpoint,
-    )  # fmt: skip
-    t_train = time.process_time() - t0 - eval_s
+            folder.mkdir(parents=True, exist_ok=True)
+            ema = {k: v.contiguous() for k, v in trainer.ema.state_dict().items()}
+            save_file(ema, folder / f"{stem}_{step}.safetensors")
+            torch.save(trainer.state_dict(), folder / f"{stem}_state.pt")
+            done.write_text(json.dumps(rec))  # last: a checkpoint counts once its state is saved
+        print(f"[{layout} seed {seed} step {step}] infeasible plain {np.mean(rec['plain']):.3f} "
+              f"LoMAP {np.mean(rec['lomap']):.3f}", flush=True)  # fmt: skip
+    if trainer.step < args.train_steps:  # every checkpoint was on disk: the final weights
+        trainer.load_state_dict(torch.load(folder / f"{stem}_state.pt", weights_only=False))
+    trainer.finish()
     rows = []
     for name, planner in (
         ("Diffuser", DiffuserPlanner(diff, norm)),
         ("Diffuser+LoMAP", DiffuserPlanner(diff, norm, lomap=lomap)),
     ):
-        res = rollout_planner(env, planner, n_episodes=args.episodes, seed=args.seed_offset + seed)
+        res = rollout_planner(env, planner, n_episodes=args.episodes, seed=ev)
         sc = normalized_score(layout, res["returns"])
         rows.append({"method": name, "infeasible": float(res["infeasible"].mean()),
                      "score": float(sc.mean()),
                      "plan_ms": 1000 * float(res["plan_time"].mean()) / args.episodes})  # fmt: skip
-    blocks = np.array_split(np.asarray(losses), max(1, args.train_steps // 500))
     return {
         "seed": seed,
         "windows": len(w),
         "curve": curve,
         "final": rows,
-        "loss": [float(b.mean()) for b in blocks],
-        "cpu_s": {"data": t_data, "train": t_train, "checkpoint_eval": eval_s},
-    }
+        # the horizon's reach: start-to-goal distance in cells of every evaluated start, and
+        # how far the training windows travel in H steps (same measure)
+        "start_cells": reach_cells(env.walls, starts[:, :2], np.repeat(env.goal[None], len(starts), 0)).tolist(),
+        "window_cells": np.percentile(reach_cells(env.walls, sub[:, 0, :2], sub[:, -1, :2]), [50, 99, 100]).tolist(),
+        "cpu_s": {"data": t_data, "train": sum(c["cpu_train"] for c in curve),
+                  "checkpoint_eval": sum(c["cpu_eval"] for c in curve)},
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -148,6 +208,7 @@ def main() -> None:
     ap.add_argument(
         "--seed-offset", type=int, default=1000, help="evaluation seeds (as lomap_bench)"
     )
+    ap.add_argument("--ckpt-dir", default=str(CKPT), help="trainer states and EMA safetensors")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (one thread each)")
     ap.add_argument("--quick", action="store_true", help="umaze, tiny, results in a temp dir")
     ap.add_argument("--verbose", action="store_true", help="training progress bars")
@@ -164,7 +225,8 @@ def main() -> None:
         ap.error("the last of --checkpoints must equal --train-steps")
     torch.set_num_threads(1)
     run = Run("lomap-planner", out=tempfile.mkdtemp() if args.quick else None)
-    same = {k: v for k, v in sorted(vars(args).items()) if k not in ("seeds", "jobs", "verbose")}
+    skip = ("seeds", "jobs", "verbose", "ckpt_dir")
+    same = {k: v for k, v in sorted(vars(args).items()) if k not in skip}
     keys = [repr((seed, same)) for seed in range(args.seeds)]
     todo = [s for s, k in enumerate(keys) if not run.is_cached(k)]
     print(f"{args.seeds} seeds, {args.seeds - len(todo)} cached", flush=True)
@@ -209,7 +271,6 @@ def report(run: Run, outs: list[dict], args: argparse.Namespace) -> None:
             {
                 "seed": o["seed"],
                 "curve": o["curve"],
-                "loss_per_500": o["loss"],
                 "windows": o["windows"],
                 "cpu_s": o["cpu_s"],
             }
@@ -239,6 +300,50 @@ def report(run: Run, outs: list[dict], args: argparse.Namespace) -> None:
         "(mean ± std over seeds)",
         notes=f"{cfg}, {args.episodes} closed-loop episodes per seed. Published: Diffuser ~1M "
         "training steps on a GPU.",
+    )
+    # the horizon's floor: a start farther from the goal than any window travels in H steps
+    # can only be joined to the goal by a plan that jumps
+    reach = np.array([o["window_cells"] for o in outs])  # (seeds, [p50, p99, max])
+    bins = [("within the median window's reach", lambda d, r: d <= r[0]),
+            ("beyond the median, within the 99th percentile", lambda d, r: (d > r[0]) & (d <= r[1])),
+            ("beyond the 99th percentile", lambda d, r: d > r[1])]  # fmt: skip
+    rrows = []
+    for label, pick in bins:
+        share, plain, proj = [], [], []
+        for o in outs:
+            d, last = np.array(o["start_cells"]), o["curve"][-1]
+            m = pick(d, o["window_cells"])
+            share.append(m.mean())
+            plain += list(np.array(last["plain"])[m])
+            proj += list(np.array(last["lomap"])[m])
+        rrows.append([label, fmt_sd(share, 2), len(plain),
+                      f"{np.mean(plain):.2f}" if plain else "n/a", f"{np.mean(proj):.2f}" if proj else "n/a"])  # fmt: skip
+    run.table(
+        "reach",
+        [
+            "start's distance to the goal",
+            "share of starts",
+            "plans",
+            "Diffuser infeasible",
+            "Diffuser+LoMAP infeasible",
+        ],
+        rrows,
+        seeds=seeds,
+        per_seed=[
+            {
+                "seed": o["seed"],
+                "start_cells": o["start_cells"],
+                "window_cells_p50_p99_max": o["window_cells"],
+            }
+            for o in outs
+        ],
+        title=f"Maze2D-{args.layout} after {args.train_steps} steps: infeasible first plans by "
+        "how far the start is from the goal",
+        notes=f"Distances are shortest paths in maze cells (4-neighbour moves). A training window "
+        f"of H = {HORIZON[args.layout]} env steps travels {reach[:, 0].mean():.1f} cells at the "
+        f"median, {reach[:, 1].mean():.1f} at the 99th percentile and {reach[:, 2].mean():.1f} at "
+        "most (mean over seeds); a start beyond that reach can only be joined to the inpainted "
+        "goal by a plan that crosses walls, whatever the training.",
     )
 
 

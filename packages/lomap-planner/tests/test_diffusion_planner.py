@@ -162,3 +162,52 @@ def test_train_checkpoints_validated(tiny_windows, kw, match):
         train_diffusion(diff, wn, n_steps=8, **kw)
     for k, v in diff.state_dict().items():
         torch.testing.assert_close(before[k], v)
+
+
+def test_trainer_resumes_as_one_run(tiny_windows, tmp_path):
+    """Stop at step 5, save, resume in a fresh process-like object: the same run as 12 straight."""
+    from lomap_planner.training import DiffusionTrainer
+
+    _, _, wn = tiny_windows
+    straight = DiffusionTrainer(_diffusion(), wn, batch_size=8, lr=2e-3, seed=3)
+    want = straight.fit(12)
+    first = DiffusionTrainer(_diffusion(), wn, batch_size=8, lr=2e-3, seed=3)
+    got = first.fit(5)
+    torch.save(first.state_dict(), tmp_path / "state.pt")
+    torch.manual_seed(123)  # whatever happened to the global RNG in between
+    torch.manual_seed(99)
+    other = _diffusion()  # a different initialisation, overwritten by the state
+    for p in other.parameters():
+        p.data.normal_()
+    second = DiffusionTrainer(other, wn, batch_size=8, lr=2e-3, seed=0)
+    second.load_state_dict(torch.load(tmp_path / "state.pt", weights_only=False))
+    got += second.fit(12)
+    assert second.step == 12 and got == want
+    for a, b in zip(
+        straight.ema.state_dict().values(), second.ema.state_dict().values(), strict=True
+    ):
+        torch.testing.assert_close(a, b)
+    # train_diffusion is the same run, ending with the EMA weights in the model
+    plain = _diffusion()
+    assert train_diffusion(plain, wn, n_steps=12, batch_size=8, lr=2e-3, seed=3) == want
+    for a, b in zip(
+        plain.model.state_dict().values(),
+        straight.finish().model.state_dict().values(),
+        strict=True,
+    ):
+        torch.testing.assert_close(a, b)
+
+
+def test_trainer_rejects_bad_resume(tiny_windows):
+    from lomap_planner.training import DiffusionTrainer
+
+    _, _, wn = tiny_windows
+    t = DiffusionTrainer(_diffusion(), wn, batch_size=8)
+    t.fit(3)
+    with pytest.raises(ValueError, match="until"):
+        t.fit(2)
+    with pytest.raises(ValueError, match="missing"):
+        t.load_state_dict({"step": 1})
+    assert t.step == 3
+    with pytest.raises(ValueError, match="batch_size"):
+        DiffusionTrainer(_diffusion(), wn, batch_size=0)

@@ -39,7 +39,7 @@ from lomap_planner.neighbors import NeighborIndex
 from lomap_planner.normalizers import LimitsNormalizer
 from lomap_planner.physics import PhysicsParams, point_mass_step
 from lomap_planner.planner import DiffuserPlanner
-from lomap_planner.training import goal_conditions, train_diffusion
+from lomap_planner.training import DiffusionTrainer, goal_conditions, train_diffusion
 from lomap_planner.unet import TemporalUnet
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "LAYOUTS",
     "D4RLWaypointController",
     "DiffuserPlanner",
+    "DiffusionTrainer",
     "GaussianDiffusion",
     "HierarchicalPlanner",
     "LimitsNormalizer",

@@ -11,7 +11,7 @@ from tqdm.auto import tqdm
 
 from lomap_planner.diffusion import GaussianDiffusion
 
-__all__ = ["goal_conditions", "train_diffusion"]
+__all__ = ["DiffusionTrainer", "goal_conditions", "train_diffusion"]
 
 
 def goal_conditions(x: torch.Tensor, action_dim: int, goal_features: int = 2) -> dict:
@@ -31,6 +31,117 @@ def goal_conditions(x: torch.Tensor, action_dim: int, goal_features: int = 2) ->
     }
 
 
+class DiffusionTrainer:
+    """Adam + EMA training of a :class:`GaussianDiffusion`, resumable from a state dict.
+
+    ``fit(until)`` trains up to step ``until``; ``state_dict()`` holds everything the next
+    step depends on (raw and EMA weights, Adam moments, the batch generator and torch's global
+    RNG, which the loss draws noise from), so a run stopped at step s and resumed with
+    ``load_state_dict`` is the same run as one that never stopped (tested). Diffuser samples
+    with the EMA weights: ``ema`` is that model; ``finish()`` copies it into ``diffusion``.
+
+    Parameters
+    ----------
+    diffusion : GaussianDiffusion
+    windows : ndarray or Tensor, shape (n, horizon, transition_dim)
+        Normalised to ``[-1, 1]``.
+    batch_size : int, default=64
+    lr : float, default=2e-4
+    ema_decay : float, default=0.995
+    seed : int, default=0
+        Seeds the batch generator and torch's global RNG (as ``torch.manual_seed``).
+    goal_features : int, default=2
+        Leading observation features inpainted at the last step: 2 (the goal position, as
+        Diffuser's Maze2D models) or the full state (a hierarchical planner's low level,
+        which joins two full subgoal states).
+    """
+
+    def __init__(
+        self,
+        diffusion: GaussianDiffusion,
+        windows: np.ndarray | torch.Tensor,
+        batch_size: int = 64,
+        lr: float = 2e-4,
+        ema_decay: float = 0.995,
+        seed: int = 0,
+        goal_features: int = 2,
+    ) -> None:
+        w = windows if isinstance(windows, torch.Tensor) else torch.as_tensor(np.asarray(windows))
+        w = w.float()
+        if w.ndim != 3 or w.shape[1:] != (diffusion.horizon, diffusion.transition_dim):
+            raise ValueError(
+                f"windows must have shape (n, {diffusion.horizon}, {diffusion.transition_dim})"
+            )
+        if len(w) == 0:
+            raise ValueError("windows is empty")
+        if not torch.isfinite(w).all():
+            raise ValueError("windows contains NaN or inf")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if not (0.0 <= ema_decay < 1.0):
+            raise ValueError(f"ema_decay must be in [0, 1), got {ema_decay}")
+        obs_dim = diffusion.transition_dim - diffusion.action_dim
+        if not isinstance(goal_features, (int, np.integer)) or not 1 <= goal_features <= obs_dim:
+            raise ValueError(
+                f"goal_features must be an int in [1, {obs_dim}], got {goal_features!r}"
+            )
+        self.diffusion, self.windows = diffusion, w
+        self.batch_size, self.ema_decay, self.goal_features = batch_size, ema_decay, goal_features
+        self.gen = torch.Generator().manual_seed(seed)
+        torch.manual_seed(seed)
+        params = [p for p in diffusion.model.parameters() if p.requires_grad]
+        self.opt = torch.optim.Adam(params, lr=lr)
+        self.ema = copy.deepcopy(diffusion.model).requires_grad_(False)
+        self.step = 0
+
+    def fit(self, until: int, verbose: bool = False) -> list[float]:
+        """Train steps ``step + 1 .. until``; returns their losses."""
+        if until < self.step:
+            raise ValueError(f"until={until} is before the current step {self.step}")
+        d, w, losses = self.diffusion, self.windows, []
+        d.train()
+        for _ in tqdm(range(self.step, until), disable=not verbose, desc="train"):
+            x0 = w[torch.randint(len(w), (self.batch_size,), generator=self.gen)]
+            loss = d.loss(x0, goal_conditions(x0, d.action_dim, self.goal_features))
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            with torch.no_grad():
+                for pe, pm in zip(self.ema.parameters(), d.model.parameters(), strict=True):
+                    pe.lerp_(pm, 1.0 - self.ema_decay)
+            losses.append(loss.item())
+            self.step += 1
+        return losses
+
+    def finish(self) -> GaussianDiffusion:
+        """Copy the EMA weights into ``diffusion`` (ends training: raw weights are replaced)."""
+        self.diffusion.model.load_state_dict(self.ema.state_dict())
+        return self.diffusion.eval()
+
+    def state_dict(self) -> dict:
+        """Everything the next step depends on (tensors copied)."""
+        return {
+            "step": self.step,
+            "model": copy.deepcopy(self.diffusion.model.state_dict()),
+            "ema": copy.deepcopy(self.ema.state_dict()),
+            "optimizer": copy.deepcopy(self.opt.state_dict()),
+            "generator": self.gen.get_state(),
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume from :meth:`state_dict`'s output (weights of the same architecture)."""
+        missing = {"step", "model", "ema", "optimizer", "generator", "torch_rng"} - set(state)
+        if missing:
+            raise ValueError(f"state is missing {sorted(missing)}")
+        self.diffusion.model.load_state_dict(state["model"])
+        self.ema.load_state_dict(state["ema"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.gen.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
+        self.step = int(state["step"])
+
+
 def train_diffusion(
     diffusion: GaussianDiffusion,
     windows: np.ndarray | torch.Tensor,
@@ -47,7 +158,8 @@ def train_diffusion(
     """Fit the denoiser on normalised windows with Adam; keeps an EMA of the weights.
 
     The EMA weights are copied into ``diffusion`` at the end (Diffuser samples with
-    the EMA model).
+    the EMA model). For runs longer than one sitting, use :class:`DiffusionTrainer`, which
+    this wraps, and save its ``state_dict()``.
 
     Parameters
     ----------
@@ -61,9 +173,7 @@ def train_diffusion(
     verbose : bool
         Show a progress bar.
     goal_features : int, default=2
-        Leading observation features inpainted at the last step: 2 (the goal position, as
-        Diffuser's Maze2D models) or the full state (a hierarchical planner's low level,
-        which joins two full subgoal states).
+        See :class:`DiffusionTrainer`.
     checkpoints : sequence of int, default=()
         Steps (1..n_steps) after which ``on_checkpoint(step, ema_model)`` is called with the
         EMA denoiser at that step, so one run yields a training curve. The callback must
@@ -76,47 +186,18 @@ def train_diffusion(
     list of float
         The training loss per step.
     """
-    w = torch.as_tensor(np.asarray(windows) if not isinstance(windows, torch.Tensor) else windows)
-    w = w.float()
-    if w.ndim != 3 or w.shape[1:] != (diffusion.horizon, diffusion.transition_dim):
-        raise ValueError(
-            f"windows must have shape (n, {diffusion.horizon}, {diffusion.transition_dim})"
-        )
-    if len(w) == 0:
-        raise ValueError("windows is empty")
-    if not torch.isfinite(w).all():
-        raise ValueError("windows contains NaN or inf")
-    if n_steps < 1 or batch_size < 1:
-        raise ValueError("n_steps and batch_size must be >= 1")
-    if not (0.0 <= ema_decay < 1.0):
-        raise ValueError(f"ema_decay must be in [0, 1), got {ema_decay}")
-    obs_dim = diffusion.transition_dim - diffusion.action_dim
-    if not isinstance(goal_features, (int, np.integer)) or not 1 <= goal_features <= obs_dim:
-        raise ValueError(f"goal_features must be an int in [1, {obs_dim}], got {goal_features!r}")
+    if n_steps < 1:
+        raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     marks = sorted({int(s) for s in checkpoints})
     if any(not 1 <= s <= n_steps for s in marks):
         raise ValueError(f"checkpoints must lie in [1, n_steps={n_steps}], got {list(checkpoints)}")
     if marks and on_checkpoint is None:
         raise ValueError("checkpoints were given without on_checkpoint")
-    gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    opt = torch.optim.Adam([p for p in diffusion.model.parameters() if p.requires_grad], lr=lr)
-    ema = copy.deepcopy(diffusion.model).requires_grad_(False)
+    trainer = DiffusionTrainer(diffusion, windows, batch_size, lr, ema_decay, seed, goal_features)
     losses = []
-    diffusion.train()
-    for step in tqdm(range(1, n_steps + 1), disable=not verbose, desc="train"):
-        x0 = w[torch.randint(len(w), (batch_size,), generator=gen)]
-        loss = diffusion.loss(x0, goal_conditions(x0, diffusion.action_dim, goal_features))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        with torch.no_grad():
-            for pe, pm in zip(ema.parameters(), diffusion.model.parameters(), strict=True):
-                pe.lerp_(pm, 1.0 - ema_decay)
-        losses.append(loss.item())
-        if marks and step == marks[0]:
-            marks.pop(0)
-            on_checkpoint(step, ema)
-    diffusion.model.load_state_dict(ema.state_dict())
-    diffusion.eval()
+    for mark in marks:
+        losses += trainer.fit(mark, verbose=verbose)
+        on_checkpoint(mark, trainer.ema)
+    losses += trainer.fit(n_steps, verbose=verbose)
+    trainer.finish()
     return losses
