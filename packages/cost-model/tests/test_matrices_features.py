@@ -140,3 +140,20 @@ def test_mtx_pattern_symmetric_and_dense_array_load(tmp_path) -> None:  # type: 
     np.testing.assert_array_equal(A, [[1, 0, 1], [0, 0, 0], [1, 0, 0]])
     (tmp_path / "d.mtx").write_text("%%MatrixMarket matrix array real general\n2 2\n1\n0\n0\n4\n")
     np.testing.assert_array_equal(C.load_mtx(tmp_path / "d.mtx").toarray(), [[1, 0], [0, 4]])
+
+
+def test_float32_underflow_keeps_the_pattern_and_warns(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Circuit matrices carry 1e-50 entries: float32 would turn them into 0 and drop them."""
+    body = "%%MatrixMarket matrix coordinate real general\n3 3 4\n1 1 1\n2 2 1e-50\n3 1 -1e-42\n3 3 0\n"
+    (tmp_path / "u.mtx").write_text(body)
+    with pytest.warns(UserWarning) as rec:
+        A = C.load_mtx(tmp_path / "u.mtx")
+    msgs = " ".join(str(r.message) for r in rec)
+    assert "2 nonzeros are below float32's smallest normal" in msgs
+    assert "1 explicitly stored zeros dropped" in msgs
+    assert A.nnz == 3 and A[1, 1] == np.finfo(np.float32).tiny and A[2, 0] < 0
+    src = sp.csr_array(np.array([[1e-50, 0.0], [0.0, 2.0]]))
+    before = src.data.copy()
+    with pytest.warns(UserWarning, match="smallest normal"):
+        C.matrices.check_matrix(src)
+    np.testing.assert_array_equal(src.data, before)  # the caller's matrix is untouched

@@ -61,7 +61,22 @@ def check_matrix(A: object, name: str = "A") -> sp.csr_array:
     big = np.abs(M.data).max(initial=0) if M.nnz else 0
     if big > np.finfo(np.float32).max:  # float32 would turn them into inf without a word
         raise ValueError(f"{name} has values outside float32's range (max |value| {big:.3g})")
-    M = M.astype(np.float32)
+    n_zero = int((M.data == 0).sum())
+    if n_zero:
+        warnings.warn(
+            f"{name}: {n_zero} explicitly stored zeros dropped", UserWarning, stacklevel=2
+        )
+    tiny = np.finfo(np.float32).tiny
+    under = (M.data != 0) & (np.abs(M.data) < tiny)
+    M = M.astype(np.float32)  # a copy: the caller's matrix is never written
+    if under.any():  # would become 0 or subnormal (slow) in float32: keep the pattern
+        warnings.warn(
+            f"{name}: {int(under.sum())} nonzeros are below float32's smallest normal "
+            f"({tiny:.2g}) in magnitude; stored as +-{tiny:.2g} so the sparsity pattern is kept",
+            UserWarning,
+            stacklevel=2,
+        )
+        M.data[under] = np.copysign(tiny, M.data[under])
     M.sum_duplicates()
     M.eliminate_zeros()
     M.sort_indices()

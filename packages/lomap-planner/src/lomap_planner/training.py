@@ -49,7 +49,9 @@ class DiffusionTrainer:
     lr : float, default=2e-4
     ema_decay : float, default=0.995
     seed : int, default=0
-        Seeds the batch generator and torch's global RNG (as ``torch.manual_seed``).
+        Seeds the batch generator and torch's global RNG (as ``torch.manual_seed``), which the
+        loss draws its noise and timesteps from: anything else that draws from the global RNG
+        between construction and ``fit`` (building another network, say) changes the run.
     goal_features : int, default=2
         Leading observation features inpainted at the last step: 2 (the goal position, as
         Diffuser's Maze2D models) or the full state (a hierarchical planner's low level,
