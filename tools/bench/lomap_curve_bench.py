@@ -167,6 +167,11 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict:
               f"LoMAP {np.mean(rec['lomap']):.3f}", flush=True)  # fmt: skip
     if trainer.step < args.train_steps:  # every checkpoint was on disk: the final weights
         trainer.load_state_dict(torch.load(folder / f"{stem}_state.pt", weights_only=False))
+        if trainer.step != args.train_steps:  # a longer run has moved the saved state on
+            raise RuntimeError(
+                f"{stem}_state.pt is at step {trainer.step}, not {args.train_steps}: "
+                "evaluate the final checkpoint before training further"
+            )
     trainer.finish()
     rows = []
     for name, planner in (
