@@ -58,14 +58,13 @@ from lomap_planner import (
 CKPT = Path(__file__).resolve().parent / ".cache" / "lomap-ckpt"
 
 
-def first_plans_infeasible(env, planner, n: int, seed: int) -> list[bool]:
-    """Infeasibility of the first plans from ``n`` reset states, as ``rollout_planner`` draws them.
+def first_plans_infeasible(env, planner, starts: np.ndarray, seed: int) -> list[bool]:
+    """Infeasibility of the plans from ``starts`` to ``env.goal`` (one batch, sampling ``seed``).
 
-    Starts and sampling seed match ``rollout_planner(env, planner, n, seed)``'s first plans, so
-    the closed loop's first ``n_episodes`` plans are a subset of these.
+    With ``starts[k] = env.spawn().reset(seed=seed + k)`` these are ``rollout_planner(env,
+    planner, n, seed)``'s first plans, so the closed loop's plans are a subset of them.
     """
-    obs = np.stack([env.spawn().reset(seed=seed + k)[0] for k in range(n)])
-    plans = planner.plan(obs, env.goal, seed=seed)
+    plans = planner.plan(starts, env.goal, seed=seed)
     a = planner.action_dim
     return plan_is_infeasible(plans[..., a : a + 2], env.walls).astype(bool).tolist()
 
@@ -144,12 +143,10 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict:
         t_train = time.process_time() - t
         t = time.process_time()
         probe.model.load_state_dict(trainer.ema.state_dict())
-        plain = DiffuserPlanner(probe, norm).plan(starts, env.goal, seed=ev)
-        proj = DiffuserPlanner(probe, norm, lomap=lomap).plan(starts, env.goal, seed=ev)
         rec = {
             "step": step,
-            "plain": plan_is_infeasible(plain[..., :2], env.walls).astype(bool).tolist(),
-            "lomap": plan_is_infeasible(proj[..., :2], env.walls).astype(bool).tolist(),
+            "plain": first_plans_infeasible(env, DiffuserPlanner(probe, norm), starts, ev),
+            "lomap": first_plans_infeasible(env, DiffuserPlanner(probe, norm, lomap=lomap), starts, ev),
             "loss_per_500": [float(x.mean()) for x in np.array_split(losses, max(1, len(losses) // 500))],
             "cpu_train": t_train,
             "cpu_eval": time.process_time() - t,
