@@ -21,6 +21,8 @@ XGBoost pooled over source + target rows (xgboost is a benchmark-only dependency
     uv run python tools/bench/cost_bench.py --real --n-matrices 300 --collect-only   # data only
     uv run python tools/bench/cost_bench.py --tuner      # the autotuning loop (recorded)
     uv run python tools/bench/cost_bench.py --headroom   # a measured target with headroom (~10 min, idle)
+    uv run --with xgboost python tools/bench/cost_bench.py --headroom --transfer   # + torch-cpu source
+    uv run python tools/bench/cost_bench.py --headroom --mtx-dir DIR   # your .mtx files (SuiteSparse layout)
 
 ``--headroom`` (issue #52 items 1-2) measures a target whose knobs matter on a CPU: scipy SpMM
 with a heterogeneous ``reorder`` knob (none / reverse Cuthill-McKee / degree sort, scipy.sparse
@@ -30,6 +32,10 @@ cache) of which half are stored in a scrambled order, with the interleaved min-o
 a test-retest of every matrix's two fastest configurations (``collect(protocol="interleaved")``,
 refused below 80 % agreement). It prints the oracle headroom over the default per family, how
 much of the variance each knob explains, and the timing quality. Needs an idle machine.
+``--transfer`` adds a measured source platform on the same matrices (torch.sparse on CPU, CSR/COO,
+1 or 2 threads, same protocol) and the few-shot transfer tables torch-cpu -> scipy-cpu-reorder.
+``--mtx-dir`` replaces the generated matrices by every Matrix Market file under a folder
+(``cost_model.load_mtx_folder``; tables prefixed ``mtx_``); samples are then repeated to >= 10 ms.
 
 ``--tuner`` (issue #52 item 6) uses the model in a search loop on sim-cpu -> sim-accel SpMM: a
 COGNATE model pretrained on the source and fine-tuned on 5% of the target ranks every one of the
@@ -204,9 +210,24 @@ def run(op: str, args: argparse.Namespace, rec: Run) -> None:
     print(describe(tgt))
     if args.collect_only:
         return
+    name = f"{'real' if args.real else 'sim'}_{op}"
+    compare(src, tgt, args, rec, name, t_collect)
+
+
+def compare(
+    src: C.CostDataset,
+    tgt: C.CostDataset,
+    args: argparse.Namespace,
+    rec: Run,
+    name: str,
+    t_collect: float,
+) -> None:
+    """Transfer tables (per-strategy and paired) of one source -> target pair on the same matrices."""
+    op = tgt.op
+    n_m = tgt.n_matrices
     # test matrices are held out of the source set too (no leakage through pretraining)
-    perm = np.random.default_rng(args.seed).permutation(len(ms))
-    n_test = round(len(ms) / 3)
+    perm = np.random.default_rng(args.seed).permutation(n_m)
+    n_test = round(n_m / 3)
     test_idx, train_idx = np.sort(perm[:n_test]), np.sort(perm[n_test:])
     train, test = tgt.take_matrices(train_idx), tgt.take_matrices(test_idx)
     src = src.take_matrices(train_idx)
@@ -229,10 +250,10 @@ def run(op: str, args: argparse.Namespace, rec: Run) -> None:
     for frac in fracs:  # anchors on the same few-shot samples
         for seed in seeds:
             few = train.subsample(frac, seed=seed)
-            for name, scores in anchors(few, test, seed, src).items():
+            for anchor, scores in anchors(few, test, seed, src).items():
                 res.rows.append(
                     {
-                        "strategy": name,
+                        "strategy": anchor,
                         "frac": frac,
                         "seed": seed,
                         "metrics": C.evaluate_scores(test, scores, per_matrix=True),
@@ -241,7 +262,7 @@ def run(op: str, args: argparse.Namespace, rec: Run) -> None:
     summ = res.summary()
     ref = summ[("target_full", 1.0)]
     t_models = time.perf_counter() - t0
-    pair = f"{src_be.hardware} -> {tgt_be.hardware}"
+    pair = f"{src.hardware} -> {tgt.hardware}"
     print(
         f"\n{pair}, {op.upper()}: {train.n_matrices} train / "
         f"{test.n_matrices} test matrices x {len(test) // test.n_matrices} configs, 5% = "
@@ -270,8 +291,8 @@ def run(op: str, args: argparse.Namespace, rec: Run) -> None:
         rows.append([strat, f"{frac:.2f}", fmt_ci(mine, 3), a["top5"], a["oracle"], a["captured"],
                      a["pair_acc"], a["top1"] / ref["top1"], f"{sum(m >= 1.0 for m in mine)}/{len(seeds)}",
                      wins("target_only"), wins("xgb_reg", "xgb_rank"), wins("xgb_pooled")])  # fmt: skip
-    name = f"{'real' if args.real else 'sim'}_{op}" + ("_curve" if len(fracs) > 1 else "")
-    cfg = (f"{pair}, {op.upper()}: {len(ms)} matrices ({train.n_matrices} train / {test.n_matrices} "
+    name += "_curve" if len(fracs) > 1 else ""
+    cfg = (f"{pair}, {op.upper()}: {n_m} matrices ({train.n_matrices} train / {test.n_matrices} "
            f"held-out test, held out of the source set too) x {len(test) // test.n_matrices} "
            f"sampled configurations; 5% = {len(train.subsample(0.05, seed=0))} target triples.")  # fmt: skip
     rec.table(
@@ -432,23 +453,48 @@ def headroom(args: argparse.Namespace) -> None:
     """A measured target with real headroom (issue #52 items 1-2): scipy SpMM with reordering."""
     import os
 
-    rec = Run("cost-model", out=tempfile.mkdtemp() if args.quick else None)
-    n = 6 if args.quick else args.n_matrices
-    rows, nnz = ((20_000, 40_000), (1e5, 2e5)) if args.quick else ((100_000, 250_000), (4e5, 1.5e6))
-    ms = C.MatrixSet.synthetic(n, seed=args.seed, rows=rows, nnz=nnz, shuffled=0.5)
+    rec = Run("cost-model", out=tempfile.mkdtemp() if args.quick else None,
+              uv_with=("xgboost",) if args.transfer else ())  # fmt: skip
+    if args.mtx_dir:  # a user's folder of Matrix Market files (SuiteSparse layout)
+        ms = C.load_mtx_folder(args.mtx_dir)
+        n, prefix = len(ms), "mtx_"
+        shape = np.array([A.shape[0] for A in ms.matrices])
+        nnzs = np.array([A.nnz for A in ms.matrices])
+        what = (f"{n} Matrix Market matrices from {Path(args.mtx_dir).name}/ ({shape.min():,}-"
+                f"{shape.max():,} rows, {nnzs.min():,}-{nnzs.max():,} nonzeros, stored order)")  # fmt: skip
+        # small matrices: a sample repeats the kernel to >= 10 ms (calibrated per configuration)
+        timer = C.Timer(warmup=1, repeats=3, min_time=0.01)
+        sample_note = "runtime = min of 3 interleaved rounds of >= 10 ms samples"
+    else:
+        n, prefix = (6 if args.quick else args.n_matrices), ""
+        rows, nnz = (
+            ((20_000, 40_000), (1e5, 2e5)) if args.quick else ((100_000, 250_000), (4e5, 1.5e6))
+        )
+        ms = C.MatrixSet.synthetic(n, seed=args.seed, rows=rows, nnz=nnz, shuffled=0.5)
+        what = (f"{n} generated matrices ({rows[0]:,}-{rows[1]:,} rows, {nnz[0]:.0e}-{nnz[1]:.0e} "
+                "nonzeros; half scrambled by a random row and column permutation)")  # fmt: skip
+        timer = C.Timer(warmup=1, repeats=3, min_time=0.0)
+        sample_note = "runtime = min of 3 interleaved rounds"
     be = C.ScipyBackend(threads=(1, 2), reorder=True)
-    timer = C.Timer(warmup=1, repeats=3, min_time=0.0)
     t0 = time.perf_counter()
     # not pinned to one core: two threads are one of the knobs
-    ds = C.collect(be, "spmm", ms, n_configs=args.n_configs, dense_width=args.dense_width,
-                   seed=args.seed, timer=timer, protocol="interleaved", retest=3,
-                   min_agreement=0.8, verbose=True)  # fmt: skip
-    wall = time.perf_counter() - t0
+    ds, cached = collect_interleaved(be, ms, args, timer, args.seed)
+    # a collection loaded from the cache keeps its own wall time (unknown for the oldest files)
+    wall = ds.timing.get("wall_s") if cached else time.perf_counter() - t0
+    if cached:
+        what += " (measurements re-analysed from the saved collection)"
     rec.sample_load()
     # per matrix (in the dataset's order): default, oracle, oracle's knobs, single-thread oracle
     space = be.space("spmm")
 
     def fam_of(name: str) -> str:
+        if args.mtx_dir:  # a user's matrices: grouped by size
+            m = ms.matrices[ms.names.index(name)].shape[0]
+            return (
+                "< 1,000 rows"
+                if m < 1000
+                else ("1,000-4,999 rows" if m < 5000 else ">= 5,000 rows")
+            )
         base = name.removesuffix("_shuffled").rsplit("_", 1)[0]
         return base + (" (scrambled)" if name.endswith("_shuffled") else "")
 
@@ -491,16 +537,14 @@ def headroom(args: argparse.Namespace) -> None:
                 "names": ds.matrix_names, "retest_agree": ds.retest_agree.tolist(),
                 "timing": tm, "variance": ve, "het_given_matrix": het_aware}  # fmt: skip
     rec.table(
-        "headroom",
+        f"{prefix}headroom",
         ["matrices", "n", "default ms (geo-mean)", "oracle / default (geo-mean)",
          "share >= 1.3x", "oracle's reorder", "oracle uses 2 threads"],
-        rows_out, fmt=[None, None, ".1f", ".2f", ".2f", None, ".2f"], seeds=[args.seed],
+        rows_out, fmt=[None, None, ".3f" if args.mtx_dir else ".1f", ".2f", ".2f", None, ".2f"], seeds=[args.seed],
         per_seed=per_seed,
         title=f"Measured target scipy-cpu-reorder (SpMM, width {args.dense_width}): oracle headroom over the default",
-        notes=[f"{n} generated matrices ({rows[0]:,}-{rows[1]:,} rows, {nnz[0]:.0e}-{nnz[1]:.0e} "
-               f"nonzeros; half scrambled by a random row and column permutation), "
-               f"{args.n_configs} sampled configurations each plus the default (CSR, one "
-               "thread, no reordering, C-order X); runtime = min of 3 interleaved rounds. "
+        notes=[f"{what}; {args.n_configs} configurations each: the default (CSR, one thread, no "
+               f"reordering, C-order X) and {args.n_configs - 1} sampled; {sample_note}. "
                "Oracle = the fastest measured configuration of each matrix.",
                f"Single-thread knobs only (threads=2 excluded): oracle / default "
                f"{np.exp(np.mean(np.log(one))):.2f}x geo-mean, {np.mean(one >= 1.3):.0%} of "
@@ -511,7 +555,7 @@ def headroom(args: argparse.Namespace) -> None:
                  f"pooled, {het_aware:.0%} given the matrix",
     )  # fmt: skip
     rec.table(
-        "headroom_variance",
+        f"{prefix}headroom_variance",
         ["knob group", "share of within-matrix variance of log runtime"],
         var_rows, fmt=[None, ".3f"], seeds=[args.seed],
         title="What each knob explains on scipy-cpu-reorder (CostDataset.variance_explained)",
@@ -522,7 +566,7 @@ def headroom(args: argparse.Namespace) -> None:
               "het knobs. Target (issue #52 item 1): het knobs explain >= 20 %.",
     )  # fmt: skip
     rec.table(
-        "timing_quality",
+        f"{prefix}timing_quality",
         ["protocol", "rounds", "retest rounds", "test-retest argmin agreement",
          "median CV", "share CV < 5 %", "top-2 resolved", "1-min load start / end", "wall s"],
         [[tm["protocol"], tm["rounds"], tm["retest"], tm["agreement"], tq["median_cv"],
@@ -537,10 +581,42 @@ def headroom(args: argparse.Namespace) -> None:
               "half their gap (cost_model.timing_quality). os.cpu_count() = "
               f"{os.cpu_count()}.",
     )  # fmt: skip
-    CACHE.mkdir(exist_ok=True)  # the measurements, for re-analysis without re-timing
-    path = CACHE / f"cost_{ds.hardware}_spmm_{n}m_seed{args.seed}.npz"
+    if not args.transfer:
+        return
+    # a measured source platform on the same matrices: torch.sparse on CPU, same protocol and
+    # threads; no BSR (its blocks come from a dense copy of each panel)
+    src, _ = collect_interleaved(C.TorchCPUBackend(threads=(1, 2), formats=("csr", "coo")), ms,
+                                 args, timer, args.seed + 1)  # fmt: skip
+    print(describe(src))
+    print(describe(ds))
+    compare(src, ds, args, rec, f"{prefix}reorder_spmm", wall or 0.0)
+
+
+def collect_interleaved(
+    be: object, ms: C.MatrixSet, args: argparse.Namespace, timer: C.Timer, seed: int
+) -> tuple[C.CostDataset, bool]:
+    """One platform's interleaved min-of-k collection, saved under the cache (re-analysis
+    without re-timing); returns the dataset and whether it came from the cache."""
+    import hashlib
+
+    tag = hashlib.sha256("\n".join(ms.names).encode()).hexdigest()[:8]
+    path = CACHE / f"cost_{be.hardware}_spmm_{len(ms)}m_{tag}_seed{seed}_n{args.n_configs}.npz"
+    legacy = CACHE / f"cost_{be.hardware}_spmm_{len(ms)}m_seed{seed}.npz"  # before the tag
+    for p in (path, legacy):
+        if p.exists():
+            ds = C.CostDataset.load(p)
+            if ds.matrix_names == list(ms.names) and len(ds) == len(ms) * args.n_configs:
+                print(f"dataset loaded from {p}")
+                return ds, True
+    t0 = time.perf_counter()
+    ds = C.collect(be, "spmm", ms, n_configs=args.n_configs, dense_width=args.dense_width,
+                   seed=seed, timer=timer, protocol="interleaved", retest=3,
+                   min_agreement=0.8, verbose=True)  # fmt: skip
+    ds.timing["wall_s"] = time.perf_counter() - t0
+    CACHE.mkdir(exist_ok=True)
     ds.save(path)
     print(f"dataset saved to {path}")
+    return ds, False
 
 
 def main() -> None:
@@ -554,6 +630,14 @@ def main() -> None:
     )
     ap.add_argument(
         "--n-configs", type=int, default=16, help="--headroom: configurations per matrix"
+    )
+    ap.add_argument(
+        "--mtx-dir", help="--headroom: a folder of Matrix Market files instead of generated ones"
+    )
+    ap.add_argument(
+        "--transfer",
+        action="store_true",
+        help="--headroom: also collect a torch-cpu source and run the transfer tables",
     )
     ap.add_argument("--real", action="store_true", help="measured scipy-cpu -> torch-cpu, one core")
     ap.add_argument("--n-matrices", type=int, default=60, help="generated matrices")

@@ -250,3 +250,19 @@ def test_synthetic_shuffled_permutes_without_changing_the_default_set() -> None:
         assert sorted(np.diff(a.indptr)) == sorted(np.diff(b.indptr))
     with pytest.raises(ValueError, match="shuffled"):
         C.MatrixSet.synthetic(2, shuffled=1.5)
+
+
+def test_torch_formats_subset() -> None:
+    be = C.TorchCPUBackend(threads=(1,), formats=("csr", "coo"))
+    space = be.space("spmm")
+    assert {c["format"] for c in space.enumerate()} == {"csr", "coo"}
+    assert {c["block"] for c in space.enumerate()} == {1}  # no BSR, no block knob values
+    A = C.generate("banded", 64, 64, 0.1, seed=0)
+    ops = C.kernels.make_operands("spmm", A, 8)
+    ref = C.kernels.reference("spmm", A, ops)
+    for cfg in space.sample(6, seed=0):
+        np.testing.assert_allclose(be.prepare("spmm", A, cfg, ops)(), ref, rtol=1e-4, atol=1e-4)
+    for bad, err in ((("coo",), ValueError), (("csr", "ell"), ValueError),
+                     (("csr", "csr"), ValueError), ("csr", TypeError)):  # fmt: skip
+        with pytest.raises(err, match="formats"):
+            C.TorchCPUBackend(formats=bad)  # type: ignore[arg-type]

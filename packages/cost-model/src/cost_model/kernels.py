@@ -390,15 +390,30 @@ class TorchCPUBackend:
     threads : tuple of int, default=(2, 1)
         Values of the ``threads`` knob (``torch.set_num_threads``), the first being the
         default's; ``(1,)`` is the single-core regime.
+    formats : tuple of str, optional
+        SpMM formats to offer, a subset of ``("csr", "coo", "bsr")`` holding ``"csr"`` (the
+        default's). By default every format this torch supports on CPU. Leave BSR out for large
+        or scrambled matrices: its blocks are built from a dense copy of each row panel.
     """
 
     hardware = "torch-cpu"
     simulated = False
 
-    def __init__(self, threads: tuple[int, ...] = (2, 1)) -> None:
+    def __init__(
+        self, threads: tuple[int, ...] = (2, 1), formats: tuple[str, ...] | None = None
+    ) -> None:
         import torch
 
         self.threads = _check_threads(threads)
+        if formats is not None:
+            if not isinstance(formats, tuple) or not all(isinstance(f, str) for f in formats):
+                raise TypeError(f"formats must be a tuple of str, got {formats!r}")
+            bad = [f for f in formats if f not in ("csr", "coo", "bsr")]
+            if bad or "csr" not in formats or len(set(formats)) != len(formats):
+                raise ValueError(
+                    f"formats must be distinct values of ('csr', 'coo', 'bsr') including 'csr', "
+                    f"got {formats!r}"
+                )
 
         self.torch = torch
         self.formats = ["csr", "coo"]
@@ -410,6 +425,10 @@ class TorchCPUBackend:
             self.formats.append("bsr")
         except Exception:
             pass
+        if formats is not None:
+            if "bsr" in formats and "bsr" not in self.formats:
+                raise ValueError("formats: this torch build cannot multiply BSR on CPU")
+            self.formats = [f for f in self.formats if f in formats]
         try:
             a = torch.eye(4).to_sparse_csr()
             torch.sparse.sampled_addmm(a, torch.ones(4, 2), torch.ones(2, 4), beta=0.0)
