@@ -292,9 +292,12 @@ def compare(
                      a["pair_acc"], a["top1"] / ref["top1"], f"{sum(m >= 1.0 for m in mine)}/{len(seeds)}",
                      wins("target_only"), wins("xgb_reg", "xgb_rank"), wins("xgb_pooled")])  # fmt: skip
     name += "_curve" if len(fracs) > 1 else ""
+    if args.ft_lr != 1e-4:  # an ablation of the paper's fine-tuning rate gets its own tables
+        name += f"_ftlr{args.ft_lr:g}"
     cfg = (f"{pair}, {op.upper()}: {n_m} matrices ({train.n_matrices} train / {test.n_matrices} "
            f"held-out test, held out of the source set too) x {len(test) // test.n_matrices} "
-           f"sampled configurations; 5% = {len(train.subsample(0.05, seed=0))} target triples.")  # fmt: skip
+           f"sampled configurations; 5% = {len(train.subsample(0.05, seed=0))} target triples; "
+           f"fine-tuning lr {args.ft_lr:g}" + (" (the paper's)." if args.ft_lr == 1e-4 else "."))  # fmt: skip
     rec.table(
         name,
         ["strategy", "target data", "top-1 speedup [95% CI]", "top-5", "oracle", "captured",
