@@ -293,7 +293,7 @@ def compare(
                      wins("target_only"), wins("xgb_reg", "xgb_rank"), wins("xgb_pooled")])  # fmt: skip
     name += "_curve" if len(fracs) > 1 else ""
     if args.ft_lr != 1e-4:  # an ablation of the paper's fine-tuning rate gets its own tables
-        name += f"_ftlr{args.ft_lr:g}"
+        name += f"_ftlr{args.ft_lr:.0e}"
     cfg = (f"{pair}, {op.upper()}: {n_m} matrices ({train.n_matrices} train / {test.n_matrices} "
            f"held-out test, held out of the source set too) x {len(test) // test.n_matrices} "
            f"sampled configurations; 5% = {len(train.subsample(0.05, seed=0))} target triples; "
