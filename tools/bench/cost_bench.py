@@ -296,7 +296,7 @@ def compare(
         name += f"_ftlr{args.ft_lr:.0e}"
     cfg = (f"{pair}, {op.upper()}: {n_m} matrices ({train.n_matrices} train / {test.n_matrices} "
            f"held-out test, held out of the source set too) x {len(test) // test.n_matrices} "
-           f"sampled configurations; 5% = {len(train.subsample(0.05, seed=0))} target triples; "
+           f"configurations (the default included); 5% = {len(train.subsample(0.05, seed=0))} target triples; "
            f"fine-tuning lr {args.ft_lr:g}" + (" (the paper's)." if args.ft_lr == 1e-4 else "."))  # fmt: skip
     rec.table(
         name,
