@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -142,6 +143,23 @@ def matrix_set(args: argparse.Namespace) -> C.MatrixSet:
     return ms
 
 
+def load_or_collect(
+    path: Path, ms: C.MatrixSet, collect: Callable[[], C.CostDataset], n_rows: int | None = None
+) -> tuple[C.CostDataset, bool]:
+    """The dataset saved at ``path`` when it holds ``ms``'s matrices (and ``n_rows`` rows), else
+    ``collect()``'s, saved there; and whether it came from the disk."""
+    if path.exists():
+        ds = C.CostDataset.load(path)
+        if ds.matrix_names == list(ms.names) and n_rows in (None, len(ds)):
+            print(f"dataset loaded from {path}")
+            return ds, True
+    ds = collect()
+    CACHE.mkdir(exist_ok=True)
+    ds.save(path)
+    print(f"dataset saved to {path}")
+    return ds, False
+
+
 def collect_cached(be: object, op: str, ms: C.MatrixSet, args: argparse.Namespace, seed: int):
     """Collect (measured: pinned to one core, cached on disk) one platform's dataset."""
     feat = C.MatrixFeaturizer(32)
@@ -151,18 +169,15 @@ def collect_cached(be: object, op: str, ms: C.MatrixSet, args: argparse.Namespac
         )
     width = "" if args.dense_width == 64 else f"_w{args.dense_width}"
     path = CACHE / f"cost_{be.hardware}_{op}_{len(ms)}m_seed{seed}{width}_v2.npz"
-    if path.exists():
-        ds = C.CostDataset.load(path)
-        if ds.matrix_names == list(ms.names):
-            return ds
-    with C.kernels.pinned():
-        ds = C.collect(
-            be, op, ms, n_configs=24, seed=seed, featurizer=feat, timer=REAL_TIMER, verbose=True,
-            dense_width=args.dense_width,
-        )  # fmt: skip
-    CACHE.mkdir(exist_ok=True)
-    ds.save(path)
-    return ds
+
+    def collect() -> C.CostDataset:
+        with C.kernels.pinned():
+            return C.collect(
+                be, op, ms, n_configs=24, seed=seed, featurizer=feat, timer=REAL_TIMER,
+                verbose=True, dense_width=args.dense_width,
+            )  # fmt: skip
+
+    return load_or_collect(path, ms, collect)[0]
 
 
 def dataset_quality(ds: C.CostDataset) -> dict:
@@ -479,20 +494,20 @@ def headroom(args: argparse.Namespace) -> None:
         timer = C.Timer(warmup=1, repeats=3, min_time=0.0)
         sample_note = "runtime = min of 3 interleaved rounds"
     be = C.ScipyBackend(threads=(1, 2), reorder=True)
-    t0 = time.perf_counter()
     # not pinned to one core: two threads are one of the knobs
     ds, cached = collect_interleaved(be, ms, args, timer, args.seed)
-    # a collection loaded from the cache keeps its own wall time (unknown for the oldest files)
-    wall = ds.timing.get("wall_s") if cached else time.perf_counter() - t0
+    wall = ds.timing["wall_s"]  # the collection's own, also when re-analysed from the disk
     if cached:
         what += " (measurements re-analysed from the saved collection)"
     rec.sample_load()
     # per matrix (in the dataset's order): default, oracle, oracle's knobs, single-thread oracle
     space = be.space("spmm")
 
+    n_rows = dict(zip(ms.names, (A.shape[0] for A in ms.matrices), strict=True))
+
     def fam_of(name: str) -> str:
         if args.mtx_dir:  # a user's matrices: grouped by size
-            m = ms.matrices[ms.names.index(name)].shape[0]
+            m = n_rows[name]
             return (
                 "< 1,000 rows"
                 if m < 1000
@@ -595,7 +610,7 @@ def headroom(args: argparse.Namespace) -> None:
     print(describe(src))
     print(describe(ds))
     knob_effects(src, ds, rec, f"{prefix}reorder_spmm_knobs", args.seed)
-    compare(src, ds, args, rec, f"{prefix}reorder_spmm", wall or 0.0)
+    compare(src, ds, args, rec, f"{prefix}reorder_spmm", wall)
 
 
 def knob_effects(src: C.CostDataset, tgt: C.CostDataset, rec: Run, name: str, seed: int) -> None:
@@ -607,13 +622,14 @@ def knob_effects(src: C.CostDataset, tgt: C.CostDataset, rec: Run, name: str, se
     for j, (knob, vocab) in enumerate(SHARED_KNOBS.items()):
         if not (src.hom_present[j] and tgt.hom_present[j]):
             continue
-        ms = {c: ys[src.hom[:, j] == c].mean() for c in np.unique(src.hom[:, j])}
-        mt = {c: yt[tgt.hom[:, j] == c].mean() for c in np.unique(tgt.hom[:, j])}
+        mean_s = {c: ys[src.hom[:, j] == c].mean() for c in np.unique(src.hom[:, j])}
+        mean_t = {c: yt[tgt.hom[:, j] == c].mean() for c in np.unique(tgt.hom[:, j])}
         base = tgt.hom[tgt.is_default, j][0]  # the default's value (code) of this knob
-        for c in sorted(set(ms) & set(mt)):
+        for c in sorted(set(mean_s) & set(mean_t)):
             if c == base:
                 continue
-            es, et = float(np.exp(ms[c] - ms[base])), float(np.exp(mt[c] - mt[base]))
+            es = float(np.exp(mean_s[c] - mean_s[base]))
+            et = float(np.exp(mean_t[c] - mean_t[base]))
             same = (es - 1) * (et - 1) > 0
             agree.append(same)
             rows.append([knob, str(vocab[c - 1]), es, et, "yes" if same else "no"])
@@ -641,22 +657,16 @@ def collect_interleaved(
 
     tag = hashlib.sha256("\n".join(ms.names).encode()).hexdigest()[:8]
     path = CACHE / f"cost_{be.hardware}_spmm_{len(ms)}m_{tag}_seed{seed}_n{args.n_configs}.npz"
-    legacy = CACHE / f"cost_{be.hardware}_spmm_{len(ms)}m_seed{seed}.npz"  # before the tag
-    for p in (path, legacy):
-        if p.exists():
-            ds = C.CostDataset.load(p)
-            if ds.matrix_names == list(ms.names) and len(ds) == len(ms) * args.n_configs:
-                print(f"dataset loaded from {p}")
-                return ds, True
-    t0 = time.perf_counter()
-    ds = C.collect(be, "spmm", ms, n_configs=args.n_configs, dense_width=args.dense_width,
-                   seed=seed, timer=timer, protocol="interleaved", retest=3,
-                   min_agreement=0.8, verbose=True)  # fmt: skip
-    ds.timing["wall_s"] = time.perf_counter() - t0
-    CACHE.mkdir(exist_ok=True)
-    ds.save(path)
-    print(f"dataset saved to {path}")
-    return ds, False
+
+    def collect() -> C.CostDataset:
+        t0 = time.perf_counter()
+        ds = C.collect(be, "spmm", ms, n_configs=args.n_configs, dense_width=args.dense_width,
+                       seed=seed, timer=timer, protocol="interleaved", retest=3,
+                       min_agreement=0.8, verbose=True)  # fmt: skip
+        ds.timing["wall_s"] = time.perf_counter() - t0  # kept for a later re-analysis
+        return ds
+
+    return load_or_collect(path, ms, collect, n_rows=len(ms) * args.n_configs)
 
 
 def main() -> None:
