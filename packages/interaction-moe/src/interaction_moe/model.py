@@ -107,6 +107,8 @@ class I2MoE(nn.Module):
     specialize : bool, default=False
         Ours: the uniqueness expert ``j`` sees only modality ``j`` (the others replaced by the
         perturbation) in its forward pass, so it cannot solve a synergy the synergy expert is for.
+        In eval mode the removal is fixed and batch-independent (see ``_remove``), so predictions
+        are deterministic.
     expert_loss_weight : float, default=0.0
         Weight of an extra task loss on every expert's own output (not in the paper; 0 = paper).
         Keeps experts that the gate has switched off competent, so routing can still move to them.
@@ -184,6 +186,8 @@ class I2MoE(nn.Module):
         self.reweighting = reweighting
         self.use_interaction_loss = bool(interaction_loss)
         self.regression_mode = regression_losses
+        for j in range(self.M):  # running embedding means (specialize's eval stand-in)
+            self.register_buffer(f"_emb_mean_{j}", torch.zeros(0))
         n_e = self.M + 2
         if reweighting == "global":
             self.gate_logits = nn.Parameter(torch.zeros(n_e))
@@ -207,6 +211,51 @@ class I2MoE(nn.Module):
                     ]
                 layers.append(nn.Linear(reweight_hidden, n_e))
             self.gate = nn.Sequential(*layers)
+
+    def _track_means(self, embs: list[torch.Tensor]) -> None:
+        """Running means of the modality embeddings (momentum 0.1, as BatchNorm's statistics)."""
+        with torch.no_grad():
+            for j, e in enumerate(embs):
+                m = e.detach().mean(0)
+                buf = getattr(self, f"_emb_mean_{j}")
+                if buf.shape != m.shape:
+                    setattr(self, f"_emb_mean_{j}", m.clone())
+                else:
+                    buf.mul_(0.9).add_(m, alpha=0.1)
+
+    def _remove(self, embs: list[torch.Tensor], j: int) -> list[torch.Tensor]:
+        """Modality ``j`` removed: random in training, a fixed batch-independent stand-in in eval.
+
+        In eval mode the prediction must not depend on the random state or on the other rows
+        of the batch, so ``"gaussian"`` uses one fixed N(0, I) draw (seed 0) for every sample,
+        ``"zero"`` zeros, and ``"mean"``/``"permute"`` the running mean of the training
+        embeddings (the batch mean / another sample in training).
+        """
+        if self.training:
+            return perturb(embs, j, self.perturbation)
+        e = embs[j]
+        if self.perturbation == "zero":
+            ref = torch.zeros(e.shape[1:], dtype=e.dtype, device=e.device)
+        elif self.perturbation == "gaussian":
+            g = torch.Generator().manual_seed(0)
+            ref = torch.randn(e.shape[1:], generator=g, dtype=torch.float64)
+            ref = ref.to(dtype=e.dtype, device=e.device)
+        else:
+            ref = getattr(self, f"_emb_mean_{j}")
+            if ref.shape != e.shape[1:]:  # never trained: a seeded removal of this batch
+                return perturb(embs, j, self.perturbation, torch.Generator().manual_seed(0))
+            ref = ref.to(dtype=e.dtype, device=e.device)
+        out = list(embs)
+        out[j] = ref.expand_as(e)
+        return out
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # the running means are sized at the first training step: take the saved size
+        for j in range(self.M):
+            key = f"{prefix}_emb_mean_{j}"
+            if key in state_dict:
+                setattr(self, f"_emb_mean_{j}", torch.empty_like(state_dict[key]))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @property
     def expert_names(self) -> list[str]:
@@ -241,6 +290,8 @@ class I2MoE(nn.Module):
         """Mixture prediction; in training mode also the interaction losses (n_E (M+1) fusion passes)."""
         self._check(xs)
         embs = [enc(x) for enc, x in zip(self.encoders, xs, strict=True)]
+        if self.training:
+            self._track_means(embs)
         if self.specialize:  # uniqueness expert j: modality j alone (the others removed)
             clean = []
             for k, ex in enumerate(self.experts):
@@ -248,7 +299,7 @@ class I2MoE(nn.Module):
                 if k < self.M:
                     for other in range(self.M):
                         if other != k:
-                            view = perturb(view, other, self.perturbation)
+                            view = self._remove(view, other)
                 clean.append(ex(view))
         else:
             clean = [ex(embs) for ex in self.experts]
@@ -345,5 +396,5 @@ class I2MoE(nn.Module):
             o = ex(embs)
             base = o.norm(dim=-1).mean().clamp_min(1e-12)
             for j in range(self.M):
-                out[k, j] = (o - ex(perturb(embs, j, self.perturbation))).norm(dim=-1).mean() / base
+                out[k, j] = (o - ex(self._remove(embs, j))).norm(dim=-1).mean() / base
         return out
