@@ -136,6 +136,16 @@ def test_loaders_read_every_benchmark_layout(tmp_path):
     np.testing.assert_allclose(b.X_train, tr)
     assert b.X_test[3, 1] == te[2, 1] and b.columns == ["a", "b", "c"]
     np.testing.assert_array_equal(b.y_test, y)
+    # PSM labels in another row order are matched by timestamp (they once shifted silently)
+    order = np.random.default_rng(3).permutation(20)
+    _write_csv(psm / "test_label.csv", ["timestamp_(min)", "label"], [[i, y[i]] for i in order])
+    np.testing.assert_array_equal(load_mtsad("psm", psm).y_test, y)
+    _write_csv(psm / "test_label.csv", ["timestamp_(min)", "label"], [[i, y[i]] for i in order[1:]])
+    with pytest.raises(ValueError, match="no label for 1 test timestamps"):
+        load_mtsad("psm", psm)
+    _write_csv(
+        psm / "test_label.csv", ["timestamp_(min)", "label"], [[i, v] for i, v in enumerate(y)]
+    )
     # SMD
     smd = tmp_path / "smd"
     for sub, arr in (("train", tr), ("test", te), ("test_label", y[:, None])):
@@ -205,3 +215,57 @@ def test_loaders_read_every_benchmark_layout(tmp_path):
         load_mtsad("psm", tmp_path / "missing")
     with pytest.raises(FileNotFoundError, match=r"train\.csv"):
         load_mtsad("psm", tmp_path)
+
+
+@pytest.mark.parametrize("level", [1e6, -3e7])
+def test_granger_at_a_large_level_equals_statsmodels(level):
+    # the uncentred design once flipped 5 of 20 edges at level 1e6 (p-values off by up to 1.0)
+    d = make_var(n_vars=5, n_train=2000, seed=3)
+    X = _std(d.X_train)
+    sm = _statsmodels_granger(X, 3)  # the affine map leaves the statistics unchanged
+    shifted = X + level
+    np.testing.assert_allclose(granger_pvalues_wald(shifted, 3), sm, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(granger_pvalues_lstsq(shifted, 3), sm, atol=1e-3)
+    disc = VARGrangerDiscoverer(lag=3).fit(shifted)
+    np.testing.assert_allclose(disc.pvalues_, sm, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(disc.graph_, VARGrangerDiscoverer(lag=3).fit(X).graph_)
+
+
+def test_forecaster_and_near_constant_columns_at_a_large_level():
+    d = make_var(n_vars=5, n_train=2000, seed=3)
+    X = _std(d.X_train)
+    a = VARGrangerDiscoverer(lag=3).fit(X)
+    b = VARGrangerDiscoverer(lag=3).fit(X + 1e6)  # once off by 6e-3 in the forecasts
+    np.testing.assert_allclose(
+        b.predict_next(X[None, :50] + 1e6) - 1e6, a.predict_next(X[None, :50]), atol=1e-8
+    )
+    near = np.column_stack([X, 1e6 + 1e-5 * X[:, 0]])  # 11 significant digits of level, 0 of signal
+    with pytest.warns(UserWarning, match="near-constant"):
+        disc = VARGrangerDiscoverer(lag=3).fit(near)
+    assert not disc.graph_[5].any() and not disc.graph_[:, 5].any()
+
+
+def test_load_daphnet_reads_the_original_uci_layout(tmp_path):
+    from causal_ts import load_daphnet
+
+    rng = np.random.default_rng(0)
+    t = np.arange(0, 15 * 50, 15)  # 64 Hz: 15.625 ms, stored as whole ms
+    acc = rng.integers(-2000, 2000, (50, 9))
+    ann = np.r_[np.zeros(5, int), np.ones(30, int), np.full(10, 2), np.ones(5, int)]
+    lines = [" ".join(map(str, [ti, *a, c])) for ti, a, c in zip(t, acc, ann, strict=True)]
+    f = tmp_path / "S01R01.txt"
+    f.write_text("\n".join(lines) + "\n")
+    b = load_daphnet(f)
+    np.testing.assert_array_equal(b.X, acc)
+    np.testing.assert_array_equal(b.y, ann == 2)
+    np.testing.assert_array_equal(b.in_experiment, ann != 0)
+    assert b.name == "S01R01" and len(b.columns) == 9 and b.time_ms[-1] == t[-1]
+    (tmp_path / "short.txt").write_text("0 1 2 3\n")
+    with pytest.raises(ValueError, match="11"):
+        load_daphnet(tmp_path / "short.txt")
+    (tmp_path / "ann.txt").write_text(lines[0][:-1] + "7\n")
+    with pytest.raises(ValueError, match="annotation 7"):
+        load_daphnet(tmp_path / "ann.txt")
+    (tmp_path / "twice.txt").write_text("\n".join(lines + lines) + "\n")
+    with pytest.raises(ValueError, match="row 51: the time does not increase"):
+        load_daphnet(tmp_path / "twice.txt")

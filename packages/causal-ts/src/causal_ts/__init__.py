@@ -20,7 +20,7 @@ from causal_ts.data import (
     simulate_var,
     sliding_windows,
 )
-from causal_ts.datasets import DATASETS, load_mtsad
+from causal_ts.datasets import DAPHNET_CHANNELS, DATASETS, load_daphnet, load_mtsad
 from causal_ts.demo import demo
 from causal_ts.detector import CAROTS, PlainOneClassContrastive
 from causal_ts.discovery import GivenGraphDiscoverer, VARGrangerDiscoverer
@@ -30,6 +30,7 @@ from causal_ts.neural_discovery import NeuralGrangerDiscoverer
 
 __all__ = [
     "CAROTS",
+    "DAPHNET_CHANNELS",
     "DATASETS",
     "CausalityDisturbingAugmentor",
     "CausalityPreservingAugmentor",
@@ -48,6 +49,7 @@ __all__ = [
     "evaluate",
     "inject_anomalies",
     "inject_causal_break",
+    "load_daphnet",
     "load_mtsad",
     "make_lorenz96",
     "make_var",

@@ -8,7 +8,7 @@ distributions of each data set):
 name       files under ``root``
 =========  =================================================================================
 ``psm``    ``train.csv``, ``test.csv``, ``test_label.csv`` (first column a timestamp; labels in
-           the column ``label``)
+           the column ``label``, matched to the test rows by timestamp)
 ``smd``    ``train/<machine>.txt``, ``test/<machine>.txt``, ``test_label/<machine>.txt``
            (comma-separated values without header; pass ``machine="machine-1-1"``)
 ``msl``    ``MSL_train.npy``, ``MSL_test.npy``, ``MSL_test_label.npy`` (also ``smap``: ``SMAP_*``)
@@ -32,7 +32,7 @@ import pathlib
 import numpy as np
 from sklearn.utils import Bunch
 
-__all__ = ["DATASETS", "load_mtsad"]
+__all__ = ["DAPHNET_CHANNELS", "DATASETS", "load_daphnet", "load_mtsad"]
 
 DATASETS = ("psm", "smd", "msl", "smap", "swat", "wadi")
 
@@ -76,6 +76,40 @@ def _to_float(rows: list[list[str]], cols: list[int], path: pathlib.Path, width:
                     f"root: {path.name} row {i + 2} column {c + 1} is not a number: {v[:30]!r}"
                 ) from None
     return out
+
+
+def _align_by_key(keys: list[str], label_keys: list[str], y: np.ndarray) -> np.ndarray:
+    """Labels reordered to the test rows' timestamps; missing or extra timestamps raise.
+
+    A label file sorted differently, or one with rows dropped, would otherwise shift every
+    label after the first gap onto the wrong time step.
+    """
+
+    def norm(k: str) -> str:  # "12" and "12.0" name the same minute
+        try:
+            return repr(float(k))
+        except ValueError:
+            return k
+
+    keys, label_keys = [norm(k) for k in keys], [norm(k) for k in label_keys]
+    pos = {}
+    for i, k in enumerate(label_keys):
+        if k in pos:
+            raise ValueError(f"root: test_label.csv repeats the timestamp {k!r}")
+        pos[k] = i
+    missing = [k for k in keys if k not in pos]
+    if missing:
+        raise ValueError(
+            f"root: test_label.csv has no label for {len(missing)} test timestamps "
+            f"(first {missing[:3]})"
+        )
+    if len(pos) != len(keys):
+        extra = sorted(set(pos) - set(keys))
+        raise ValueError(
+            f"root: test_label.csv has {len(extra)} timestamps that test.csv lacks "
+            f"(first {extra[:3]})"
+        )
+    return y[[pos[k] for k in keys]]
 
 
 def _swat_label(value: str, i: int) -> int:
@@ -161,6 +195,10 @@ def load_mtsad(name: str, root: str | pathlib.Path, machine: str | None = None) 
             raise ValueError("root: test_label.csv has missing labels")
         X_tr = _to_float(tr, cols, root / "train.csv", len(head))
         X_te = _to_float(te, cols, root / "test.csv", len(head))
+        if len(lab_head) >= 2 and li != 0:  # labels keyed by the timestamp in their first column
+            y = _align_by_key([r[0].strip() for r in te], [r[0].strip() for r in lab], y)
+        elif len(y) != len(X_te):
+            raise ValueError(f"root: test_label.csv has {len(y)} labels for {len(X_te)} test rows")
         return _finish(name, X_tr, X_te, y, head[1:])
     if name == "smd":
         if not machine:
@@ -217,3 +255,76 @@ def load_mtsad(name: str, root: str | pathlib.Path, machine: str | None = None) 
     X_tr = _to_float(tr, cols, root / "WADI_14days.csv", len(head))
     X_te = _to_float(te, idx_te, root / "WADI_attackdata.csv", len(head_te))
     return _finish(name, X_tr, X_te, y, names)
+
+
+DAPHNET_CHANNELS = (
+    "ankle_forward", "ankle_vertical", "ankle_lateral",
+    "thigh_forward", "thigh_vertical", "thigh_lateral",
+    "trunk_forward", "trunk_vertical", "trunk_lateral",
+)  # fmt: skip
+
+
+def load_daphnet(path: str | pathlib.Path) -> Bunch:
+    """Read one original UCI Daphnet freezing-of-gait file (``dataset/S01R01.txt``).
+
+    Each row holds 11 space-separated integers: the time in ms, nine acceleration channels in
+    mg (ankle, thigh, trunk; forward, vertical, lateral) and the annotation ``0`` (not part of
+    the experiment), ``1`` (no freeze) or ``2`` (freeze). Every row is returned; the mask
+    ``in_experiment`` says which the annotation counts.
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.txt`` file.
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``X`` (T, 9) float64 in mg, ``y`` (T,) 1 on freeze rows, ``in_experiment`` (T,) bool,
+        ``time_ms`` (T,) int64, ``columns``, ``name`` (the file stem).
+
+    Raises
+    ------
+    ValueError
+        A row without 11 integer fields, an annotation outside {0, 1, 2} or a time that does
+        not increase (a concatenation or a sorted copy), each with its row number.
+    """
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path: {str(path)!r} is not a file")
+    rows = []
+    with path.open() as f:
+        for i, line in enumerate(f, 1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 11:
+                raise ValueError(
+                    f"path: {path.name} row {i} has {len(fields)} fields; a Daphnet file has 11 "
+                    "(time, 9 acceleration channels, annotation)"
+                )
+            try:
+                rows.append([int(v) for v in fields])
+            except ValueError:
+                raise ValueError(
+                    f"path: {path.name} row {i} is not 11 integers: {line.strip()[:40]!r}"
+                ) from None
+    if not rows:
+        raise ValueError(f"path: {path.name} has no data rows")
+    a = np.asarray(rows, dtype=np.int64)
+    bad = np.flatnonzero(~np.isin(a[:, 10], (0, 1, 2)))
+    if bad.size:
+        raise ValueError(
+            f"path: {path.name} row {bad[0] + 1}: annotation {a[bad[0], 10]} is not 0, 1 or 2"
+        )
+    back = np.flatnonzero(np.diff(a[:, 0]) <= 0)
+    if back.size:
+        raise ValueError(f"path: {path.name} row {back[0] + 2}: the time does not increase")
+    return Bunch(
+        X=a[:, 1:10].astype(np.float64),
+        y=(a[:, 10] == 2).astype(np.int64),
+        in_experiment=a[:, 10] != 0,
+        time_ms=a[:, 0],
+        columns=list(DAPHNET_CHANNELS),
+        name=path.stem,
+    )

@@ -37,8 +37,13 @@ __all__ = [
 
 
 def constant_columns(X: np.ndarray) -> np.ndarray:
-    """Boolean mask (N,) of columns whose values never change."""
-    return np.ptp(X, axis=0) <= 1e-12 * np.maximum(1.0, np.abs(X).max(axis=0))
+    """Boolean mask (N,) of constant or near-constant columns.
+
+    A column whose range is at most ``1e-9`` of its largest magnitude carries fewer than
+    7 of float64's digits of signal (``1e6 + 1e-4 noise``, say): its standardised values are
+    rounding noise, so it is treated as constant.
+    """
+    return np.ptp(X, axis=0) <= 1e-9 * np.abs(X).max(axis=0)
 
 
 def _finish_edge_scores(scores: np.ndarray, const: np.ndarray) -> np.ndarray:
@@ -47,6 +52,18 @@ def _finish_edge_scores(scores: np.ndarray, const: np.ndarray) -> np.ndarray:
     scores[const, :] = 0.0
     scores[:, const] = 0.0
     return scores
+
+
+def _standardise(X: np.ndarray) -> np.ndarray:
+    """Columns centred and scaled to unit variance (constant columns only centred).
+
+    Granger statistics are invariant to a per-column affine map (the intercept absorbs the
+    shift, the coefficients the scale), but the Gram matrix of a series at level 1e6 with unit
+    spread loses 12 digits to the offset: centring first keeps the statistics exact.
+    """
+    Xc = X - X.mean(axis=0)
+    sd = Xc.std(axis=0)
+    return Xc / np.where(sd > 0, sd, 1.0)
 
 
 def _lag_matrix(X: np.ndarray, lag: int) -> tuple[np.ndarray, np.ndarray]:
@@ -86,6 +103,7 @@ def granger_pvalues_wald(X: np.ndarray, lag: int) -> np.ndarray:
     """
     from scipy.stats import f as f_dist
 
+    X = _standardise(np.asarray(X, dtype=np.float64))
     N = X.shape[1]
     Z, Y = _lag_matrix(X, lag)
     design = np.column_stack([np.ones(Z.shape[0]), Z])
@@ -128,6 +146,7 @@ def granger_pvalues_lstsq(X: np.ndarray, lag: int, ridge: float = 0.0) -> np.nda
     """
     from scipy.stats import f as f_dist
 
+    X = _standardise(np.asarray(X, dtype=np.float64))
     N = X.shape[1]
     Z, Y = _lag_matrix(X, lag)
     design = np.column_stack([np.ones(Z.shape[0]), Z])
@@ -167,7 +186,8 @@ class _GraphForecasterMixin:
 
     def _fit_forecaster(self, X: np.ndarray, graph: np.ndarray, lag: int) -> None:
         N = X.shape[1]
-        Z, Y = _lag_matrix(X, lag)
+        mu = X.mean(axis=0)  # fit on centred data (a level of 1e6 costs the Gram 12 digits)
+        Z, Y = _lag_matrix(X - mu, lag)
         self.intercept_ = Y.mean(axis=0)
         self.coef_ = np.zeros((lag, N, N))
         # equation-by-equation OLS through one shared Gram matrix: N tiny solves instead of N
@@ -186,6 +206,8 @@ class _GraphForecasterMixin:
                 beta = np.linalg.lstsq(sub, moment[cols, e], rcond=None)[0]
             self.intercept_[e] = beta[0]
             self.coef_[:, parents, e] = beta[1:].reshape(lag, parents.size)
+        # back to raw units: x_e - mu_e = b0 + sum coef (x - mu)
+        self.intercept_ = self.intercept_ + mu - np.einsum("lce,c->e", self.coef_, mu)
         self.lag_ = lag
         self.n_features_in_ = N
 
@@ -286,7 +308,8 @@ class VARGrangerDiscoverer(_GraphForecasterMixin, BaseEstimator):
         const = constant_columns(X)
         if const.any():
             warnings.warn(
-                f"constant columns {np.flatnonzero(const).tolist()} are excluded from the "
+                f"constant or near-constant columns {np.flatnonzero(const).tolist()} (range "
+                "<= 1e-9 of their level) are excluded from the "
                 "Granger tests and the VAR (their graph rows/columns are False)",
                 UserWarning,
                 stacklevel=2,
