@@ -95,3 +95,17 @@ def test_bad_parameters():
     model = OracleSelectiveSamplingClassifier(oracle=Ridge()).fit(X, y)
     with pytest.raises(TypeError, match="sample_ids"):
         model.unlearn([0.5])
+
+
+@pytest.mark.parametrize("oracle", [None, Ridge(alpha=1.0, fit_intercept=False)])
+def test_inputs_too_small_to_query_raise_and_leave_the_model_unchanged(oracle):
+    # at input scale 1e-3 Algorithm 2 once stored 0 points and predicted a constant, silently
+    X, y = make_margin_stream(400, 4, margin=0.1, random_state=0)
+    model = OracleSelectiveSamplingClassifier(oracle=oracle).fit(X, y)
+    state = model.stored_state()
+    with pytest.raises(ValueError, match="X: no point's confidence width exceeds the floor"):
+        model.fit(X * 1e-3, y)
+    np.testing.assert_array_equal(model.stored_state()["ids"], state["ids"])
+    assert model.score(X, y) > 0.8
+    with pytest.raises(ValueError, match="rescale X"):
+        OracleSelectiveSamplingClassifier(oracle=oracle).fit(X * 1e-3, y)

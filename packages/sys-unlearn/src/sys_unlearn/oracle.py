@@ -161,6 +161,7 @@ class OracleSelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
                 "y: Only binary classification is supported (Algorithm 2 is binary); got "
                 f"{classes.size} classes"
             )
+        before = dict(self.__dict__)
         self.features_ = self._fit_features(X.shape[1])
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
@@ -168,6 +169,19 @@ class OracleSelectiveSamplingClassifier(ClassifierMixin, BaseEstimator):
         self.threshold_ = float(self.horizon_) ** (-self.kappa)
         s = np.where(y == classes[1], 1.0, -1.0)
         keep = self._run(X, s, np.arange(len(X)), disable=not self.verbose)
+        if keep.size == 0:
+            # with nothing stored f_hat = 0, so a point is skipped only when its width is below
+            # the floor: no point of this stream can ever be queried at this input scale
+            tau = self.threshold_
+            self.__dict__.clear()
+            self.__dict__.update(before)  # a rejected fit leaves the estimator as it was
+            top = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
+            raise ValueError(
+                f"X: no point's confidence width exceeds the floor tau = horizon^-kappa = "
+                f"{tau:.3g} (largest row norm {top:.3g}), so Algorithm 2 would store nothing "
+                "and predict a constant; the analysis assumes ||x|| <= 1: rescale X so that "
+                "its largest row norm is about 1"
+            )
         self._set_state(X[keep], s[keep], ids[keep])
         return self
 
