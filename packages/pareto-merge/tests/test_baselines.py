@@ -59,24 +59,49 @@ def test_single_task_identities(models):
         torch.testing.assert_close(v, ft[0][k])
 
 
-def test_ties_against_brute_force(models):
+def _ties_reference(flat, density, rule):
+    """Element loops after each reference: the TIES repository (keep |v| >= the (P - k)-th
+    smallest magnitude, k = int(density P); a zero elected sign takes the majority) and mergekit
+    (exactly the k largest; a zero sum counts as positive)."""
+    P = flat.shape[1]
+    k = int(density * P)
+    trimmed = np.zeros_like(flat)
+    for t in range(len(flat)):
+        if rule == "ties":
+            kth = np.sort(np.abs(flat[t]))[P - k - 1]
+            keep = np.abs(flat[t]) >= kth
+        else:
+            keep = np.zeros(P, bool)
+            keep[np.argsort(-np.abs(flat[t]), kind="stable")[: max(1, k)]] = True
+        trimmed[t, keep] = flat[t, keep]
+    sums = trimmed.sum(0)
+    if rule == "ties":
+        sign = np.sign(sums)
+        sign[sign == 0] = np.sign(sign.sum())
+    else:
+        sign = np.where(sums >= 0, 1.0, -1.0)
+    merged = np.zeros(P)
+    for j in range(P):
+        vals = [v for v in trimmed[:, j] if v != 0 and np.sign(v) == sign[j]]
+        merged[j] = np.mean(vals) if vals else 0.0
+    return merged
+
+
+@pytest.mark.parametrize("density", [0.1, 0.2, 0.3, 0.5, 0.7, 0.9])
+def test_ties_against_brute_force(models, density):
+    # density 0.2 once rounded the kept count where both references truncate (0.12 in logits)
     _, theta0, ft = models
     tvs = task_vectors(theta0, ft)
     keys = list(tvs[0])
     flat = np.stack([np.concatenate([tv[k].flatten().numpy() for k in keys]) for tv in tvs])
-    n_keep = round(0.3 * flat.shape[1])
-    merged = np.zeros(flat.shape[1])
-    trimmed = np.zeros_like(flat)
-    for t in range(len(flat)):
-        top = np.argsort(-np.abs(flat[t]))[:n_keep]
-        trimmed[t, top] = flat[t, top]
-    for j in range(flat.shape[1]):
-        s = np.sign(trimmed[:, j].sum())
-        vals = [v for v in trimmed[:, j] if v != 0 and np.sign(v) == s]
-        merged[j] = np.mean(vals) if vals else 0.0
-    out = ties_merge(theta0, ft, density=0.3, scale=0.7)
+    out = ties_merge(theta0, ft, density=density, scale=0.7)
     got = np.concatenate([(out[k] - theta0[k]).flatten().numpy() for k in keys])
-    np.testing.assert_allclose(got, 0.7 * merged, atol=1e-6)
+    np.testing.assert_allclose(got, 0.7 * _ties_reference(flat, density, "ties"), atol=1e-6)
+    out = ties_merge(theta0, ft, density=density, scope="tensor")
+    for k in keys:
+        per = np.stack([tv[k].flatten().numpy() for tv in tvs])
+        want = _ties_reference(per, density, "mergekit")
+        np.testing.assert_allclose((out[k] - theta0[k]).flatten().numpy(), want, atol=1e-6)
 
 
 def test_tune_task_arithmetic_picks_the_best_scale(models):

@@ -34,16 +34,17 @@ def test_weighted_task_arithmetic_uniform_and_vertices(models):
 
 
 def _ties_loop(vectors, density):
-    """TIES Algorithm 1 entry by entry (brute force) on K flat vectors."""
+    """mergekit's TIES entry by entry (brute force) on K flat vectors: the int(density P)
+    largest magnitudes, a zero sign sum counted as positive."""
     K, P = vectors.shape
-    n_keep = max(1, round(density * P))
+    n_keep = max(1, int(density * P))
     trimmed = np.zeros_like(vectors)
     for k in range(K):
         idx = np.argsort(-np.abs(vectors[k]), kind="stable")[:n_keep]
         trimmed[k, idx] = vectors[k, idx]
     out = np.zeros(P)
     for j in range(P):
-        s = np.sign(trimmed[:, j].sum())
+        s = 1.0 if trimmed[:, j].sum() >= 0 else -1.0
         vals = [t for t in trimmed[:, j] if t != 0 and np.sign(t) == s]
         out[j] = np.mean(vals) if vals else 0.0
     return out
@@ -57,12 +58,13 @@ def test_ties_per_tensor_matches_a_loop_per_tensor(models):
         vecs = np.stack([tv[k].flatten().double().numpy() for tv in tvs])
         ref = _ties_loop(vecs, 0.3).reshape(tvs[0][k].shape)
         np.testing.assert_allclose((merged[k] - theta0[k]).double().numpy(), ref, atol=1e-6)
-    # per model and per tensor coincide on a one-tensor model
+    # on a one-tensor model the two scopes differ only by the TIES repository's one extra
+    # kept entry (its mask keeps |v| >= the (P - k)-th smallest magnitude: k + 1 entries)
     one = {"w": theta0["fc1.weight"]}
     ones = [{"w": sd["fc1.weight"]} for sd in ft]
     a = ties_merge(one, ones, 0.3, scope="tensor")["w"]
     b = ties_merge(one, ones, 0.3, scope="model")["w"]
-    torch.testing.assert_close(a, b)
+    assert 0 < int((a != b).sum()) <= len(ft)
     with pytest.raises(ValueError, match="scope"):
         ties_merge(theta0, ft, scope="layer")
 

@@ -159,9 +159,9 @@ def ties_merge(
             pretrained,
             {
                 k: scale
-                * _ties_flat(torch.stack([tv[k].flatten().float() for tv in tvs]), density).view_as(
-                    tvs[0][k]
-                )
+                * _ties_flat(
+                    torch.stack([tv[k].flatten().float() for tv in tvs]), density, "mergekit"
+                ).view_as(tvs[0][k])
                 for k in keys
             },
         )
@@ -175,11 +175,29 @@ def ties_merge(
     return _combine(pretrained, delta)
 
 
-def _ties_flat(flat: torch.Tensor, density: float) -> torch.Tensor:
-    """Trim / elect / disjoint-mean of K flattened task vectors (K, P) -> (P,)."""
-    n_keep = max(1, round(density * flat.shape[1]))
-    thresh = flat.abs().kthvalue(flat.shape[1] - n_keep + 1, dim=1, keepdim=True).values
-    trimmed = torch.where(flat.abs() >= thresh, flat, torch.zeros_like(flat))
-    sign = torch.sign(trimmed.sum(dim=0))
-    agree = (torch.sign(trimmed) == sign) & (trimmed != 0)
+def _ties_flat(flat: torch.Tensor, density: float, rule: str = "ties") -> torch.Tensor:
+    """Trim / elect / disjoint-mean of K flattened task vectors (K, P) -> (P,).
+
+    The kept count truncates, ``k = int(density * P)``, as both references do. ``rule="ties"``
+    is the TIES repository's ``topk_values_mask``: every magnitude ``>=`` the ``(P - k)``-th
+    smallest (so ``k + 1`` entries, more on ties); ``rule="mergekit"`` is mergekit's
+    ``magnitude`` sparsifier: exactly the ``k`` largest (``torch.topk``), at least one.
+    """
+    P = flat.shape[1]
+    k = int(density * P)
+    if density >= 1 or (rule == "ties" and k == 0):
+        trimmed = flat  # nothing to trim (the reference's k = 0 has no (P - k)-th value either)
+    elif rule == "ties":
+        thresh = flat.abs().kthvalue(P - k, dim=1, keepdim=True).values
+        trimmed = torch.where(flat.abs() >= thresh, flat, torch.zeros_like(flat))
+    else:
+        idx = flat.abs().topk(max(1, k), dim=1).indices
+        trimmed = torch.zeros_like(flat).scatter_(1, idx, flat.gather(1, idx))
+    total = trimmed.sum(dim=0)
+    if rule == "ties":  # resolve_sign: a zero sum takes the sign of the elected signs' sum
+        sign = torch.sign(total)
+        sign = torch.where(sign == 0, torch.sign(sign.sum()), sign)
+        agree = torch.where(sign > 0, trimmed > 0, trimmed < 0)
+    else:  # mergekit's get_mask("sum"): a zero sum counts as positive
+        agree = torch.sign(trimmed) == torch.where(total >= 0, 1.0, -1.0).to(trimmed.dtype)
     return (trimmed * agree).sum(0) / agree.sum(0).clamp(min=1)
