@@ -115,3 +115,130 @@ def test_kd_loss_for_causal_lm_masks_and_matches_the_logits_path():
     with pytest.raises(ValueError, match="teacher"):
         KDTrainer(model=s, args=transformers.TrainingArguments(output_dir=str(pathlib.Path(".")),
                   report_to=[], use_cpu=True))  # fmt: skip
+
+
+def _tiny_llama(width, seed):
+    torch.manual_seed(seed)
+    cfg = transformers.LlamaConfig(vocab_size=41, hidden_size=width, intermediate_size=2 * width,
+                                   num_hidden_layers=1, num_attention_heads=2,
+                                   num_key_value_heads=1, max_position_embeddings=32)  # fmt: skip
+    return transformers.LlamaForCausalLM(cfg)
+
+
+class _Ragged(torch.utils.data.Dataset):
+    """Rows with different numbers of kept targets (masks and -100 labels), so the mean of
+    micro-batch means differs from the mean over one large batch."""
+
+    def __init__(self):
+        g = torch.Generator().manual_seed(0)
+        self.ids = torch.randint(0, 41, (4, 10), generator=g)
+        self.att = torch.ones_like(self.ids)
+        self.att[0, 3:] = 0
+        self.att[2, 7:] = 0
+        self.labels = self.ids.clone()
+        self.labels[1, :5] = -100
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i], "attention_mask": self.att[i], "labels": self.labels[i]}
+
+
+def _one_step(tmp_path, batch, accumulation):
+    student, teacher = _tiny_llama(16, 1), _tiny_llama(24, 0)
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / f"ga{accumulation}"), per_device_train_batch_size=batch,
+        gradient_accumulation_steps=accumulation, max_steps=1, learning_rate=0.5, optim="sgd",
+        lr_scheduler_type="constant", logging_steps=1, report_to=[], save_strategy="no",
+        use_cpu=True, seed=0, disable_tqdm=True, dataloader_drop_last=False,
+    )  # fmt: skip
+    trainer = KDTrainer(model=student, args=args, train_dataset=_Ragged(), teacher=teacher,
+                        kd_loss="fkl", ce_weight=0.5)  # fmt: skip
+    trainer.train()
+    loss = next(h["loss"] for h in trainer.state.log_history if "loss" in h)
+    return loss, {k: v.detach().clone() for k, v in student.named_parameters()}, trainer
+
+
+def test_gradient_accumulation_equals_one_large_batch(tmp_path):
+    # GA=2 once gave exactly 2x the update and the logged loss
+    loss1, p1, trainer = _one_step(tmp_path, 4, 1)
+    loss2, p2, _ = _one_step(tmp_path, 2, 2)
+    assert loss2 == pytest.approx(loss1, rel=1e-5)
+    moved = max(float((p1[k] - _tiny_llama(16, 1).state_dict()[k]).abs().max()) for k in p1)
+    assert moved > 1e-3
+    for k in p1:
+        torch.testing.assert_close(p2[k], p1[k], atol=1e-6, rtol=1e-5)
+    # the one-batch loss is the mean over every kept target of the four rows
+    batch = {
+        k: torch.stack([_Ragged()[i][k] for i in range(4)])
+        for k in ("input_ids", "attention_mask", "labels")
+    }
+    s0, t0 = _tiny_llama(16, 1), _tiny_llama(24, 0)
+    want = kd_loss_for_causal_lm(s0, t0, batch, loss="fkl", ce_weight=0.5)
+    assert loss1 == pytest.approx(float(want.detach()), rel=1e-4)
+
+
+def test_evaluate_and_predict(tmp_path):
+    _, _, trainer = _one_step(tmp_path, 4, 1)
+    metrics = trainer.evaluate(eval_dataset=_Ragged())  # once a TypeError
+    batch = {
+        k: torch.stack([_Ragged()[i][k] for i in range(4)])
+        for k in ("input_ids", "attention_mask", "labels")
+    }
+    want = kd_loss_for_causal_lm(trainer.model, trainer.teacher, batch, loss="fkl", ce_weight=0.5)
+    assert metrics["eval_loss"] == pytest.approx(float(want), rel=1e-4)
+    pred = trainer.predict(_Ragged())
+    assert pred.predictions.shape == (4, 10, 41) and pred.label_ids.shape == (4, 10)
+
+
+def _family(name, **extra):
+    torch.manual_seed(0)
+    common = dict(vocab_size=37, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                  num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)  # fmt: skip
+    if name == "gemma2":
+        common["head_dim"] = 8
+    cfg = getattr(transformers, {"llama": "LlamaConfig", "qwen2": "Qwen2Config",
+                                 "gemma2": "Gemma2Config", "granite": "GraniteConfig"}[name])(
+        **common, **extra)  # fmt: skip
+    cls = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+           "gemma2": "Gemma2ForCausalLM", "granite": "GraniteForCausalLM"}[name]  # fmt: skip
+    return getattr(transformers, cls)(cfg).eval()
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"),
+    [("llama", {}), ("qwen2", {}), ("granite", {"logits_scaling": 8.0}),
+     ("gemma2", {"final_logit_softcapping": None}), ("llama", {"tie_word_embeddings": True})],
+)  # fmt: skip
+def test_fused_path_reads_each_family_head(name, extra):
+    # Granite's logits_scaling once made the loss 63x off, silently
+    from kd_losses import forward_kl
+
+    s, t = _family(name, **extra), _family(name, **extra)
+    with torch.no_grad():
+        for p in t.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    ids = torch.randint(0, 37, (2, 9))
+    att = torch.ones_like(ids)
+    att[1, -3:] = 0
+    batch = {"input_ids": ids, "attention_mask": att}
+    got = kd_loss_for_causal_lm(s, t, batch, loss="fkl", ce_weight=0.3)
+    zs = s(input_ids=ids, attention_mask=att).logits[:, :-1]
+    zt = t(input_ids=ids, attention_mask=att).logits[:, :-1].detach()
+    keep = att[:, 1:].bool()
+    ce = torch.nn.functional.cross_entropy(zs[keep], ids[:, 1:][keep])
+    torch.testing.assert_close(got, forward_kl(zs, zt, mask=keep) + 0.3 * ce, atol=1e-5, rtol=1e-5)
+
+
+def test_heads_the_fused_path_cannot_reproduce_raise():
+    from kd_losses.hf import UnsupportedHeadError
+
+    s = _family("gemma2")  # final_logit_softcapping=30 by default
+    batch = {"input_ids": torch.randint(0, 37, (2, 6))}
+    with pytest.raises(UnsupportedHeadError, match="final_logit_softcapping"):
+        kd_loss_for_causal_lm(s, _family("llama"), batch)
+    odd = _family("llama")
+    odd.lm_head.forward = lambda h: torch.nn.functional.linear(h, odd.lm_head.weight) * 2.0
+    with pytest.raises(UnsupportedHeadError, match="differ from lm_head"):
+        kd_loss_for_causal_lm(odd, _family("llama"), batch)
