@@ -162,7 +162,7 @@ def _one_step(tmp_path, batch, accumulation):
 
 def test_gradient_accumulation_equals_one_large_batch(tmp_path):
     # GA=2 once gave exactly 2x the update and the logged loss
-    loss1, p1, trainer = _one_step(tmp_path, 4, 1)
+    loss1, p1, _ = _one_step(tmp_path, 4, 1)
     loss2, p2, _ = _one_step(tmp_path, 2, 2)
     assert loss2 == pytest.approx(loss1, rel=1e-5)
     moved = max(float((p1[k] - _tiny_llama(16, 1).state_dict()[k]).abs().max()) for k in p1)
