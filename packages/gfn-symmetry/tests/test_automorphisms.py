@@ -143,3 +143,43 @@ def test_cache_classes_and_counts():
     assert len(cache) == 3
     with pytest.raises(TypeError, match="graph"):
         cache.class_id("abc")
+
+
+def test_numpy_and_torch_labels_are_read_as_their_values():
+    # a torch label vector once gave |Aut| = 1 for a 4-cycle (tensors hash by identity), and
+    # NaN labels given as np.float32 or a tensor passed the NaN check
+    import numpy as np
+    import torch
+
+    from gfn_symmetry import count_automorphisms
+
+    def cycle(labels):
+        g = nx.cycle_graph(4)
+        nx.set_node_attributes(g, dict(enumerate(labels)), "label")
+        return g
+
+    for labels in (torch.tensor([0, 0, 0, 0]), np.zeros(4, np.int32), np.zeros(4, np.float32)):
+        for backend in ("igraph", "networkx"):
+            assert count_automorphisms(cycle(list(labels)), backend=backend) == 8
+    assert count_automorphisms(cycle(list(torch.tensor([0, 1, 0, 1])))) == 4
+    for nan in (np.float32("nan"), torch.tensor(float("nan"))):
+        with pytest.raises(ValueError, match="NaN"):
+            count_automorphisms(cycle([0, nan, 0, 0]))
+    with pytest.raises(TypeError, match="a label must be a scalar"):
+        count_automorphisms(cycle([0, np.zeros(2), 0, 0]))
+    g = cycle(list(torch.tensor([0, 0, 0, 0])))
+    before = dict(g.nodes(data="label"))
+    count_automorphisms(g)
+    assert dict(g.nodes(data="label")) == before  # the caller's graph is not rewritten
+
+
+def test_cliques_reward_and_node_pe_refuse_foreign_labels():
+    from gfn_symmetry import GraphEnv, cliques_log_reward
+    from gfn_symmetry.approximate import node_pe
+
+    g = nx.complete_graph(4)
+    nx.set_node_attributes(g, {0: 0, 1: 1, 2: 2, 3: 0}, "label")
+    with pytest.raises(ValueError, match="colours nodes 0 or 1"):
+        cliques_log_reward(g)
+    with pytest.raises(ValueError, match="outside"):
+        node_pe(GraphEnv(max_nodes=4, n_labels=2), g)

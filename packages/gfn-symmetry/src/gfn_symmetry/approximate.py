@@ -66,7 +66,7 @@ def wl_colours(
     _check(graph)
     node_attrs = check_attrs(node_attrs, "node_attrs")
     edge_attrs = check_attrs(edge_attrs, "edge_attrs")
-    check_label_values(graph, node_attrs, edge_attrs)
+    graph = check_label_values(graph, node_attrs, edge_attrs)
     if iterations is not None and (
         isinstance(iterations, bool)
         or not isinstance(iterations, int | np.integer)
@@ -107,7 +107,7 @@ def _wl_class_sizes(graph, node_attrs, edge_attrs, iterations) -> list[int]:
     _check(graph)
     node_attrs = check_attrs(node_attrs, "node_attrs")
     edge_attrs = check_attrs(edge_attrs, "edge_attrs")
-    check_label_values(graph, node_attrs, edge_attrs)
+    graph = check_label_values(graph, node_attrs, edge_attrs)
     if graph.number_of_nodes() == 0:
         raise ValueError("graph is empty: automorphisms are defined here for non-empty graphs")
     return list(Counter(wl_colours(graph, node_attrs, edge_attrs, iterations).values()).values())
@@ -187,6 +187,7 @@ def random_walk_pe(graph: nx.Graph, node_type: np.ndarray, length: int = 8) -> n
 
 def node_pe(env: GraphEnv, graph: nx.Graph, length: int = 8) -> np.ndarray:
     """:func:`random_walk_pe` of a state, coloured by ``env.node_type``; shape (n, length)."""
+    env.validate_state(graph)
     types = np.array([env.node_type(graph, v) for v in range(graph.number_of_nodes())], dtype=int)
     return random_walk_pe(graph, types, length)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import networkx as nx
+import numpy as np
 from networkx.algorithms.isomorphism import GraphMatcher
 
 __all__ = [
@@ -56,20 +57,51 @@ def check_attrs(attrs: object, name: str) -> tuple[str, ...]:
     return out
 
 
+def _scalar_label(x, where: str):
+    """A label as a plain Python scalar: NumPy scalars and one-element arrays or tensors become
+    their value (a tensor hashes by identity, so every node would be its own colour); NaN and
+    multi-element arrays raise."""
+    if isinstance(x, np.ndarray) or (hasattr(x, "numel") and hasattr(x, "item")):
+        size = x.size if isinstance(x, np.ndarray) else int(x.numel())
+        if size != 1:
+            raise TypeError(f"{where} is an array of {size} values; a label must be a scalar")
+        x = x.item()
+    elif isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and math.isnan(x):
+        raise ValueError(f"{where} is NaN")
+    return x
+
+
 def check_label_values(
     graph: nx.Graph, node_attrs: tuple[str, ...], edge_attrs: tuple[str, ...], name="graph"
-) -> None:
-    """NaN labels raise: NaN != NaN, so every such node would become its own colour."""
+) -> nx.Graph:
+    """``graph`` with its labels as plain scalars (a copy only when one had to change).
+
+    NaN labels raise (NaN != NaN, so every such node would become its own colour), and so do
+    array labels; NumPy scalars and one-element tensors are read as their value.
+    """
+    nodes, edges = {}, {}
     for v, d in graph.nodes(data=True):
         for k in node_attrs:
-            x = d.get(k)
-            if isinstance(x, float) and math.isnan(x):
-                raise ValueError(f"{name}: node {v} has a NaN {k!r} label")
+            if k in d:
+                x = _scalar_label(d[k], f"{name}: node {v}'s {k!r} label")
+                if x is not d[k]:
+                    nodes[(v, k)] = x
     for u, v, d in graph.edges(data=True):
         for k in edge_attrs:
-            x = d.get(k)
-            if isinstance(x, float) and math.isnan(x):
-                raise ValueError(f"{name}: edge ({u}, {v}) has a NaN {k!r} label")
+            if k in d:
+                x = _scalar_label(d[k], f"{name}: edge ({u}, {v})'s {k!r} label")
+                if x is not d[k]:
+                    edges[(u, v, k)] = x
+    if not nodes and not edges:
+        return graph
+    graph = graph.copy()
+    for (v, k), x in nodes.items():
+        graph.nodes[v][k] = x
+    for (u, v, k), x in edges.items():
+        graph.edges[u, v][k] = x
+    return graph
 
 
 def _node_match(attrs: tuple[str, ...]):
@@ -170,7 +202,7 @@ def count_automorphisms(
     _check_graph(graph)
     node_attrs = check_attrs(node_attrs, "node_attrs")
     edge_attrs = check_attrs(edge_attrs, "edge_attrs")
-    check_label_values(graph, node_attrs, edge_attrs)
+    graph = check_label_values(graph, node_attrs, edge_attrs)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     node_attrs, edge_attrs = tuple(node_attrs), tuple(edge_attrs)
@@ -242,7 +274,7 @@ def canonical_form(
         raise TypeError("graph must be a simple undirected networkx.Graph")
     node_attrs = check_attrs(node_attrs, "node_attrs")
     edge_attrs = check_attrs(edge_attrs, "edge_attrs")
-    check_label_values(graph, node_attrs, edge_attrs)
+    graph = check_label_values(graph, node_attrs, edge_attrs)
     if graph.number_of_nodes() == 0:
         return ((), ())
     n, edges, colours = _coloured(graph, node_attrs, edge_attrs)
@@ -345,7 +377,7 @@ class IsoClassCache:
         """
         if not isinstance(graph, nx.Graph):
             raise TypeError(f"graph must be a networkx.Graph, got {type(graph).__name__}")
-        check_label_values(graph, self.node_attrs, self.edge_attrs)
+        graph = check_label_values(graph, self.node_attrs, self.edge_attrs)
         # Exact memo on the concrete (labelled-vertex) form: sampled graphs repeat often.
         concrete = self._concrete_key(graph)
         hit = self._concrete.get(concrete)

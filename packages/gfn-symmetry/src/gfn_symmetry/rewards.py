@@ -113,6 +113,12 @@ def cliques_log_reward(graph: nx.Graph, clique_size: int = 4) -> float:
         raise TypeError(f"clique_size must be an int, got {type(clique_size).__name__}")
     if clique_size < 2:
         raise ValueError(f"clique_size must be an int >= 2, got {clique_size!r}")
+    for v, d in graph.nodes(data=True):  # the task's graphs are 2-coloured
+        lab = d.get("label")
+        if isinstance(lab, bool) or not isinstance(lab, numbers.Integral) or lab not in (0, 1):
+            raise ValueError(
+                f"graph: node {v} has label {lab!r}; the cliques task colours nodes 0 or 1"
+            )
     matched = 0.0
     members = 0
     for clique in nx.find_cliques(graph):
