@@ -191,3 +191,56 @@ def test_inferred_invariance_fits_on_the_inferred_environments(small):
     np.testing.assert_array_equal(m.predict(g), m.predict(g))
     m.set_params(invariance="site").fit(g, d.y, sites=d.site)
     assert not hasattr(m, "environments_")  # not left over from the earlier fit
+
+
+def test_phenotype_rows_that_would_be_misread_raise_or_drop(tmp_path):
+    rng = np.random.default_rng(3)
+    for s in (50001, 50002, 50003):
+        np.savetxt(tmp_path / f"NYU_00{s}_rois.1D", rng.normal(size=(30, 6)))
+    pheno = tmp_path / "pheno.csv"
+    # a "pending" or empty diagnosis once became a control
+    pheno.write_text("SUB_ID,DX_GROUP,SITE_ID\n50001,1,NYU\n50002,pending,NYU\n50003,,NYU\n")
+    with pytest.raises(ValueError, match="2 subjects have no diagnosis"):
+        load_connectomes(tmp_path, pheno)
+    with pytest.warns(UserWarning, match="2 subjects without a diagnosis were dropped"):
+        d = load_connectomes(tmp_path, pheno, unlabelled="drop")
+    assert list(d.subject_ids) == [50001] and list(d.y) == [1]
+    # duplicated rows: identical ones are fine, conflicting ones (the last once won) raise
+    pheno.write_text(
+        "SUB_ID,DX_GROUP,SITE_ID\n50001,1,NYU\n50001,1,NYU\n50002,2,NYU\n50003,2,NYU\n"
+    )
+    assert len(load_connectomes(tmp_path, pheno).y) == 3
+    pheno.write_text(
+        "SUB_ID,DX_GROUP,SITE_ID\n50001,1,NYU\n50001,2,NYU\n50002,2,NYU\n50003,2,NYU\n"
+    )
+    with pytest.raises(ValueError, match="conflicting"):
+        load_connectomes(tmp_path, pheno)
+
+
+def test_athena_files_missing_time_points_and_covariances(tmp_path):
+    from brain_gcl.generator import correlation
+
+    rng = np.random.default_rng(4)
+    ts = rng.normal(size=(40, 5))
+    # ADHD-200 Athena *_TCs.1D: File and Sub-brick columns before the ROI means (once 2 extra ROIs)
+    lines = ["File\tSub-brick\t" + "\t".join(f"Mean_{k + 1}" for k in range(5))]
+    lines += [f"/data/snwmrda1018959_rest_1.nii.gz[{t}]\t{t}\t" + "\t".join(map(str, row))
+              for t, row in enumerate(ts)]  # fmt: skip
+    (tmp_path / "snwmrda1018959_session_1_rest_1_aal_TCs.1D").write_text("\n".join(lines) + "\n")
+    pheno = tmp_path / "pheno.csv"
+    pheno.write_text("ScanDir ID,DX,Site\n1018959,0,1\n1018960,1,1\n")
+    # one missing time point in one ROI once zeroed that ROI's whole row
+    gap = ts.copy()
+    gap[7, 2] = np.nan
+    np.savetxt(tmp_path / "sub1018960_rois.txt", gap)
+    with pytest.warns(UserWarning, match="1 of 40 time points"):
+        d = load_connectomes(tmp_path, pheno, id_col="ScanDir ID", label_col="DX", site_col="Site",
+                             positive_label=(1, 2, 3))  # fmt: skip
+    assert d.fc.shape == (2, 5, 5)
+    np.testing.assert_allclose(d.fc[0], correlation(ts.T[None])[0], atol=1e-12)
+    np.testing.assert_allclose(d.fc[1], correlation(np.delete(ts, 7, 0).T[None])[0], atol=1e-12)
+    # a covariance (or Fisher-z) matrix is not a correlation matrix
+    (tmp_path / "sub1018960_rois.txt").unlink()
+    np.save(tmp_path / "sub1018960_cov.npy", np.cov(ts.T) * 50)
+    with pytest.raises(ValueError, match="not a correlation matrix"):
+        load_connectomes(tmp_path, pheno, id_col="ScanDir ID", label_col="DX", site_col="Site")

@@ -34,9 +34,57 @@ def _read(path: Path) -> np.ndarray:
             raise ValueError(f"{path.name}: no 2-D array inside")
         return np.asarray(arrays[0], dtype=float)
     delim = "," if suf == ".csv" else None
-    a = np.genfromtxt(path, delimiter=delim, comments="#", dtype=float)
-    a = np.atleast_2d(a)
-    return a[~np.isnan(a).all(axis=1)]  # drop a text header row
+    lines = [
+        ln for ln in path.read_text().splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+    ]
+    if not lines:
+        raise ValueError(f"{path.name}: no data rows")
+    head = [t.strip().lower() for t in (lines[0].split(delim) if delim else lines[0].split())]
+    # the ADHD-200 Athena pipeline's *_TCs.1D files start with File and Sub-brick columns
+    skip_cols = 2 if head[:2] == ["file", "sub-brick"] else 0
+    first = 0 if _numeric(head) else 1  # a header row of ROI names
+    table = []
+    for i, ln in enumerate(lines[first:], start=first + 1):
+        toks = ln.split(delim) if delim else ln.split()
+        try:
+            table.append([float(t) if t.strip() else np.nan for t in toks[skip_cols:]])
+        except ValueError:
+            raise ValueError(
+                f"{path.name}: data row {i} holds text where a number is expected ({ln[:40]!r})"
+            ) from None
+    if len({len(r) for r in table}) != 1:
+        raise ValueError(f"{path.name}: rows have different numbers of fields")
+    return np.atleast_2d(np.asarray(table, dtype=float))
+
+
+def _numeric(tokens: list[str]) -> bool:
+    try:
+        for t in tokens:
+            if t:
+                float(t)
+    except ValueError:
+        return False
+    return True
+
+
+_MISSING_CODES = {"", "pending", "n/a", "na", "nan", "none", "null", "unknown", "-999", "-9999"}
+
+
+def _dropna_timepoints(a: np.ndarray, name: str) -> np.ndarray:
+    """Time points (rows) with a missing value in a live ROI are dropped with a warning: one NaN
+    would otherwise turn that ROI's whole connectivity row into NaN (then zero)."""
+    nan = np.isnan(a)
+    if not nan.any():
+        return a
+    dead = nan.all(axis=0)  # ROIs missing at every time point stay NaN (zero-variance rows)
+    bad = (nan & ~dead).any(axis=1)
+    if bad.all():
+        raise ValueError(f"{name}: every time point has a missing value")
+    warnings.warn(
+        f"{name}: {int(bad.sum())} of {len(a)} time points with missing values were dropped",
+        stacklevel=3,
+    )
+    return a[~bad]
 
 
 def _partial(ts: np.ndarray) -> np.ndarray:
@@ -60,7 +108,8 @@ def _atlas_of(path: Path) -> str | None:
 def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str = "DX_GROUP",
                      site_col: str | None = "SITE_ID", positive_label=1,
                      kind: str = "correlation", nan_policy: str = "zero",
-                     atlas: str | None = None) -> BrainGraphDataset:  # fmt: skip
+                     atlas: str | None = None,
+                     unlabelled: str = "raise") -> BrainGraphDataset:  # fmt: skip
     """Read a local connectome folder and its phenotype table.
 
     Parameters
@@ -79,6 +128,9 @@ def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str
         Keep only files of this parcellation: the ABIDE Preprocessed ``rois_<atlas>`` token
         (``"cc200"``, ``"aal"``, ...) or, for other layouts, a case-insensitive substring of the
         file path. Without it, a folder holding several ``rois_*`` atlases raises.
+    unlabelled : {"raise", "drop"}, default="raise"
+        Subjects whose diagnosis is empty or a missing marker (``pending``, ``n/a``, ``-999``):
+        raise listing them, or drop them with a warning (never read as controls).
 
     Raises
     ------
@@ -103,6 +155,8 @@ def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str
         raise FileNotFoundError(f"root {root} is not a directory")
     if not pheno.is_file():
         raise FileNotFoundError(f"phenotype_csv {pheno} does not exist")
+    if unlabelled not in ("raise", "drop"):
+        raise ValueError(f"unlabelled must be 'raise' or 'drop', got {unlabelled!r}")
     if kind not in ("correlation", "partial correlation"):
         raise ValueError(f"kind must be 'correlation' or 'partial correlation', got {kind!r}")
     with pheno.open(newline="") as fh:
@@ -112,12 +166,37 @@ def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str
     for col in (id_col, label_col) + ((site_col,) if site_col else ()):
         if col not in rows[0]:
             raise ValueError(f"phenotype_csv has no column {col!r} (columns: {list(rows[0])})")
-    table = {}
+    table, conflicts, missing_dx = {}, [], []
     for r in rows:
         try:
-            table[int(float(r[id_col]))] = r
+            sid = int(float(r[id_col]))
         except ValueError:
             continue
+        code = (r[label_col] or "").strip()
+        if code.lower() in _MISSING_CODES:
+            missing_dx.append(sid)
+            continue
+        if sid in table and (
+            table[sid][label_col].strip() != code
+            or (site_col and table[sid][site_col] != r[site_col])
+        ):
+            conflicts.append(sid)
+        table[sid] = r
+    if conflicts:
+        raise ValueError(
+            f"phenotype_csv: {len(conflicts)} subjects have rows with conflicting "
+            f"{label_col!r}/{site_col!r} values ({sorted(set(conflicts))[:5]}); fix the table"
+        )
+    if missing_dx:
+        if unlabelled == "raise":
+            raise ValueError(
+                f"phenotype_csv: {len(missing_dx)} subjects have no diagnosis in {label_col!r} "
+                f"(empty or 'pending': {missing_dx[:5]}); pass unlabelled='drop' to skip them"
+            )
+        warnings.warn(
+            f"{len(missing_dx)} subjects without a diagnosis were dropped: {missing_dx[:5]}",
+            stacklevel=2,
+        )
     positives = {str(v) for v in np.atleast_1d(positive_label)}
     files = sorted(p for p in root.rglob("*") if p.suffix.lower() in _SUFFIXES and p != pheno)
     if atlas is not None:
@@ -153,7 +232,19 @@ def load_connectomes(root, phenotype_csv, id_col: str = "SUB_ID", label_col: str
             raise ValueError(f"{path.name}: expected a 2-D array, got shape {a.shape}")
         if a.shape[0] == a.shape[1] and np.allclose(a, a.T, equal_nan=True):
             fc = a  # a connectivity matrix
+            off = fc[~np.eye(len(fc), dtype=bool)]
+            diag = np.diag(fc)
+            if np.nanmax(np.abs(off), initial=0) > 1 + 1e-6 or not np.all(
+                np.isnan(diag) | np.isclose(diag, 1, atol=1e-6) | (diag == 0)
+            ):
+                raise ValueError(
+                    f"{path.name}: not a correlation matrix (diagonal {np.nanmin(diag):.3g}.."
+                    f"{np.nanmax(diag):.3g}, largest off-diagonal |value| "
+                    f"{np.nanmax(np.abs(off)):.3g}): a covariance (divide by the outer product "
+                    "of sqrt(diag)) or Fisher-z values (np.tanh) must be converted first"
+                )
         else:
+            a = _dropna_timepoints(a, path.name)
             if a.shape[0] < a.shape[1]:
                 short.append(f"{path.name} (T={a.shape[0]} < {a.shape[1]} ROIs)")
             ts = a.T[None]  # (1, n, T)
