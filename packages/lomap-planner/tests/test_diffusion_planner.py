@@ -209,5 +209,10 @@ def test_trainer_rejects_bad_resume(tiny_windows):
     with pytest.raises(ValueError, match="missing"):
         t.load_state_dict({"step": 1})
     assert t.step == 3
+    # a new lr on resume was silently replaced by the saved one (Adam's state_dict holds it)
+    slower = DiffusionTrainer(_diffusion(), wn, batch_size=8, lr=1e-5)
+    with pytest.warns(UserWarning, match="resuming with lr=1e-05"):
+        slower.load_state_dict(t.state_dict())
+    assert [g["lr"] for g in slower.opt.param_groups] == [1e-5]
     with pytest.raises(ValueError, match="batch_size"):
         DiffusionTrainer(_diffusion(), wn, batch_size=0)

@@ -94,6 +94,13 @@ def test_neighbor_index_bad_input():
         idx.search(np.ones((1, 2)), 4)
     with pytest.raises(ValueError, match="queries"):
         idx.search(np.ones((1, 3)), 1)
+    # a zero query once returned arbitrary cosine neighbours
+    with pytest.raises(ValueError, match=r"queries: rows \[1\] are zero vectors"):
+        idx.search(np.array([[1.0, 0.0], [0.0, 0.0]]), 1)
+    with pytest.raises(ValueError, match="data: rows"):
+        NeighborIndex(np.array([[1.0, 2.0], [0.0, 0.0]]))
+    euclid = NeighborIndex(np.array([[1.0, 2.0], [0.0, 0.0]]), metric="euclidean")
+    assert euclid.search(np.zeros((1, 2)), 1)[1].item() == 1
 
 
 def _windows_on_subspace(n=200, h=4, c=3, r=2, seed=0):

@@ -54,6 +54,7 @@ class NeighborIndex:
             raise ValueError(f"data must be a non-empty 2-D array (n, dim), got {tuple(x.shape)}")
         if not torch.isfinite(x).all():
             raise ValueError("data contains NaN or inf")
+        _check_direction(x, metric, "data")
         self.data = x.float()
         if backend == "auto":
             backend = "faiss" if _has_faiss() and len(x) >= 100_000 else "torch"
@@ -100,6 +101,7 @@ class NeighborIndex:
             )
         if not torch.isfinite(q).all():
             raise ValueError("queries contain NaN or inf")
+        _check_direction(q, self.metric, "queries")
         if not (1 <= k <= len(self)):
             raise ValueError(f"k must be in [1, {len(self)}], got {k}")
         q = self._prep(q)
@@ -131,6 +133,17 @@ class NeighborIndex:
             best_d, pos = d.topk(min(k, d.shape[1]), dim=1, largest=False)
             best_i = i.gather(1, pos)
         return best_d, best_i
+
+
+def _check_direction(x: torch.Tensor, metric: str, name: str) -> None:
+    """A zero vector has no direction: its cosine neighbours would be arbitrary."""
+    if metric == "cosine":
+        zero = torch.nonzero(x.norm(dim=1) <= 1e-12).flatten()
+        if len(zero):
+            raise ValueError(
+                f"{name}: rows {zero[:5].tolist()} are zero vectors, whose cosine similarity is "
+                "undefined (every neighbour would tie); use metric='euclidean' or drop them"
+            )
 
 
 def _has_faiss() -> bool:

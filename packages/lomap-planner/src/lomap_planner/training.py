@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -92,6 +93,7 @@ class DiffusionTrainer:
         self.gen = torch.Generator().manual_seed(seed)
         torch.manual_seed(seed)
         params = [p for p in diffusion.model.parameters() if p.requires_grad]
+        self.lr = float(lr)
         self.opt = torch.optim.Adam(params, lr=lr)
         self.ema = copy.deepcopy(diffusion.model).requires_grad_(False)
         self.step = 0
@@ -139,6 +141,17 @@ class DiffusionTrainer:
         self.diffusion.model.load_state_dict(state["model"])
         self.ema.load_state_dict(state["ema"])
         self.opt.load_state_dict(state["optimizer"])
+        # Adam's state_dict carries the saved run's lr; this trainer's own lr is the one asked for
+        saved = {float(g["lr"]) for g in self.opt.param_groups}
+        if saved != {self.lr}:
+            warnings.warn(
+                f"resuming with lr={self.lr:g}; the saved run used lr={sorted(saved)} "
+                "(construct the trainer with the saved lr to continue the same run)",
+                UserWarning,
+                stacklevel=2,
+            )
+            for g in self.opt.param_groups:
+                g["lr"] = self.lr
         self.gen.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
         self.step = int(state["step"])
