@@ -122,3 +122,60 @@ def test_csv_and_arff_loaders(tmp_path):
     (tmp_path / "ps.arff").write_text("\n".join(arff) + "\n")
     ps = load_powersupply(tmp_path / "ps.arff", n_domains=5)
     assert len(ps) == 5 and ps.n_classes == 3 and list(ps.domains[0][1]) == [0, 1, 2, 0, 1, 2]
+
+
+def test_official_portraits_layout(tmp_path):
+    # root/F and root/M with year-prefixed names (what the SYNC repository reads) once raised
+    from PIL import Image
+
+    rng = np.random.default_rng(1)
+    years = list(range(1905, 1916))  # 11 common years: drop the first, 3 full domains + 1 left
+    for g in ("F", "M"):
+        (tmp_path / g).mkdir()
+        for yr in years + ([1950] if g == "F" else []):
+            for k in range(2):
+                a = (rng.random((10, 12)) * 255).astype(np.uint8)
+                Image.fromarray(a).save(tmp_path / g / f"{yr}_school_{k}.png")
+    with pytest.warns(UserWarning, match=r"3 years are not used \(\[1905, 1915, 1950\]"):
+        ds = edg.loaders.load_portraits(tmp_path, size=8)
+    assert ds.info["domains"] == ["1906-1908", "1909-1911", "1912-1914"]
+    X, y = ds.domains[0]
+    assert X.shape == (12, 1, 8, 8) and list(y) == [1] * 6 + [0] * 6  # F = 1, as officially
+    with pytest.warns(UserWarning, match=r"\[1950\]"):
+        full = edg.loaders.load_portraits(tmp_path, size=8, years="all")
+    assert full.info["domains"] == ["1905-1907", "1908-1910", "1911-1915"]
+    assert sum(len(y) for _, y in full.domains) == 44
+
+
+def test_onp_official_file_bom_and_no_target_leak(tmp_path):
+    rng = np.random.default_rng(2)
+    # SYNC's processed_ONP.csv: time_stamp, features, 0/1 label last; a domain per month
+    lines = ["time_stamp,f1,f2,label"]
+    for mo in range(1, 5):
+        for d in range(3):
+            lines.append(f"2013-{mo:02d}-{d + 10},{rng.normal():.5f},{mo},{(d + mo) % 2}")
+    (tmp_path / "processed_ONP.csv").write_text("\ufeff" + "\n".join(lines) + "\n")
+    ds = load_onp(tmp_path / "processed_ONP.csv")
+    assert ds.info["months"] == ["2013-01", "2013-02", "2013-03", "2013-04"]
+    X, y = ds.domains[1]
+    assert X.shape == (3, 2) and np.all(X[:, 1] == 2) and list(y) == [0, 1, 0]  # as stored
+    # the UCI file with a BOM (once a misleading 'url is not a number' error)
+    n = 60
+    uci = ["url, timedelta, f1, f2, shares"]
+    uci += [f"http://x/{i}, {n - i}, {rng.normal():.4f}, {i}, {700 + 20 * i}" for i in range(n)]
+    (tmp_path / "onp.csv").write_text("\ufeff" + "\n".join(uci) + "\n")
+    ds = load_onp(tmp_path / "onp.csv", n_domains=6)
+    src = np.concatenate([X for X, _ in ds.domains[: ds.info["split"][0]]])
+    np.testing.assert_allclose(src.mean(0), 0, atol=1e-5)  # source statistics, not pooled ones
+    tgt = np.concatenate([X for X, _ in ds.domains[ds.info["split"][0] :]])
+    assert tgt[:, 1].mean() > 1.0  # f2 grows with time: the target is not centred
+
+
+def test_single_class_sources_warn_or_raise():
+    d = edg.make_circle(n_domains=10, n_per_domain=40, seed=0)
+    src = [(X, y) for X, y in d.domains[:4]]
+    one = [(src[0][0], np.zeros(len(src[0][1]), dtype=np.int64)), *src[1:]]
+    with pytest.warns(UserWarning, match=r"domains \[0\] hold a single class"):
+        edg.ERM(epochs=1).fit(one)
+    with pytest.raises(ValueError, match="every source label is 0"):
+        edg.ERM(epochs=1).fit([(X, np.zeros(len(X), dtype=np.int64)) for X, _ in src])

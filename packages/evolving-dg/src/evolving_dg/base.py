@@ -50,6 +50,19 @@ class EvolvingEstimator(BaseEstimator):
                 if X.shape[1:] != shape:
                     raise ValueError(f"val_domains[{t}] has sample shape {X.shape[1:]}")
         k = int(max(max(y.max() for _, y in doms), max((y.max() for _, y in vals), default=0)))
+        seen = np.unique(np.concatenate([y for _, y in doms]))
+        if len(seen) < 2:
+            raise ValueError(
+                f"domains: every source label is {int(seen[0])}; a classifier needs >= 2 classes"
+            )
+        single = [t for t, (_, y) in enumerate(doms) if len(np.unique(y)) == 1]
+        if single:
+            warnings.warn(
+                f"domains {single[:8]} hold a single class each: their class-conditional "
+                "statistics are undefined, and a model may learn the domain instead of the label",
+                UserWarning,
+                stacklevel=3,
+            )
         return doms, vals, shape, k + 1
 
     @staticmethod

@@ -84,9 +84,70 @@ def load_image_domains(root, size: int = 32, grayscale: bool = True, name: str =
     return EvolvingDataset(domains, len(classes), name, info)
 
 
-def load_portraits(root, size: int = 32) -> EvolvingDataset:
-    """Portraits (yearbook faces by year; classes e.g. F / M) in the image-folder layout."""
-    return load_image_domains(root, size, True, "portraits")
+def load_portraits(root, size: int = 32, years: str = "official") -> EvolvingDataset:
+    """Portraits (yearbook faces by year), in either layout.
+
+    * The released layout ``root/F/<year>_*.png`` and ``root/M/<year>_*.png`` (what the SYNC
+      repository reads): labels F = 1, M = 0 as there; the years that both folders hold, in
+      order, three per domain. ``years="official"`` drops what the official loader drops (the
+      first common year and the years left over after the last full domain: 34 domains on the
+      real data) with a warning naming them; ``years="all"`` keeps them (the last domain then
+      holds the remainder).
+    * ``root/<domain>/<class>/<image>`` (:func:`load_image_domains`).
+    """
+    root = _dir(root, "root")
+    if not ((root / "F").is_dir() and (root / "M").is_dir()):
+        return load_image_domains(root, size, True, "portraits")
+    if years not in ("official", "all"):
+        raise ValueError(f"years must be 'official' or 'all', got {years!r}")
+    by_year: dict[str, dict[int, list[Path]]] = {}
+    for g in ("F", "M"):
+        by_year[g] = {}
+        for f in sorted((root / g).iterdir()):
+            if f.suffix.lower() not in _IMG:
+                continue
+            if not re.match(r"\d{4}", f.name):
+                raise ValueError(f"{f}: a Portraits file name starts with its year (1905_...)")
+            by_year[g].setdefault(int(f.name[:4]), []).append(f)
+    common = sorted(set(by_year["F"]) & set(by_year["M"]))
+    only = sorted(set(by_year["F"]) ^ set(by_year["M"]))
+    use = common[1:] if years == "official" else common
+    groups = [use[i : i + 3] for i in range(0, len(use), 3)]
+    if years == "official" and groups and len(groups[-1]) < 3:
+        groups = groups[:-1]
+    elif len(groups) > 1 and len(groups[-1]) < 3:
+        rest = groups.pop()
+        groups[-1] = groups[-1] + rest
+    kept = {y for g in groups for y in g}
+    dropped = sorted(set(common) - kept) + only
+    if len(groups) < 3:
+        raise ValueError(f"{root}: F and M share {len(common)} years, fewer than 3 domains")
+    if dropped:
+        import warnings
+
+        warnings.warn(
+            f"{root}: {len(dropped)} years are not used ({dropped[:8]}"
+            f"{' ...' if len(dropped) > 8 else ''}): years held by one class only"
+            + (" and those the official loader leaves out" if years == "official" else ""),
+            UserWarning,
+            stacklevel=2,
+        )
+    from PIL import Image
+
+    doms = []
+    for g in groups:
+        files = [(f, 1) for y in g for f in by_year["F"][y]] + [
+            (f, 0) for y in g for f in by_year["M"][y]
+        ]
+        xs = []
+        for f, _ in files:
+            with Image.open(f) as im:
+                xs.append(np.asarray(im.convert("L").resize((size, size)), np.float32)[None] / 255)
+        doms.append((np.stack(xs), np.array([lab for _, lab in files], dtype=np.int64)))
+    T = len(doms)
+    info = {"domains": [f"{g[0]}-{g[-1]}" for g in groups], "classes": ["M", "F"],
+            "split": (T // 2, T // 6, T - T // 2 - T // 6), "dropped_years": dropped}  # fmt: skip
+    return EvolvingDataset(doms, 2, "portraits", info)
 
 
 def load_caltran(root, size: int = 32) -> EvolvingDataset:
@@ -95,30 +156,44 @@ def load_caltran(root, size: int = 32) -> EvolvingDataset:
 
 
 def load_onp(path, n_domains: int = 24, threshold: float = 1400.0) -> EvolvingDataset:
-    """UCI Online News Popularity: label 1[shares ≥ threshold], domains by publication time."""
+    """Online News Popularity, in either layout.
+
+    * The SYNC repository's ``processed_ONP.csv`` (a ``time_stamp`` column holding the date,
+      the features, the 0/1 label last): one domain per month (24), features as stored, as the
+      official loader does (``n_domains`` and ``threshold`` do not apply).
+    * The UCI ``OnlineNewsPopularity.csv`` (``url``, ``timedelta``, 58 features, ``shares``):
+      label 1[shares >= threshold], ``n_domains`` equal chunks by publication time (oldest
+      first), features standardised with the statistics of the source domains only (the first
+      ``split[0]`` domains; target statistics would leak).
+    """
     import csv
 
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"path={str(path)!r} is not a file")
-    with p.open(newline="") as fh:
+    with p.open(newline="", encoding="utf-8-sig") as fh:  # a BOM must not rename the first column
         rows = list(csv.reader(fh))
     if not rows:
         raise ValueError(f"{p.name}: the file is empty")
     header = [h.strip() for h in rows[0]]
-    for col in ("timedelta", "shares"):
+    official = "time_stamp" in header
+    need = ("time_stamp",) if official else ("timedelta", "shares")
+    for col in need:
         if col not in header:
-            raise ValueError(f"{p.name}: missing column {col!r}")
+            raise ValueError(
+                f"{p.name}: missing column {col!r} (expected the UCI layout with timedelta and "
+                "shares, or SYNC's processed_ONP.csv with time_stamp)"
+            )
     data = [r for r in rows[1:] if any(c.strip() for c in r)]
     if not data:
         raise ValueError(f"{p.name}: no data rows after the header")
-    keep = [i for i, h in enumerate(header) if h not in ("url", "timedelta", "shares")]
-    values = np.empty((len(data), len(header)))
+    text = {"url", "time_stamp"}
+    values = np.zeros((len(data), len(header)))
     for k, r in enumerate(data, start=2):
         if len(r) != len(header):
             raise ValueError(f"{p.name}: line {k} has {len(r)} fields, expected {len(header)}")
         for j, c in enumerate(r):
-            if header[j] == "url":
+            if header[j] in text:
                 continue
             try:
                 values[k - 2, j] = float(c)
@@ -126,18 +201,46 @@ def load_onp(path, n_domains: int = 24, threshold: float = 1400.0) -> EvolvingDa
                 raise ValueError(
                     f"{p.name}: line {k}, column {header[j]!r}: {c!r} is not a number"
                 ) from None
-    if not np.isfinite(values[:, [j for j, h in enumerate(header) if h != "url"]]).all():
+    if not np.isfinite(values).all():
         raise ValueError(f"{p.name}: contains NaN or inf values")
+    if official:
+        return _onp_by_month(p, header, data, values)
+    keep = [i for i, h in enumerate(header) if h not in ("url", "timedelta", "shares")]
     X = values[:, keep]
     td = values[:, header.index("timedelta")]
     shares = values[:, header.index("shares")]
     order = np.argsort(-td, kind="stable")  # oldest article first
     X, y = X[order], (shares[order] >= threshold).astype(np.int64)
-    mu, sd = X.mean(0), X.std(0)
+    chunks = _chunks(len(y), n_domains)
+    T = len(chunks)
+    split = (T // 2, T // 6, T - T // 2 - T // 6)
+    src = X[np.concatenate(chunks[: split[0]])]
+    mu, sd = src.mean(0), src.std(0)
     X = (X - mu) / np.where(sd > 0, sd, 1.0)
-    doms = [(X[i].astype(np.float32), y[i]) for i in _chunks(len(y), n_domains)]
+    doms = [(X[i].astype(np.float32), y[i]) for i in chunks]
+    return EvolvingDataset(doms, 2, "onp", {"features": [header[i] for i in keep], "split": split,
+                                            "standardised_on": f"source domains 0..{split[0] - 1}"})  # fmt: skip
+
+
+def _onp_by_month(p: Path, header, data, values) -> EvolvingDataset:
+    """SYNC's processed_ONP.csv: one domain per month of ``time_stamp``, label last."""
+    ts = header.index("time_stamp")
+    months = [r[ts].strip()[:7] for r in data]
+    if not all(re.fullmatch(r"\d{4}-\d{2}", m) for m in months):
+        bad = next(m for m in months if not re.fullmatch(r"\d{4}-\d{2}", m))
+        raise ValueError(f"{p.name}: time_stamp {bad!r} is not a YYYY-MM-DD date")
+    label = values[:, -1]
+    if not np.isin(label, (0, 1)).all():
+        raise ValueError(f"{p.name}: the last column ({header[-1]!r}) must hold 0/1 labels")
+    feats = [i for i in range(len(header) - 1) if i != ts]
+    order = sorted(set(months))
+    m = np.asarray(months)
+    doms = [
+        (values[m == mo][:, feats].astype(np.float32), label[m == mo].astype(np.int64))
+        for mo in order
+    ]
     T = len(doms)
-    return EvolvingDataset(doms, 2, "onp", {"features": [header[i] for i in keep],
+    return EvolvingDataset(doms, 2, "onp", {"features": [header[i] for i in feats], "months": order,
                                             "split": (T // 2, T // 6, T - T // 2 - T // 6)})  # fmt: skip
 
 
