@@ -81,3 +81,33 @@ def test_bad_arguments(tmp_path) -> None:
         load_domainbed(tmp_path, domains=["cartoon"])
     with pytest.raises(ValueError, match="root"):
         load_domainbed(tmp_path / "nope")
+
+
+def test_sixteen_bit_png_keeps_its_grey_levels(tmp_path) -> None:
+    # a 16-bit PNG once saturated: every value above 255 became white
+    from PIL import Image
+
+    grey = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 1000).astype(np.uint16)
+    for dom in ("a", "b"):
+        for cls in ("x", "y"):
+            (tmp_path / dom / cls).mkdir(parents=True)
+            Image.fromarray(grey).save(tmp_path / dom / cls / "img.png")
+    assert Image.open(tmp_path / "a" / "x" / "img.png").mode.startswith("I")
+    ds = load_domainbed(tmp_path, image_size=8)
+    X = ds.envs[0][0][0]
+    want = np.round(grey / 257.0) / 255.0
+    np.testing.assert_allclose(X[0].numpy(), want, atol=1e-6)
+    assert torch.equal(X[0], X[2])
+
+
+def test_static_int8_of_a_float64_model() -> None:
+    # once a RuntimeError (float input, double bias) inside torch.ao
+    from qat_dg import SmallCNN, quantize_model, to_int8
+
+    torch.manual_seed(0)
+    q = quantize_model(SmallCNN(3, 4, 8), bits=8).eval().double()
+    x = torch.randn(32, 3, 16, 16)
+    s = to_int8(q, "static", calibration=x.double())
+    with torch.no_grad():
+        a, b = q(x.double()).float(), s(x)
+    assert b.dtype == torch.float32 and (a - b).abs().max() < 0.1 * a.abs().max()

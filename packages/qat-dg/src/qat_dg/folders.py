@@ -32,6 +32,14 @@ def _read_image(path: pathlib.Path, size: int) -> np.ndarray:
 
     try:
         with Image.open(path) as im:
+            if im.mode in ("I;16", "I;16B", "I;16L", "I"):
+                # 16-bit greyscale: Pillow's convert("RGB") clips every value above 255 to white
+                a = np.asarray(im, dtype=np.float64)
+                if a.min() < 0 or a.max() > 65535:
+                    raise ValueError(f"root: {path} holds values outside 16 bits")
+                im = Image.fromarray(np.round(a / 257.0).astype(np.uint8), mode="L")
+            elif im.mode == "F":
+                raise ValueError(f"root: {path} is a float image; save it as 8- or 16-bit")
             im = im.convert("RGB")
             if im.size != (size, size):
                 im = im.resize((size, size), Image.BILINEAR)

@@ -142,7 +142,8 @@ def _static(model: nn.Module, calibration: Tensor, batch_size: int) -> nn.Module
     except ImportError as e:  # pragma: no cover - depends on the torch version
         raise ValueError("mode='static' needs torch.ao.quantization's FX API, absent here") from e
     quant = {name: m for name, m in quantized_modules(model)}
-    fp = _swap(copy.deepcopy(model), _plain).eval()
+    # torch.ao's int8 kernels take float32 inputs: a float64 (or half) model is cast first
+    fp = _swap(copy.deepcopy(model), _plain).eval().float()
     mapping = get_default_qconfig_mapping("x86")
     for name, m in fp.named_modules():  # layers QT-DoG left in float stay float
         if isinstance(m, nn.Conv2d | nn.Linear) and name not in quant:
