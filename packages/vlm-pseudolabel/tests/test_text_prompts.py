@@ -1,3 +1,5 @@
+import copy
+
 """Prompt learning through the CLIP text encoder (``prompt="coop"``) on tiny random CLIPs."""
 
 import numpy as np
@@ -115,3 +117,29 @@ def test_one_text_pass_per_iteration_changes_nothing(tiny_hf_clip, monkeypatch):
     cached = CAP(**kw).fit(task).predict_proba(task.X_test)
     monkeypatch.setattr(PromptModel, "text_cache", lambda self: contextlib.nullcontext())
     np.testing.assert_allclose(CAP(**kw).fit(task).predict_proba(task.X_test), cached, atol=1e-6)
+
+
+def test_coop_refuses_what_it_would_train_differently(tiny_hf_clip):
+    bb = HFCLIPBackbone(*tiny_hf_clip)
+    # a template glued to the class ("a photo of a{}") once trained "a photo of a cat"
+    with pytest.raises(ValueError, match="no space before"):
+        CAP(prompt="coop", epochs=1).fit(_task(bb, templates=("a photo of a{}.",)))
+    # two templates: pseudolabels from their average, the context from the first only
+    with pytest.raises(ValueError, match="average 2 templates"):
+        CAP(prompt="coop", epochs=1).fit(_task(bb, templates=("a photo of a {}.", "a {}.")))
+
+
+def test_backbone_keeps_the_users_mode_and_encodes_half_precision(tiny_hf_clip):
+    model, proc = tiny_hf_clip
+    model.train()
+    bb = HFCLIPBackbone(model, proc)
+    imgs = torch.rand(4, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    ref = bb.encode_images(imgs)
+    txt = bb.encode_texts(["a photo of a cat."])
+    assert model.training  # the caller's mode is restored (it was switched to eval for good)
+    model.eval()
+    np.testing.assert_allclose(bb.encode_images(imgs), ref, atol=1e-6)  # eval inside
+    half = HFCLIPBackbone(copy.deepcopy(model).to(torch.bfloat16), proc)  # once a crash
+    got, got_txt = half.encode_images(imgs), half.encode_texts(["a photo of a cat."])
+    assert got.dtype == np.float32 and np.abs(got - ref).max() < 0.05
+    assert np.abs(got_txt - txt).max() < 0.05

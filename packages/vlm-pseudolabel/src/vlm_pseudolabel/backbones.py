@@ -8,6 +8,7 @@ description strings into a :class:`~vlm_pseudolabel.data.VLMTask`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,10 +33,30 @@ def _pooled(out) -> torch.Tensor:
 
 
 class _Backbone:
-    """Shared by the CLIP wrappers: logit scale and batched, normalised image encoding."""
+    """Shared by the CLIP wrappers: logit scale and batched, normalised image encoding.
+
+    The wrapped model is used by reference, never copied: a CAP fitted with ``prompt="coop"``
+    encodes its prompts through it at prediction time, so editing the CLIP after fitting
+    changes those predictions. Each encoding runs the model in eval mode and then restores the
+    mode the caller left it in. Half-precision models (bf16, fp16) take their own dtype as
+    input and give float32 embeddings.
+    """
 
     model: torch.nn.Module
     batch_size: int
+
+    @contextlib.contextmanager
+    def _eval(self):
+        was = self.model.training
+        self.model.eval()
+        try:
+            yield
+        finally:
+            self.model.train(was)
+
+    def _dtype(self) -> torch.dtype:
+        p = next(self.model.parameters(), None)
+        return p.dtype if p is not None and p.is_floating_point() else torch.float32
 
     def _pixels(self, images) -> torch.Tensor:
         raise NotImplementedError
@@ -52,10 +73,12 @@ class _Backbone:
     def encode_images(self, images) -> np.ndarray:
         """Normalised image embeddings (N, d) of a pixel tensor (N, 3, H, W) or PIL images."""
         out = []
-        for i in range(0, len(images), self.batch_size):
-            chunk = images[i : i + self.batch_size]
-            pix = chunk if isinstance(chunk, torch.Tensor) else self._pixels(chunk)
-            out.append(F.normalize(self._image_features(pix), dim=-1))
+        with self._eval():
+            for i in range(0, len(images), self.batch_size):
+                chunk = images[i : i + self.batch_size]
+                pix = chunk if isinstance(chunk, torch.Tensor) else self._pixels(chunk)
+                feats = self._image_features(pix.to(self._dtype()))
+                out.append(F.normalize(feats.float(), dim=-1))
         return torch.cat(out).numpy()
 
 
@@ -71,7 +94,7 @@ class HFCLIPBackbone(_Backbone):
     """
 
     def __init__(self, model, processor, batch_size: int = 64) -> None:
-        self.model, self.processor, self.batch_size = model.eval(), processor, int(batch_size)
+        self.model, self.processor, self.batch_size = model, processor, int(batch_size)
 
     def _pixels(self, images) -> torch.Tensor:
         return self.processor(images=list(images), return_tensors="pt")["pixel_values"]
@@ -90,19 +113,20 @@ class HFCLIPBackbone(_Backbone):
 
     def text_features(self, ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """Unnormalised text embeddings (n, d) of token ids, differentiable."""
-        return _pooled(self.model.get_text_features(input_ids=ids, attention_mask=mask))
+        with self._eval():
+            return _pooled(self.model.get_text_features(input_ids=ids, attention_mask=mask))
 
     @torch.no_grad()
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised text embeddings (len(texts), d)."""
-        return F.normalize(self.text_features(*self.tokenize(texts)), dim=-1).numpy()
+        return F.normalize(self.text_features(*self.tokenize(texts)).float(), dim=-1).numpy()
 
 
 class OpenCLIPBackbone(_Backbone):
     """``open_clip`` model with its tokenizer and preprocess transform."""
 
     def __init__(self, model, tokenizer, preprocess=None, batch_size: int = 64) -> None:
-        self.model, self.tokenizer, self.preprocess = model.eval(), tokenizer, preprocess
+        self.model, self.tokenizer, self.preprocess = model, tokenizer, preprocess
         self.batch_size = int(batch_size)
 
     def _pixels(self, images) -> torch.Tensor:
@@ -122,12 +146,13 @@ class OpenCLIPBackbone(_Backbone):
 
     def text_features(self, ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """Unnormalised text embeddings (n, d) of token ids, differentiable."""
-        return self.model.encode_text(ids)
+        with self._eval():
+            return self.model.encode_text(ids)
 
     @torch.no_grad()
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised text embeddings (len(texts), d)."""
-        return F.normalize(self.text_features(*self.tokenize(texts)), dim=-1).numpy()
+        return F.normalize(self.text_features(*self.tokenize(texts)).float(), dim=-1).numpy()
 
 
 def encode_task(

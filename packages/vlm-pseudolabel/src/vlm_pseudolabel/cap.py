@@ -310,6 +310,12 @@ class CAP(PseudolabelEstimator):
                 "prompt='coop' learns through the CLIP text encoder: task needs backbone and "
                 "templates (build it with encode_task)"
             )
+        if len(task.templates) > 1:
+            raise ValueError(
+                f"prompt='coop' learns one context from one template, but the task's text "
+                f"features average {len(task.templates)} templates (so would its pseudolabels): "
+                "build the task with a single template (encode_task(..., templates=[...]))"
+            )
         split_template(task.templates[0])
         if self.use_alignment and set(task.descriptions) - set(task.description_texts or {}):
             raise ValueError(

@@ -30,6 +30,13 @@ def split_template(template: str) -> tuple[str, str]:
         raise ValueError(
             f"template {template!r} has no words before '{{}}' to initialise the learned context"
         )
+    if not prefix[-1].isspace():
+        # the context is followed by the class text after a space, so "a photo of a{}" would
+        # silently become "a photo of a cat" instead of the template's "a photo of acat"
+        raise ValueError(
+            f"template {template!r} has no space before '{{}}': the learned context is joined "
+            "to the class text by a space; write the template with one"
+        )
     return prefix.strip(), "{}" + rest
 
 
