@@ -1,6 +1,6 @@
-import copy
-
 """Prompt learning through the CLIP text encoder (``prompt="coop"``) on tiny random CLIPs."""
+
+import copy
 
 import numpy as np
 import pytest
