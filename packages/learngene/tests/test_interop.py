@@ -266,3 +266,28 @@ def test_from_hf_directory_refuses_a_checkpoint_that_does_not_load_as_itself(tmp
     x = _x(net.spec)
     with torch.no_grad():
         assert (net(x) - model(pixel_values=x).logits).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_checkpoints_load(dtype, tmp_path):
+    # fp16 / bf16 checkpoints were refused as "the architectures differ" (rounding > atol)
+    net = _random_net(SPECS[0])
+    half = to_hf(net).to(dtype)
+    half.save_pretrained(tmp_path)
+    back = from_hf(tmp_path)
+    want = from_hf(to_hf(net).to(dtype).float())
+    for a, b in zip(back.state_dict().values(), want.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b)
+    timm = pytest.importorskip("timm")  # noqa: F841
+    t16 = to_timm(net).to(dtype)
+    assert from_timm(t16).spec == net.spec
+
+
+def test_a_missing_shard_is_named(tmp_path):
+    net = _random_net(SPECS[0])
+    to_hf(net).save_pretrained(tmp_path, max_shard_size="20KB")
+    shards = sorted(tmp_path.glob("model-*.safetensors"))
+    assert len(shards) >= 2
+    shards[1].unlink()
+    with pytest.raises(FileNotFoundError, match=rf"1 are missing: \['{shards[1].name}'\]"):
+        from_hf(tmp_path)

@@ -30,6 +30,20 @@ def test_kd_loss_hand_computed():
     assert kd_loss(logits, y, qs, qt, a, T).item() == pytest.approx(expected, rel=1e-6)
 
 
+def test_kd_term_is_normalised_by_the_logits_element_count():
+    # the official trainer divides the summed KL by y.numel(), y the logits (n x C); this
+    # package once divided by the feature count (n x d), which differs whenever C != d
+    g = torch.Generator().manual_seed(1)
+    logits, y = torch.randn(4, 10, generator=g), torch.tensor([0, 3, 9, 2])
+    qs, qt = torch.randn(4, 6, generator=g), torch.randn(4, 6, generator=g)
+    kl = torch.nn.functional.kl_div(
+        torch.log_softmax(qs / 3, 1), torch.log_softmax(qt / 3, 1), reduction="sum", log_target=True
+    )
+    ce = torch.nn.functional.cross_entropy(logits, y)
+    want = 0.2 * kl * 9 / logits.numel() + 0.8 * ce
+    torch.testing.assert_close(kd_loss(logits, y, qs, qt, 0.2, 3.0), want, rtol=1e-6, atol=1e-7)
+
+
 def test_kd_alpha_zero_is_ce_and_alpha_one_is_kd():
     g = torch.Generator().manual_seed(0)
     logits, qs, qt = (torch.randn(4, 5, generator=g) for _ in range(3))

@@ -19,6 +19,7 @@ conversion whose logits differ by more than ``atol`` raises instead of returning
 
 from __future__ import annotations
 
+import copy
 import numbers
 import os
 
@@ -112,11 +113,17 @@ def _self_check(net: TinyViT, other, call, what: str, atol: float) -> None:
     ``atol · (1 + max |logit|)``."""
     s = net.spec
     x = torch.randn(4, s.in_chans, s.img, s.img, generator=torch.Generator().manual_seed(0))
+    dtype = next(other.parameters()).dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        # a half-precision checkpoint is compared in float32: the check is of the name map,
+        # and half-precision rounding alone would exceed atol ("architectures differ")
+        other = copy.deepcopy(other).float()
+        dtype = torch.float32
     was = other.training
     other.eval()
     with torch.no_grad():
         a = net(x).double()
-        b = call(other, x.to(next(other.parameters()).dtype)).double()
+        b = call(other, x.to(dtype)).double()
     other.train(was)
     err = float((a - b).abs().max())
     tol = atol * (1.0 + float(a.abs().max()))  # relative for large logits
@@ -180,8 +187,28 @@ def _hf_names(depth: int, keys) -> dict[str, str]:
     return n
 
 
+def _check_shards(path) -> None:
+    """Every shard a sharded checkpoint's index names must exist: transformers' own error for a
+    missing one names neither the index nor the other missing files."""
+    import json
+
+    for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        f = os.path.join(os.fspath(path), index)
+        if os.path.isfile(f):
+            with open(f) as fh:
+                shards = sorted(set(json.load(fh).get("weight_map", {}).values()))
+            missing = [s for s in shards if not os.path.isfile(os.path.join(os.fspath(path), s))]
+            if missing:
+                raise FileNotFoundError(
+                    f"model: {index} at {os.fspath(path)!r} names {len(shards)} shards, and "
+                    f"{len(missing)} are missing: {missing[:5]}"
+                )
+
+
 def _load_hf_dir(path):
     from transformers import ViTForImageClassification
+
+    _check_shards(path)
 
     model, info = ViTForImageClassification.from_pretrained(
         path, output_loading_info=True, ignore_mismatched_sizes=True

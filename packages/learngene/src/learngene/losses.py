@@ -21,8 +21,10 @@ def kd_loss(
 ) -> torch.Tensor:
     """``α·T²·KL(softmax(q_t/T) ‖ softmax(q_s/T)) / n_el + (1 − α)·CE(logits, target)``.
 
-    The KL term uses a sum reduction divided by the number of elements of ``q_s`` (as the reference
-    trainer does), so it is a per-element average rather than a per-sample one.
+    The KL term uses a sum reduction divided by the number of elements of the *logits*
+    ``n x C``, as the official trainer does (``TAL/ghn3/trainer_teacher.py``: ``kl_div(...,
+    reduction='sum') * T**2 / y.numel()`` with ``y`` the network's output), so it is an average
+    per logit, not per sample nor per feature.
 
     Parameters
     ----------
@@ -75,7 +77,7 @@ def kd_loss(
     kl = F.kl_div(
         F.log_softmax(student_feat / T, dim=1), F.softmax(teacher_feat / T, dim=1), reduction="sum"
     )
-    return alpha * T * T * kl / student_feat.numel() + (1.0 - alpha) * ce
+    return alpha * T * T * kl / logits.numel() + (1.0 - alpha) * ce
 
 
 def task_probabilities(sizes, temperature: float = 2.0) -> np.ndarray:
