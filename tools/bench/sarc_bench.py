@@ -12,7 +12,8 @@ U   the bundled UCR/UEA sets at default hyper-parameters: SARC, SARC forward-onl
     accuracy and fit + predict CPU seconds with their ratio to MiniRocket (numba warmed up first).
 
 Run: ``uv run python tools/bench/sarc_bench.py`` (aeon is in the dev group; ~40 min on 2 cores);
-``--parts cv`` adds the paper's cross-validated protocol; ``--ucr-root PATH`` (or ``bundled``)
+``--parts cv`` adds the paper's cross-validated protocol; ``--parts n`` compares the
+``normalize`` options on clean and per-series-offset test sets; ``--ucr-root PATH`` (or ``bundled``)
 ranks SARC, MiniRocket and MultiRocket-Hydra over a local archive copy with a critical difference; ``--quick``: 1 seed, GunPoint,
 ItalyPowerDemand, ArrowHead and P = 40 only. ``uv run --with reservoirpy ...`` adds the
 reservoirpy ESN column.
@@ -440,6 +441,63 @@ def part_archive(run, seeds, root, names, label=None) -> None:
     )  # fmt: skip
 
 
+def _offset(X, rng, scale):
+    """Each series shifted by its own random offset in [-scale, scale] (per channel)."""
+    if isinstance(X, list):
+        return [x + rng.uniform(-scale, scale, (x.shape[0], 1)) for x in X]
+    return X + rng.uniform(-scale, scale, (X.shape[0], X.shape[1], 1))
+
+
+def part_n(run, seeds, names, scale: float = 1e3) -> None:
+    """Accuracy of each ``normalize`` option on the clean test set and on test series shifted
+    by per-series offsets in [-scale, scale] (train untouched), and the paired cost of
+    ``"offset"`` against the default on clean data."""
+    modes = ["dataset", "offset", "series"]
+    acc = {(n, m, k): [] for n in names for m in modes for k in ("clean", "shifted")}
+    for name in names:
+        Xtr, ytr = load_bundled(name, "train")
+        Xte, yte = load_bundled(name, "test")
+        for s in seeds:
+            shifted = _offset(Xte, np.random.default_rng(1000 + s), scale)
+            for m in modes:
+                clf = SARCClassifier(normalize=m, random_state=s).fit(Xtr, ytr)
+                acc[(name, m, "clean")].append(float(clf.score(Xte, yte)))
+                acc[(name, m, "shifted")].append(float(clf.score(shifted, yte)))
+            print(f"  {name} seed {s} done", file=sys.stderr, flush=True)
+        run.sample_load()
+    rows = []
+    for name in names:
+        rows.append([name] + [ms(acc[(name, m, k)]) for m in modes for k in ("clean", "shifted")])
+    mean = {
+        (m, k): [np.mean(acc[(n, m, k)]) for n in names]
+        for m in modes
+        for k in ("clean", "shifted")
+    }
+    rows.append(
+        ["**mean**"] + [f"{np.mean(mean[(m, k)]):.3f}" for m in modes for k in ("clean", "shifted")]
+    )
+    cost = np.array(mean[("offset", "clean")]) - np.array(mean[("dataset", "clean")])
+    run.table(
+        "normalize",
+        ["dataset"] + [f"{m} ({k})" for m in modes for k in ("clean", "shifted")],
+        rows,
+        seeds=seeds,
+        per_seed={
+            f"{n}/{m}/{k}": acc[(n, m, k)]
+            for n in names
+            for m in modes
+            for k in ("clean", "shifted")
+        },
+        title=f"normalize options: clean test accuracy and with per-series offsets of up to ±{scale:g}",
+        notes=(
+            f"Mean ± std over {len(seeds)} seeds. 'shifted': every test series moved by its own "
+            f"random offset in [-{scale:g}, {scale:g}] per channel (training data untouched). "
+            f"'offset' − 'dataset' on clean data: {cost.mean():+.3f} on average over the sets "
+            f"(range {cost.min():+.3f} to {cost.max():+.3f})."
+        ),
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=3)
@@ -473,6 +531,8 @@ def main() -> None:
         )
     if "u" in args.parts.split(","):
         part_u(run, seeds, names)
+    if "n" in args.parts.split(","):
+        part_n(run, seeds, names)
     if args.ucr_root:
         root, label = args.ucr_root, None
         if root == "bundled":

@@ -103,3 +103,27 @@ def test_local_archive_in_both_layouts(tmp_path):
         load_archive(tmp_path, "Reg")
     with pytest.raises(ValueError, match="root"):
         archive_names(tmp_path / "missing")
+
+
+def test_tsv_with_float_labels_and_nan_padding(tmp_path):
+    # labels written "1.0" were refused as a regression problem
+    pytest.importorskip("aeon")
+    from spectral_reservoir import SARCClassifier, load_archive
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for i in range(8):
+        n = 20 if i % 2 else 16  # unequal lengths: NaN padding at the end
+        vals = [f"{v:.5f}" for v in rng.normal(size=n)] + ["NaN"] * (20 - n)
+        rows.append(f"{1.0 + i % 2:.1f}\t" + "\t".join(vals))
+    (tmp_path / "F").mkdir()
+    (tmp_path / "F" / "F_TRAIN.tsv").write_text("\n".join(rows) + "\n")
+    X, y = load_archive(tmp_path, "F")
+    assert y.dtype == np.int64 and sorted(set(y)) == [1, 2]
+    clf = SARCClassifier(n_reservoir=4, periods=[2]).fit(X, y)
+    assert clf.predict(X).shape == (8,)
+    (tmp_path / "F" / "F_TRAIN.tsv").write_text(
+        "\n".join(r.replace("1.0\t", "1.5\t", 1) for r in rows) + "\n"
+    )
+    with pytest.raises(ValueError, match="regression"):
+        load_archive(tmp_path, "F")

@@ -149,3 +149,22 @@ def test_dataset_normalisation_removes_a_shared_offset_and_keeps_levels() -> Non
     assert SARCClassifier(**kw).fit(lv, yl).score(lv, yl) == 1.0
     with pytest.raises(ValueError, match="normalize"):
         SARCClassifier(normalize="channel").fit(X, y)
+
+
+def test_offset_normalisation_is_invariant_to_per_series_offsets():
+    # training-set standardisation fell to chance on a test set shifted by 1e6, silently
+    from spectral_reservoir import SARCClassifier, load_bundled
+
+    Xtr, ytr = load_bundled("GunPoint", "train")
+    Xte, yte = load_bundled("GunPoint", "test")
+    rng = np.random.default_rng(0)
+    shift = Xte + rng.uniform(-1e3, 1e3, (len(Xte), Xte.shape[1], 1))
+    off = SARCClassifier(normalize="offset", n_reservoir=6).fit(Xtr, ytr)
+    np.testing.assert_array_equal(off.predict(shift), off.predict(Xte))
+    moved = SARCClassifier(normalize="offset", n_reservoir=6).fit(Xtr + 1e6, ytr)
+    np.testing.assert_array_equal(moved.predict(Xte), off.predict(Xte))
+    default = SARCClassifier(n_reservoir=6).fit(Xtr, ytr)
+    with pytest.warns(UserWarning, match="normalize='offset'"):
+        default.predict(Xte + 1e6)
+    with pytest.raises(ValueError, match="normalize"):
+        SARCClassifier(normalize="per-series").fit(Xtr, ytr)

@@ -190,6 +190,10 @@ def load_archive(root: str | Path, name: str, split: str = "train"):
     if len(X) == 0 or len(X) != len(y):
         raise ValueError(f"{f.name}: {len(X)} series for {len(y)} labels")
     y = np.asarray(y)
-    if y.dtype.kind == "f":  # a regression problem (@targetLabel) has real-valued targets
-        raise ValueError(f"name {name!r} is a regression problem ({f.name} has real targets)")
+    if y.dtype.kind == "f":
+        # .tsv class labels written "1.0" come back as floats: whole numbers are class labels,
+        # anything else is a regression target (@targetLabel)
+        if not (np.isfinite(y).all() and np.array_equal(y, np.round(y))):
+            raise ValueError(f"name {name!r} is a regression problem ({f.name} has real targets)")
+        y = y.astype(np.int64)
     return X, y

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
@@ -45,9 +46,11 @@ def _norm_mode(normalize) -> str | None:
         return None
     if isinstance(normalize, bool | np.bool_):
         return "series"
-    if normalize in ("series", "dataset"):
+    if normalize in ("series", "dataset", "offset"):
         return normalize
-    raise ValueError(f"normalize must be 'dataset', 'series', True or False, got {normalize!r}")
+    raise ValueError(
+        f"normalize must be 'dataset', 'offset', 'series', True or False, got {normalize!r}"
+    )
 
 
 def _check_labels(X, y) -> np.ndarray:
@@ -99,10 +102,13 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
     batch_size : int, default=256
         Series per chunk (memory ~ batch_size * |P| * L * 2H floats).
     dtype : numpy dtype, default=np.float64
-    normalize : {"dataset", "series"} or bool, default="dataset"
+    normalize : {"dataset", "offset", "series"} or bool, default="dataset"
         ``"dataset"``: each channel standardised with its mean and standard deviation over the
         training series (kept in ``channel_mean_`` / ``channel_scale_``): removes a shared offset
-        or scale, keeps level differences between series. ``"series"`` (or ``True``): every series
+        or scale, keeps level differences between series (new series more than 10 training
+        standard deviations away warn). ``"offset"``: each series' own channel means removed
+        first, then the training scale: invariant to any per-series offset, keeps amplitudes.
+        ``"series"`` (or ``True``): every series
         z-normalised per channel on its own steps (the UCR convention; it erases per-series
         levels: JapaneseVowels 0.968 -> 0.684). ``False``: raw values (the reference code).
     random_state : int, default=0
@@ -221,10 +227,12 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
         mode = _norm_mode(self.normalize)
         if mode == "series":
             return znormalize(Xp, off), off
-        if mode == "dataset":
+        if mode in ("dataset", "offset"):
             observed = (np.arange(Xp.shape[2])[None, :] >= np.asarray(off)[:, None])[:, None, :]
+            vals = np.where(observed, Xp, np.nan)
+            if mode == "offset":  # each series' own channel levels removed: offset-invariant
+                vals = vals - np.nanmean(vals, axis=2, keepdims=True)
             if fit:  # per-channel statistics over the observed (unpadded) training steps
-                vals = np.where(observed, Xp, np.nan)
                 sd = np.nanstd(vals, axis=(0, 2))
                 self.channel_mean_ = np.nanmean(vals, axis=(0, 2))
                 self.channel_scale_ = np.where(sd > 0, sd, 1.0)
@@ -233,9 +241,26 @@ class SARCTransformer(TransformerMixin, BaseEstimator):
                     f"X has {Xp.shape[1]} channels, the transformer was fitted on "
                     f"{len(self.channel_mean_)}"
                 )
-            out = (Xp - self.channel_mean_[:, None]) / self.channel_scale_[:, None]
-            return np.where(observed, out, 0.0).astype(Xp.dtype), off
+            out = (vals - self.channel_mean_[:, None]) / self.channel_scale_[:, None]
+            if not fit and mode == "dataset":
+                self._warn_shift(out)
+            return np.nan_to_num(out, nan=0.0).astype(Xp.dtype), off
         return Xp, off
+
+    @staticmethod
+    def _warn_shift(z: np.ndarray) -> None:
+        """Series far from the training level saturate the reservoir (tanh): a test set shifted
+        by 1e6 once scored at chance without a word."""
+        level = np.abs(np.nanmean(z, axis=2))  # (n, C) in training standard deviations
+        far = np.flatnonzero((level > 10).any(axis=1))
+        if far.size:
+            warnings.warn(
+                f"X: {far.size} series sit more than 10 training standard deviations from the "
+                f"training level (first {far[:5].tolist()}); the reservoir saturates there. "
+                "normalize='offset' removes each series' own level (offset-invariant)",
+                UserWarning,
+                stacklevel=4,
+            )
 
     def _fit_checked(self, Xp: np.ndarray, off: np.ndarray) -> SARCTransformer:
         periods = self._find_periods(Xp, off)
