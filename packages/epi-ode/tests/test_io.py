@@ -56,7 +56,7 @@ def test_header_is_not_read_as_a_week(tmp_path):
         ("1,2,3\n4,5\n", "line 2 has 2 fields"),
         ("1,2,3\n4,-5,6\n", "negative"),
         ("1,2,3\n4,abc,6\n", "line 2, column 2"),
-        ("1;2;3\n4;1,5;6\n", "not a number"),
+        ("1,2\n3,05\n4,25\n", "decimal commas"),
         ("", "empty"),
         ("a,b\n", "no data rows"),
     ],
@@ -103,7 +103,7 @@ def test_delphi_epiweek_layout_semicolons(tmp_path):
         ("REGION,YEAR,WEEK,ILITOTAL\nA,2015,3,-4\n", "negative"),
         ("REGION,YEAR,WEEK,ILITOTAL\nA,2015,3\n", "fields"),
         ("REGION,DATE,ILITOTAL\nA,2015-01-01,4\n", "no header"),
-        ("REGION,YEAR,WEEK,ILITOTAL\nA,2015,3,X\n", "no value"),
+        ("REGION,YEAR,WEEK,ILITOTAL\nA,2015,3,X\n", "no region has a value"),
     ],
     ids=["week53", "duplicate", "negative", "ragged", "no-week", "all-missing"],
 )
@@ -117,3 +117,41 @@ def test_epiweek_range_years():
     assert len(weeks) == 53 and weeks[-2] == 201552
     with pytest.raises(ValueError, match="week 54"):
         epiweek_range(201554, 201601)
+
+
+def test_semicolon_tables_read_decimal_commas(tmp_path):
+    # European CSVs: ';' between fields, ',' inside numbers (once split into extra columns)
+    values, cols = read_wide_csv(_write(tmp_path / "eu.csv", "a;b\n1,5;2\n3,25;4,0\n"))
+    assert cols == ["a", "b"]
+    np.testing.assert_array_equal(values, [[1.5, 2.0], [3.25, 4.0]])
+
+
+def test_a_row_numbering_the_regions_is_a_header(tmp_path):
+    # a header of region numbers 1..N was once read as a week of counts
+    text = "1,2,3\n3,10,0\n4,,1\n6,12,2\n5,9,4\n"
+    with pytest.warns(UserWarning, match="numbers the columns"):
+        values, cols = read_wide_csv(_write(tmp_path / "n.csv", text))
+    assert cols == ["1", "2", "3"]
+    np.testing.assert_array_equal(values, Y)
+    values, cols = read_wide_csv(tmp_path / "n.csv", header=False)
+    assert cols is None and values.shape == (5, 3)
+
+
+STATES = """PERCENTAGE OF VISITS FOR INFLUENZA-LIKE-ILLNESS REPORTED BY SENTINEL PROVIDERS\r
+REGION TYPE,REGION,YEAR,WEEK,% WEIGHTED ILI,%UNWEIGHTED ILI,ILITOTAL,NUM. OF PROVIDERS\r
+States,Alabama,2019,40,X,1.2,120,30\r
+States,Florida,2019,40,X,X,X,X\r
+States,Alabama,2019,41,X,1.4,130,30\r
+States,Florida,2019,41,X,X,X,X\r
+"""
+
+
+def test_state_export_keeps_an_all_missing_state(tmp_path):
+    # FluView's state file reports Florida as X throughout: the whole file was refused
+    f = tmp_path / "ILINet.csv"
+    f.write_bytes(b"\xef\xbb\xbf" + STATES.encode())  # BOM and CRLF, as downloaded
+    with pytest.warns(UserWarning, match=r"\['Florida'\] have no value"):
+        s = load_ilinet(f)
+    assert s.regions == ["Alabama", "Florida"] and np.isnan(s.values[:, 1]).all()
+    kept = s.drop("Florida")
+    assert kept.regions == ["Alabama"] and kept.values[:, 0].tolist() == [120, 130]

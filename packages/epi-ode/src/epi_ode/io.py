@@ -16,6 +16,8 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +57,19 @@ class EpiSeries:
     regions: list[str]
     epiweeks: list[int]
 
+    def drop(self, regions) -> EpiSeries:
+        """A new series without the named regions (e.g. those reported as all missing)."""
+        names = [regions] if isinstance(regions, str) else list(regions)
+        unknown = [r for r in names if r not in self.regions]
+        if unknown:
+            raise ValueError(f"regions: {unknown} are not in this series ({self.regions[:8]})")
+        keep = [j for j, r in enumerate(self.regions) if r not in names]
+        if not keep:
+            raise ValueError("regions: dropping them would leave no region")
+        return EpiSeries(
+            self.values[:, keep].copy(), [self.regions[j] for j in keep], list(self.epiweeks)
+        )
+
 
 def _read_text(path: Path) -> str:
     if not path.is_file():
@@ -73,6 +88,9 @@ def _sniff(lines: list[str], name: str) -> str | None:
     sample = [ln for ln in lines if ln.strip()][:50]
     if not sample:
         raise ValueError(f"{name}: the file is empty")
+    semis = [ln.count(";") for ln in sample]
+    if semis[-1] and len(set(semis[1:] or semis)) == 1:
+        return ";"  # never inside a number, while a comma may be a decimal separator
     best, best_score = None, 0
     for d in _DELIMS:
         counts = [ln.count(d) for ln in sample]
@@ -95,14 +113,28 @@ def _split(text: str, delimiter: str | None, name: str) -> list[list[str]]:
     ]
 
 
-def _number(token: str) -> float | None:
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
+
+
+def _number(token: str, decimal_comma: bool = False) -> float | None:
     t = token.strip()
     if t.lower() in MISSING:
         return np.nan
-    try:  # no thousands separators or decimal commas: "1,5" is ambiguous, so it raises
+    if decimal_comma and _DECIMAL_COMMA.match(t):
+        t = t.replace(",", ".")
+    try:  # no thousands separators; "1,5" is read only where the delimiter is not a comma
         return float(t)
     except ValueError:
         return None
+
+
+def _looks_like_index(row: list[str]) -> bool:
+    """``1, 2, ..., N`` or ``0, 1, ..., N-1``: column numbers, not a week of counts."""
+    try:
+        v = [float(c) for c in row]
+    except ValueError:
+        return False
+    return len(v) >= 3 and (v == list(range(1, len(v) + 1)) or v == list(range(len(v))))
 
 
 def read_wide_csv(path, delimiter: str | None = None, header: bool | None = None):
@@ -113,9 +145,11 @@ def read_wide_csv(path, delimiter: str | None = None, header: bool | None = None
     path : str or Path
     delimiter : str, optional
         Force a delimiter; default: detected among comma, semicolon, tab, ``|`` and whitespace.
+        In a semicolon-separated table (the European convention) ``1,5`` is 1.5.
     header : bool, optional
         Force the first row to be (or not be) a header; default: a first row with a field that
-        is neither a number nor a missing token is a header.
+        is neither a number nor a missing token is a header, and so is a first row that numbers
+        the columns (``1, 2, ..., N``), with a warning.
 
     Returns
     -------
@@ -130,11 +164,36 @@ def read_wide_csv(path, delimiter: str | None = None, header: bool | None = None
         Empty file, ragged rows, a non-numeric field outside the header (line and column named).
     """
     path = Path(path)
-    rows = _split(_read_text(path), delimiter, path.name)
+    text = _read_text(path)
+    delim = delimiter if delimiter is not None else _sniff(text.splitlines(), path.name)
+    rows = _split(text, delim, path.name)
     if not rows:
         raise ValueError(f"{path.name}: the file is empty")
-    first_numeric = all(_number(c) is not None for c in rows[0])
+    # a semicolon table is the European convention: its commas are decimal separators
+    comma = delim == ";"
+    if (
+        delim == ","
+        and "." not in text
+        and all(len(r) == 2 for r in rows)
+        and any(
+            re.match(r"^\d*[1-9]\d*$", r[1].strip()) and r[1].strip().startswith("0") for r in rows
+        )
+    ):
+        raise ValueError(
+            f"{path.name}: every row holds two comma-separated integers and some second fields "
+            "have leading zeros: these look like decimal commas (one column) rather than two "
+            "columns; pass delimiter=';' or fix the file"
+        )
+    first_numeric = all(_number(c, comma) is not None for c in rows[0])
     has_header = (not first_numeric) if header is None else bool(header)
+    if header is None and first_numeric and len(rows) > 1 and _looks_like_index(rows[0]):
+        has_header = True
+        warnings.warn(
+            f"{path.name}: the first row {[c.strip() for c in rows[0][:4]]}... numbers the "
+            "columns and was read as the header (pass header=False if it is a week of counts)",
+            UserWarning,
+            stacklevel=2,
+        )
     columns = [c.strip() for c in rows[0]] if has_header else None
     body = rows[1:] if has_header else rows
     if not body:
@@ -149,7 +208,7 @@ def read_wide_csv(path, delimiter: str | None = None, header: bool | None = None
                 "row, or the wrong delimiter)"
             )
         for j, tok in enumerate(row):
-            v = _number(tok)
+            v = _number(tok, comma)
             if v is None:
                 raise ValueError(
                     f"{path.name}: line {line}, column {j + 1}: {tok!r} is not a number"
@@ -331,6 +390,15 @@ def load_ilinet(
     for (name, ew), v in records.items():
         Y[index[ew], col[name]] = v
     empty = [regions[j] for j in np.flatnonzero(np.isnan(Y).all(axis=0))]
+    if len(empty) == len(regions):
+        raise ValueError(f"{path.name}: no region has a value in column {cols[v_col]}")
     if empty:
-        raise ValueError(f"{path.name}: region(s) {empty} have no value in column {cols[v_col]}")
+        # FluView's state export reports some states as X throughout (Florida): keep the
+        # column, all NaN, so that the region list stays the file's, and say so
+        warnings.warn(
+            f"{path.name}: region(s) {empty} have no value in column {cols[v_col]} (all "
+            "missing); they are kept as NaN columns: series.drop(...) removes them",
+            UserWarning,
+            stacklevel=2,
+        )
     return EpiSeries(Y, regions, weeks)
