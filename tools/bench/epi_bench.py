@@ -14,12 +14,17 @@ peak MAE with each region's training mean as threshold. Seeds vary the simulator
     uv run python tools/bench/epi_bench.py                 # all parts, ~1.5 h on 1 core
     uv run python tools/bench/epi_bench.py --parts f1      # one part
     uv run python tools/bench/epi_bench.py --quick         # N = 5, 208 weeks, d = 8, 10 epochs
+    uv run python tools/bench/epi_bench.py --data DIR/us_hhs.txt --adjacency DIR/us_hhs-adj.txt \
+        --parts curve,f1 --horizons 5    # a real file (the EARTH repository ships US-HHS)
+
+With ``--data`` every table is written as ``real_<file stem>_<table>`` beside the simulator's.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import pathlib
 import time
 
 import numpy as np
@@ -110,6 +115,7 @@ def fit_one(a, name, h, seed, missing=0.0):
 
 
 def horizon_table(run, a, key, names, h, missing=0.0, title="", headline=None):
+    key = a.prefix + key  # a real file's tables never replace the simulator's
     seeds = list(range(a.seeds))
     res = {n: [fit_one(a, n, h, s, missing) for s in seeds] for n in names}
     run.sample_load()
@@ -120,8 +126,9 @@ def horizon_table(run, a, key, names, h, missing=0.0, title="", headline=None):
         ratio = [r["RMSE"] / e["RMSE"] for r, e in zip(rs, ref, strict=True)]
         ep = (f"{np.mean([r['epochs'] for r in rs]):.0f} ({np.mean([r['best_epoch'] for r in rs]):.0f})"
               if "epochs" in rs[0] else "-")  # fmt: skip
-        rows.append([n, fmt_sd([r["RMSE"] for r in rs], 1), fmt_sd([r["MAE"] for r in rs], 1),
-                     fmt_sd([r["PCC"] for r in rs], 3), fmt_sd([r["peak_MAE"] for r in rs], 1),
+        dg = 3 if a.data else 1  # a real ILI file is in % weighted ILI (about 0.5 to 8)
+        rows.append([n, fmt_sd([r["RMSE"] for r in rs], dg), fmt_sd([r["MAE"] for r in rs], dg),
+                     fmt_sd([r["PCC"] for r in rs], 3), fmt_sd([r["peak_MAE"] for r in rs], dg),
                      fmt_ci(ratio, 3), float(np.mean([r["cpu"] for r in rs])), ep])  # fmt: skip
     best = min(names, key=lambda n: np.mean([r["RMSE"] for r in res[n]]))
     run.table(
@@ -156,7 +163,7 @@ def curve(run, a):
         run, a, "ablation", ABLATIONS, h,
         title=f"Ablations at h = {h} after up to {a.epochs} epochs (paper Table 2)",
         headline=lambda res: (
-            f"simulated 10-region SIRS, {a.seeds} seeds, h = 5, <= {a.epochs} epochs: EARTH RMSE "
+            f"{a.source}, {a.seeds} seeds, h = 5, <= {a.epochs} epochs: EARTH RMSE "
             f"{np.mean([r['RMSE'] for r in res['EARTH']]):.1f}; neither-mechanism ablation / "
             f"EARTH {np.mean([r['RMSE'] / e['RMSE'] for r, e in zip(res['EARTH: neither'], res['EARTH'], strict=True)]):.3f}"
         ),
@@ -167,12 +174,13 @@ def curve(run, a):
     for n in ABLATIONS[1:]:
         d = np.array([r["RMSE"] for r in res[n]]) - ref
         spread = float(np.std(ref, ddof=1)) if len(ref) > 1 else float("nan")
-        rows.append([n, fmt_ci(d, 1, sign=True), spread, bool(abs(d.mean()) > spread)])
+        rows.append([n, fmt_ci(d, 3 if a.data else 1, sign=True), spread,
+                     bool(abs(d.mean()) > spread)])  # fmt: skip
     run.table(
-        "ablation_verdict",
+        a.prefix + "ablation_verdict",
         ["ablation", "RMSE − EARTH's [95% CI]", "EARTH's seed spread (sd)", "|Δ| > spread"],
         rows,
-        fmt=[None, None, ".1f", None],
+        fmt=[None, None, ".3f" if a.data else ".1f", None],
         seeds=list(range(a.seeds)),
         title="Do EANO and GLTG matter at this budget?",
     )
@@ -185,7 +193,7 @@ def curve(run, a):
             row.append(float(np.mean([c[min(e, len(c)) - 1] for c in curves])))
         rows.append(row)
     run.table(
-        "training_curve",
+        a.prefix + "training_curve",
         ["model", *(f"epoch {e}" for e in marks)],
         rows,
         fmt=[None] + [".4f"] * len(marks),
@@ -223,6 +231,15 @@ def main():
     print(f"# EARTH benchmark: {a.regions} regions, {a.weeks} weeks, window {a.window}, "
           f"{a.seeds} seeds, EARTH hidden {a.hidden}, <= {a.epochs} epochs (patience "
           f"{a.patience}), batch {a.batch}, lr {a.lr}; RNNs <= 200 epochs (patience 30)\n{PAPER}")  # fmt: skip
+    stem = pathlib.Path(a.data).stem if a.data else ""
+    a.prefix = f"real_{stem.replace('-', '_')}_" if a.data else ""
+    a.source = (
+        f"real file {stem} ({a.data and pathlib.Path(a.data).name})"
+        if a.data
+        else (f"simulated {a.regions}-region SIRS")
+    )
+    if a.data:
+        print(f"# data: {a.data} (seeds vary the models only); tables prefixed {a.prefix!r}")
     args = argparse.Namespace(**vars(a))
     frozen = _Frozen(args)
     if "curve" in parts:
