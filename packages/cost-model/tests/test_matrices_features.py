@@ -157,3 +157,43 @@ def test_float32_underflow_keeps_the_pattern_and_warns(tmp_path) -> None:  # typ
     with pytest.warns(UserWarning, match="smallest normal"):
         C.matrices.check_matrix(src)
     np.testing.assert_array_equal(src.data, before)  # the caller's matrix is untouched
+
+
+def test_flat_folders_compressed_files_and_tarballs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import bz2
+    import io
+    import tarfile
+    import warnings
+
+    ms = C.MatrixSet.synthetic(4, seed=3, rows=(32, 48), nnz=(50, 120))
+    flat = tmp_path / "lp"
+    flat.mkdir()
+    # a flat folder: lp/lp_adlittle.mtx is a matrix (it was dropped as "auxiliary")
+    scipy.io.mmwrite(str(flat / "lp_adlittle.mtx"), ms[0])
+    buf = io.BytesIO()
+    scipy.io.mmwrite(buf, ms[1])
+    (flat / "lp_afiro.mtx.bz2").write_bytes(bz2.compress(buf.getvalue()))  # was ignored
+    # a SuiteSparse tarball: <name>/<name>.mtx plus an auxiliary <name>/<name>_b.mtx
+    with tarfile.open(tmp_path / "bcspwr01.tar.gz", "w:gz") as tar:
+        for member, A in (("bcspwr01/bcspwr01.mtx", ms[2]), ("bcspwr01/bcspwr01_b.mtx", ms[3])):
+            b = io.BytesIO()
+            scipy.io.mmwrite(b, A)
+            info = tarfile.TarInfo(member)
+            info.size = len(b.getvalue())
+            tar.addfile(info, io.BytesIO(b.getvalue()))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = C.load_mtx_folder(tmp_path)
+    assert sorted(got.names) == ["bcspwr01", "lp_adlittle", "lp_afiro"]
+    assert any("bcspwr01_b" in str(x.message) for x in w)
+    for name, A in (("lp_adlittle", ms[0]), ("lp_afiro", ms[1]), ("bcspwr01", ms[2])):
+        assert abs(got[got.names.index(name)] - A).max() < 1e-6
+    (flat / "lp_blend.mtx.xz").write_bytes(b"\xfd7zXZ")
+    with pytest.raises(ValueError, match=r"lp_blend.mtx.xz"):
+        C.load_mtx_folder(tmp_path)
+    (flat / "lp_blend.mtx.xz").unlink()
+    (flat / "cplx.mtx").write_text(
+        "%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1.0 2.0\n"
+    )
+    with pytest.raises(TypeError, match=r"cplx.mtx"):  # the error names the file
+        C.load_mtx_folder(tmp_path)

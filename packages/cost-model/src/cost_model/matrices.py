@@ -182,7 +182,7 @@ def load_mtx(path: str | Path) -> sp.csr_array:
     Parameters
     ----------
     path : str or Path
-        ``.mtx`` (optionally ``.gz``) file.
+        ``.mtx`` (optionally ``.gz`` or ``.bz2``) file.
 
     Returns
     -------
@@ -197,7 +197,7 @@ def load_mtx(path: str | Path) -> sp.csr_array:
         raise ValueError(f"path: {path.name} is not a readable Matrix Market file ({e})") from e
     if not sp.issparse(A):
         A = sp.csr_array(np.asarray(A))
-    return check_matrix(A, name="path")
+    return check_matrix(A, name=f"path ({path.name})")
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -279,39 +279,86 @@ def source_code_matrices(
     return mats, names
 
 
-def load_mtx_folder(root: str | Path, *, pattern: str = "**/*.mtx*") -> MatrixSet:
+_MTX_SUFFIXES = (".mtx", ".mtx.gz", ".mtx.bz2")
+_TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+
+
+def _mtx_stem(name: str) -> str:
+    for suffix in (".gz", ".bz2"):
+        name = name.removesuffix(suffix)
+    return name.removesuffix(".mtx")
+
+
+def _auxiliary(folder: str, stem: str, stems_in_folder: set[str]) -> bool:
+    """SuiteSparse keeps ``<name>/<name>.mtx`` beside auxiliary ``<name>/<name>_b.mtx``...;
+    a ``<folder>_*`` file is auxiliary only where the folder's own matrix is there too (in a
+    flat folder ``lp/lp_adlittle.mtx`` is a matrix)."""
+    return folder in stems_in_folder and stem.startswith(folder + "_")
+
+
+def load_mtx_folder(root: str | Path, *, pattern: str = "**/*") -> MatrixSet:
     """Every matrix under a folder of Matrix Market files (SuiteSparse layout), named by file.
 
-    In a SuiteSparse tarball ``<group>/<name>/<name>.mtx`` is the matrix and files
-    ``<name>/<name>_*.mtx`` (``_b``, ``_coord``, ``_nodename``, ...) hold auxiliary data; those
-    are skipped and listed in a warning. A file that cannot be read raises (naming it) rather than being dropped.
+    Reads ``.mtx``, ``.mtx.gz`` and ``.mtx.bz2`` files and SuiteSparse tarballs
+    (``<name>.tar.gz`` holding ``<name>/<name>.mtx``). In SuiteSparse's layout the files
+    ``<name>/<name>_*.mtx`` (``_b``, ``_coord``, ``_nodename``, ...) beside ``<name>/<name>.mtx``
+    hold auxiliary data: those are skipped and listed in a warning. Other compressed Matrix
+    Market files (``.mtx.xz``, ``.mtx.zip``, ...) and unreadable files raise, naming them,
+    rather than being dropped.
 
     Parameters
     ----------
     root : str or Path
-    pattern : str, default="**/*.mtx*"
-        Glob under ``root`` (``.mtx`` and ``.mtx.gz``).
+    pattern : str, default="**/*"
+        Glob under ``root``.
 
     Returns
     -------
     MatrixSet
-        ``names`` are the file names without ``.mtx`` / ``.mtx.gz``, sorted.
+        ``names`` are the file names without their ``.mtx`` suffixes, in path order.
     """
+    import tarfile
+
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"root is not a directory: {root}")
     files = sorted(p for p in root.glob(pattern) if p.is_file())
-    files = [p for p in files if p.name.endswith((".mtx", ".mtx.gz"))]
-    out, skipped, seen = MatrixSet(), [], {}
+    odd = [p.name for p in files if ".mtx." in p.name and not p.name.endswith(_MTX_SUFFIXES)]
+    if odd:
+        raise ValueError(
+            f"root: compressed Matrix Market files this reader cannot open: {odd[:5]} "
+            "(decompress them, or use .gz / .bz2)"
+        )
+    entries: list[tuple[str, str, object]] = []  # (folder, stem, source) in path order
     for path in files:
-        stem = path.name.removesuffix(".gz").removesuffix(".mtx")
-        if stem.startswith(path.parent.name + "_"):  # <name>/<name>_b.mtx: auxiliary
-            skipped.append(path.name)
+        if path.name.endswith(_MTX_SUFFIXES):
+            entries.append((path.parent.name, _mtx_stem(path.name), path))
+        elif path.name.endswith(_TAR_SUFFIXES):
+            with tarfile.open(path) as tar:
+                for m in tar.getmembers():
+                    if m.isfile() and m.name.endswith(_MTX_SUFFIXES):
+                        folder = Path(m.name).parent.name
+                        entries.append((folder, _mtx_stem(Path(m.name).name), (path, m.name)))
+    by_folder: dict[tuple[str, object], set[str]] = {}
+    for folder, stem, src in entries:
+        where = src[0] if isinstance(src, tuple) else src.parent
+        by_folder.setdefault((folder, where), set()).add(stem)
+    out, skipped, seen = MatrixSet(), [], {}
+    for folder, stem, src in entries:
+        where = src[0] if isinstance(src, tuple) else src.parent
+        if _auxiliary(folder, stem, by_folder[(folder, where)]):
+            skipped.append(stem)
             continue
+        label = f"{src[0]}:{src[1]}" if isinstance(src, tuple) else str(src)
         if stem in seen:
-            raise ValueError(f"root: two files are named {stem!r}: {seen[stem]} and {path}")
-        seen[stem] = path
-        out.matrices.append(load_mtx(path))
+            raise ValueError(f"root: two files are named {stem!r}: {seen[stem]} and {label}")
+        seen[stem] = label
+        if isinstance(src, tuple):
+            with tarfile.open(src[0]) as tar:
+                data = tar.extractfile(src[1]).read()
+            out.matrices.append(_load_mtx_bytes(data, src[1]))
+        else:
+            out.matrices.append(load_mtx(src))
         out.names.append(stem)
     if not out.matrices:
         raise ValueError(f"root: no Matrix Market file matches {pattern!r} under {root}")
@@ -319,6 +366,25 @@ def load_mtx_folder(root: str | Path, *, pattern: str = "**/*.mtx*") -> MatrixSe
         warnings.warn(f"skipped {len(skipped)} SuiteSparse auxiliary files: {skipped[:5]}",
                       stacklevel=2)  # fmt: skip
     return out
+
+
+def _load_mtx_bytes(data: bytes, name: str) -> sp.csr_array:
+    """A Matrix Market member of a tarball (``.gz`` / ``.bz2`` members decompressed)."""
+    import bz2
+    import gzip
+    import io
+
+    if name.endswith(".gz"):
+        data = gzip.decompress(data)
+    elif name.endswith(".bz2"):
+        data = bz2.decompress(data)
+    try:
+        A = scipy.io.mmread(io.BytesIO(data))
+    except (ValueError, IndexError, OverflowError, OSError, EOFError) as e:
+        raise ValueError(f"path: {name} is not a readable Matrix Market file ({e})") from e
+    if not sp.issparse(A):
+        A = sp.csr_array(np.asarray(A))
+    return check_matrix(A, name=f"path ({name})")
 
 
 @dataclass
