@@ -148,3 +148,25 @@ def test_collect_cli(tmp_path) -> None:  # type: ignore[no-untyped-def]
     )
     ds = C.CostDataset.load(out)
     assert len(ds) == 12 and ds.hardware == "sim-accel"
+
+
+def test_cross_run_agreement_gates_two_collections() -> None:
+    # collect's gate compares the top two inside one run; a loaded machine passes it
+    import dataclasses
+
+    ms = C.MatrixSet.synthetic(6, seed=4, rows=(64, 96), nnz=(100, 300))
+    a = C.collect(C.SimCPUBackend(), "spmm", ms, n_configs=8, seed=0)
+    b = C.collect(C.SimCPUBackend(), "spmm", ms, n_configs=8, seed=0)
+    assert C.cross_run_agreement(a, b) == 1.0
+    # a second run whose fastest configuration differs on half of the matrices
+    rt = b.runtime.copy()
+    for m in range(3):
+        rows = np.flatnonzero(b.matrix_index == m)
+        rt[rows[np.argmax(rt[rows])]] = rt[rows].min() / 2
+    noisy = dataclasses.replace(b, runtime=rt)
+    with pytest.raises(C.TimingNotReproducibleError, match="50% of 6"):
+        C.cross_run_agreement(a, noisy)
+    assert C.cross_run_agreement(a, noisy, min_agreement=None) == 0.5
+    other = C.collect(C.SimCPUBackend(), "spmm", ms, n_configs=8, seed=1)
+    with pytest.raises(ValueError, match="different configurations"):
+        C.cross_run_agreement(a, other)

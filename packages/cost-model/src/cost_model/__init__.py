@@ -1,7 +1,12 @@
 """COGNATE-style transferable cost models for sparse kernels."""
 
 from cost_model import dataset, features, kernels, matrices, models, search, space, transfer
-from cost_model.dataset import CostDataset, TimingNotReproducibleError, collect
+from cost_model.dataset import (
+    CostDataset,
+    TimingNotReproducibleError,
+    collect,
+    cross_run_agreement,
+)
 from cost_model.demo import demo
 from cost_model.features import MatrixFeaturizer
 from cost_model.kernels import (
@@ -41,6 +46,7 @@ __all__ = [
     "TuneResult",
     "__version__",
     "collect",
+    "cross_run_agreement",
     "dataset",
     "demo",
     "evaluate",

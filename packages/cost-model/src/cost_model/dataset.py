@@ -19,7 +19,7 @@ from cost_model.kernels import Timer, measure, measure_interleaved
 from cost_model.matrices import MatrixSet
 from cost_model.space import SHARED_KNOBS
 
-__all__ = ["CostDataset", "TimingNotReproducibleError", "collect"]
+__all__ = ["CostDataset", "TimingNotReproducibleError", "collect", "cross_run_agreement"]
 
 
 class TimingNotReproducibleError(RuntimeError):
@@ -403,3 +403,63 @@ def collect(
         np.array(agree, dtype=bool) if interleaved else None,
         timing,
     )
+
+
+def _configs(ds: CostDataset, name: str) -> set[tuple]:
+    rows = ds.matrix_index == ds.matrix_names.index(name)
+    return {
+        (tuple(h), tuple(t))
+        for h, t in zip(ds.hom[rows].tolist(), ds.het[rows].tolist(), strict=True)
+    }
+
+
+def _winners(ds: CostDataset) -> dict[str, tuple]:
+    """Each matrix's fastest configuration (its encoded knob values), by matrix name."""
+    out = {}
+    for m, name in enumerate(ds.matrix_names):
+        rows = np.flatnonzero(ds.matrix_index == m)
+        best = rows[np.argmin(ds.runtime[rows])]
+        out[name] = (tuple(ds.hom[best].tolist()), tuple(ds.het[best].tolist()))
+    return out
+
+
+def cross_run_agreement(a: CostDataset, b: CostDataset, min_agreement: float | None = 0.8) -> float:
+    """Share of the matrices two independent collections give the same fastest configuration.
+
+    :func:`collect`'s gate re-measures the top two inside one run, so a machine that stays
+    loaded through the run passes it; two runs (another time, or another process) must also
+    agree before their labels rank configurations.
+
+    Parameters
+    ----------
+    a, b : CostDataset
+        Collections of the same op and hardware over the same matrices and configurations
+        (the same ``n_configs`` and ``seed``).
+    min_agreement : float or None, default=0.8
+        Below it :class:`TimingNotReproducibleError` is raised; None only reports.
+
+    Returns
+    -------
+    float
+        The agreement in [0, 1].
+    """
+    if not isinstance(a, CostDataset) or not isinstance(b, CostDataset):
+        raise TypeError("a, b: expected two CostDataset collections")
+    if (a.op, a.hardware) != (b.op, b.hardware):
+        raise ValueError(
+            f"a, b: different collections ({a.op}/{a.hardware} vs {b.op}/{b.hardware})"
+        )
+    if sorted(a.matrix_names) != sorted(b.matrix_names):
+        raise ValueError("a, b: the collections hold different matrices")
+    wa, wb = _winners(a), _winners(b)
+    for name in wa:
+        if _configs(a, name) != _configs(b, name):
+            raise ValueError(f"a, b: matrix {name!r} was measured on different configurations")
+    frac = float(np.mean([wa[n] == wb[n] for n in wa]))
+    if min_agreement is not None and frac < min_agreement:
+        raise TimingNotReproducibleError(
+            f"two collections pick the same fastest configuration on {frac:.0%} of "
+            f"{len(wa)} matrices (< min_agreement={min_agreement:.0%}): the timings do not "
+            "rank configurations reproducibly (re-run on an idle machine, pinned to one core)"
+        )
+    return frac
