@@ -39,9 +39,36 @@ def test_package_layout_and_import(package: str, repo_root: pathlib.Path) -> Non
 def test_meta_package_extras_cover_every_package(repo_root: pathlib.Path) -> None:
     meta = tomllib.loads((repo_root / "packages" / "aware-ml" / "pyproject.toml").read_text())
     extras = meta["project"]["optional-dependencies"]
-    assert set(extras["all"]) == set(PACKAGES)
+    versions = {
+        name: tomllib.loads((repo_root / "packages" / name / "pyproject.toml").read_text())[
+            "project"
+        ]["version"]
+        for name in PACKAGES
+    }
+    # sibling pins: outside uv's workspace sources an unpinned name would resolve on PyPI
+    assert set(extras["all"]) == {f"{n}=={v}" for n, v in versions.items()}
     for name in PACKAGES:
-        assert extras[name] == [name]
+        assert extras[name] == [f"{name}=={versions[name]}"]
+
+
+def test_meta_package_installs_from_a_wheelhouse_with_pip(
+    repo_root: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """`uv build` the meta-package and isocal, then plain pip: `aware-ml[isocal]` from the
+    wheelhouse (once failing: the extras named siblings that pip looked up on PyPI)."""
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv not on PATH")
+    run = lambda *a: subprocess.run(a, cwd=repo_root, check=True, capture_output=True, text=True)  # noqa: E731
+    dist = tmp_path / "dist"
+    for name in ("aware-ml", "isocal"):
+        run(uv, "build", "--wheel", "--package", name, "--out-dir", str(dist))
+    venv = tmp_path / "venv"
+    run(uv, "venv", "--quiet", "--seed", "--python", sys.executable, str(venv))
+    python = str(venv / "bin" / "python")
+    run(python, "-m", "pip", "install", "--quiet", "--find-links", str(dist), "aware-ml[isocal]")
+    out = run(python, "-c", "import isocal, aware_ml; print(isocal.__version__)").stdout
+    assert out.strip() == "0.1.0"
 
 
 def test_console_script_info() -> None:
