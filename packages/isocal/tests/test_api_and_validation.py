@@ -269,3 +269,62 @@ def test_rejected_fit_leaves_a_fitted_model_unchanged(cls, small_problem):
     cal.set_params(prior_count=1.0, max_bins=1)
     with pytest.raises(ValueError, match="max_bins"):
         cal.fit(P, y)
+
+
+def test_calibrated_classifier_passes_x_through_like_sklearn():
+    # each of these crashed where sklearn's CalibratedClassifierCV works (X was validated as a
+    # numeric array, fit params were not sliced per fold, a Pipeline got sample_weight)
+    import warnings
+
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression as LR
+    from sklearn.pipeline import make_pipeline
+
+    from isocal import CalibratedClassifier
+
+    rng = np.random.default_rng(0)
+    words = np.array(["good", "bad", "fine", "awful", "great", "poor"])
+    y = rng.integers(0, 2, 120)
+    text = [" ".join(rng.choice(words[y_i::2], 3)) for y_i in y]
+    pipe = make_pipeline(CountVectorizer(), LR())
+    ours = CalibratedClassifier(pipe, method="temperature", cv=3).fit(text, y)
+    assert ours.predict_proba(text[:5]).shape == (5, 2)
+    assert (ours.predict(text) == y).mean() > 0.9
+    # a Pipeline with sample_weight: warned, used by the calibrator only (as sklearn)
+    w = rng.uniform(0.5, 2.0, 120)
+    with pytest.warns(UserWarning, match="sample_weight"):
+        CalibratedClassifier(pipe, method="temperature", cv=3).fit(text, y, sample_weight=w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        CalibratedClassifierCV(pipe, cv=3).fit(text, y, sample_weight=w)  # sklearn: the same
+    # per-sample fit params are sliced per fold; others pass through
+    X = rng.normal(size=(120, 3))
+    seen = []
+
+    class Spy(LR):
+        def fit(self, X, y, sample_weight=None, tag=None, per_row=None):
+            seen.append((len(X), None if per_row is None else len(per_row), tag))
+            return super().fit(X, y, sample_weight=sample_weight)
+
+    CalibratedClassifier(Spy(), method="nafir", cv=3).fit(X, y, per_row=np.arange(120), tag="t")
+    assert seen == [(80, 80, "t")] * 3
+
+
+def test_calibrated_classifier_takes_a_categorical_dataframe_with_nan():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from isocal import CalibratedClassifier
+
+    rng = np.random.default_rng(1)
+    # a DataFrame with a categorical column and NaN, for an estimator that handles both
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(
+        {"c": pd.Categorical(rng.choice(["a", "b", "c"], 120)), "x": rng.normal(size=120)}
+    )
+    df.loc[::7, "x"] = np.nan
+    yy = ((df["c"] == "a") | (df["x"].fillna(0) > 1)).astype(int).to_numpy()
+    hgb = HistGradientBoostingClassifier(categorical_features="from_dtype", max_iter=20)
+    ours = CalibratedClassifier(hgb, method="nafir", cv=3).fit(df, yy)
+    assert list(ours.feature_names_in_) == ["c", "x"] and ours.predict_proba(df).shape == (120, 2)

@@ -12,14 +12,22 @@ the data passed to ``fit``.
 from __future__ import annotations
 
 import numbers
+import warnings
+from inspect import signature
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import _safe_indexing, indexable
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import (
+    _check_method_params,
+    _num_samples,
+    check_is_fitted,
+    column_or_1d,
+)
 
 from isocal._base import BaseCalibrator
 from isocal.binning import HistogramBinningCalibrator
@@ -117,14 +125,17 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (whatever the estimator accepts; validated as a numeric array).
+        X : array-like of shape (n_samples, ...)
+            Training data, handed to the estimator untouched (whatever it accepts: raw
+            strings for a text pipeline, a DataFrame with categorical columns, NaN for an
+            estimator that handles them), indexed per fold as scikit-learn does.
         y : array-like of shape (n_samples,)
             Class labels.
         sample_weight : array-like of shape (n_samples,), optional
-            Passed to the calibrator, and to the estimator's ``fit`` when it takes one.
+            Passed to the calibrator, and to the estimator's ``fit`` when its signature takes
+            one (otherwise a warning, as :class:`~sklearn.calibration.CalibratedClassifierCV`).
         **fit_params
-            Passed to the estimator's ``fit``.
+            Passed to the estimator's ``fit``; per-sample ones are sliced per fold.
 
         Returns
         -------
@@ -133,10 +144,13 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if not isinstance(self.ensemble, bool | np.bool_):
             raise TypeError(f"ensemble: expected a bool, got {type(self.ensemble).__name__}")
         self._calibrator()  # validates method before any work
-        X = _named("X", validate_data, self, X, accept_sparse=["csr", "csc"], reset=True)
         y = _named("y", column_or_1d, y, warn=True)
-        if len(y) != X.shape[0]:
-            raise ValueError(f"y: {len(y)} labels for {X.shape[0]} rows of X")
+        X, y = _named("X", indexable, X, y)
+        n = _named("X", _num_samples, X)
+        if n == 0:
+            raise ValueError("X: 0 samples")
+        if len(y) != n:
+            raise ValueError(f"y: {len(y)} labels for {n} rows of X")
         _named("y", check_classification_targets, y)
         if y.dtype.kind == "f" and not np.isfinite(y).all():
             raise ValueError("y: contains NaN or infinite labels")
@@ -152,7 +166,20 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 raise ValueError(
                     f"sample_weight: expected shape ({len(yi)},), got {sample_weight.shape}"
                 )
+            if not np.isfinite(sample_weight).all() or (sample_weight < 0).any():
+                raise ValueError("sample_weight: must be finite and non-negative")
         base = LogisticRegression() if self.estimator is None else self.estimator
+        fit_params = dict(fit_params)
+        if sample_weight is not None:
+            if "sample_weight" in signature(base.fit).parameters:
+                fit_params["sample_weight"] = sample_weight
+            else:
+                warnings.warn(
+                    f"{type(base).__name__}.fit does not take sample_weight: the weights are "
+                    "used by the calibrator only (as CalibratedClassifierCV does)",
+                    UserWarning,
+                    stacklevel=2,
+                )
         pairs = []
         if isinstance(self.cv, str):
             if self.cv != "prefit":
@@ -165,7 +192,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                     f"({np.asarray(est.classes_).tolist()} vs {classes.tolist()})"
                 )
             est_enc = _Relabel(est, np.arange(K))
-            P = _full_proba(est_enc, X, K)
+            P = _named("X", _full_proba, est_enc, X, K)
             cal = self._calibrator().fit(P, yi, sample_weight)
             pairs.append((est_enc, cal))
         else:
@@ -184,29 +211,39 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             else:
                 splitter = check_cv(self.cv, yi, classifier=True)
             oof = np.zeros((len(yi), K))
-            for train, test in splitter.split(X, yi):
-                est = _fit_estimator(base, X[train], yi[train], sample_weight, train, fit_params)
-                P = _full_proba(est, X[test], K)
+            for train, test in splitter.split(np.zeros((n, 1)), yi):
+                params = _check_method_params(X, params=fit_params, indices=train)
+                est = _named("X", clone(base).fit, _safe_indexing(X, train), yi[train], **params)
+                P = _named("X", _full_proba, est, _safe_indexing(X, test), K)
                 if self.ensemble:
                     w = None if sample_weight is None else sample_weight[test]
                     pairs.append((est, self._calibrator().fit(P, yi[test], w)))
                 else:
                     oof[test] = P
             if not self.ensemble:
-                est = _fit_estimator(base, X, yi, sample_weight, None, fit_params)
+                est = _named("X", clone(base).fit, X, yi, **fit_params)
                 pairs.append((est, self._calibrator().fit(oof, yi, sample_weight)))
         self.classes_ = classes
         self.calibrated_classifiers_ = pairs
+        first = pairs[0][0].est if isinstance(pairs[0][0], _Relabel) else pairs[0][0]
+        for attr in ("n_features_in_", "feature_names_in_"):
+            if hasattr(first, attr):
+                setattr(self, attr, getattr(first, attr))
+            elif attr in self.__dict__:
+                delattr(self, attr)
         return self
 
     def predict_proba(self, X) -> np.ndarray:
-        """Calibrated class probabilities, shape (n_samples, n_classes), rows summing to one."""
+        """Calibrated class probabilities, shape (n_samples, n_classes), rows summing to one.
+
+        ``X`` goes to the estimator untouched, as in :meth:`fit`.
+        """
         check_is_fitted(self, "calibrated_classifiers_")
-        X = _named("X", validate_data, self, X, accept_sparse=["csr", "csc"], reset=False)
+        n = _named("X", _num_samples, X)
         K = self.classes_.size
-        Q = np.zeros((X.shape[0], K))
+        Q = np.zeros((n, K))
         for est, cal in self.calibrated_classifiers_:
-            Q += cal.predict_proba(_full_proba(est, X, K))
+            Q += cal.predict_proba(_named("X", _full_proba, est, X, K))
         return Q / len(self.calibrated_classifiers_)
 
     def predict(self, X) -> np.ndarray:
@@ -228,18 +265,6 @@ def _named(name: str, fn, *args, **kwargs):
         if str(exc).startswith(f"{name}:"):
             raise
         raise type(exc)(f"{name}: {exc}") from exc
-
-
-def _fit_estimator(base, X, y, sample_weight, idx, fit_params):
-    est = clone(base)
-    if sample_weight is not None:
-        w = sample_weight if idx is None else sample_weight[idx]
-        try:
-            return est.fit(X, y, sample_weight=w, **fit_params)
-        except TypeError as exc:
-            if "sample_weight" not in str(exc):
-                raise
-    return est.fit(X, y, **fit_params)
 
 
 class _Relabel:
