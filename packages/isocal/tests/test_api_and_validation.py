@@ -277,7 +277,6 @@ def test_calibrated_classifier_passes_x_through_like_sklearn():
     import warnings
 
     from sklearn.calibration import CalibratedClassifierCV
-    from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression as LR
     from sklearn.pipeline import make_pipeline
