@@ -139,5 +139,27 @@ def test_from_hf_never_drops_parameters():
     windowed = transformers.MistralForCausalLM(
         transformers.MistralConfig(**small, sliding_window=8)
     )
-    with pytest.warns(UserWarning, match="sliding_window"):
+    with pytest.raises(npz.UnsupportedModelError, match="sliding_window=8"):  # was a warning
         npz.from_hf(windowed)
+
+
+@pytest.mark.parametrize(
+    ("family", "extra", "match"),
+    [
+        ("Granite", {"logits_scaling": 4.0, "residual_multiplier": 0.5}, "logits_scaling=4.0"),
+        ("Olmo2", {}, "'olmo2'"),
+        ("Qwen3", {"head_dim": 8}, "QK-norm"),
+        ("Qwen2", {}, "biases"),
+    ],
+)
+def test_from_hf_refuses_families_it_does_not_reproduce(family, extra, match):
+    # Granite's parent once differed from the HF logits by 0.60 with no error; OLMo2 raised a
+    # raw AttributeError
+    torch.manual_seed(0)
+    small = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32)  # fmt: skip
+    cfg = getattr(transformers, f"{family}Config")(**small, **extra)
+    model = getattr(transformers, f"{family}ForCausalLM")(cfg).eval()
+    with pytest.raises(npz.UnsupportedModelError, match=match):
+        npz.from_hf(model)
+    assert npz.SUPPORTED_FAMILIES == ("llama", "mistral")

@@ -23,7 +23,7 @@ from nas_puzzle.data import ByteTokenizer, batch_iter, eval_windows, split_token
 from nas_puzzle.demo import demo
 from nas_puzzle.evaluation import evaluate, measure_throughput
 from nas_puzzle.gkd import uptrain
-from nas_puzzle.hf import from_hf, to_hf
+from nas_puzzle.hf import SUPPORTED_FAMILIES, UnsupportedModelError, from_hf, to_hf
 from nas_puzzle.initializers import channel_contribution, init_attention, init_ffn
 from nas_puzzle.losses import cosine_hidden_loss, gkd_loss, kl_to_parent, normalized_mse_loss
 from nas_puzzle.mip import (
@@ -44,6 +44,7 @@ from nas_puzzle.search_space import SearchSpace
 from nas_puzzle.train import train_parent
 
 __all__ = [
+    "SUPPORTED_FAMILIES",
     "AttentionConfig",
     "BlockConfig",
     "BlockLibrary",
@@ -62,6 +63,7 @@ __all__ = [
     "SearchSpace",
     "Solution",
     "SolverError",
+    "UnsupportedModelError",
     "__version__",
     "baselines",
     "batch_iter",

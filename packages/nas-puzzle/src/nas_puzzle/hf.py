@@ -12,14 +12,12 @@ directory alone with ``trust_remote_code=True`` (the modeling file is saved with
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 
 from nas_puzzle.config import BlockConfig, DecoderConfig
 from nas_puzzle.model import HeteroDecoder
 
-__all__ = ["from_hf", "to_hf"]
+__all__ = ["SUPPORTED_FAMILIES", "UnsupportedModelError", "from_hf", "to_hf"]
 
 
 def _config_from_hf(c) -> DecoderConfig:
@@ -50,12 +48,60 @@ def _config_from_hf(c) -> DecoderConfig:
     )
 
 
+SUPPORTED_FAMILIES = ("llama", "mistral")
+
+
+class UnsupportedModelError(ValueError):
+    """The source model is not a family ``from_hf`` reproduces exactly (names what it found)."""
+
+
+def _unsupported_features(model) -> list[str]:
+    """What the decoder cannot compute: each entry names the config field or parameters."""
+    c = model.config
+    found = []
+    for attr in ("logits_scaling", "embedding_multiplier", "residual_multiplier",
+                 "attention_multiplier"):  # fmt: skip
+        v = getattr(c, attr, None)
+        if v is not None and v != 1:
+            found.append(f"{attr}={v}")
+    for attr in ("final_logit_softcapping", "attn_logit_softcapping"):
+        if getattr(c, attr, None):
+            found.append(f"{attr}={getattr(c, attr)}")
+    window = getattr(c, "sliding_window", None)
+    if window is not None and getattr(c, "use_sliding_window", True):
+        if window < getattr(c, "max_position_embeddings", 0):
+            found.append(
+                f"sliding_window={window} < max_position_embeddings={c.max_position_embeddings}"
+            )
+    if getattr(c, "hidden_act", "silu") != "silu":
+        found.append(f"hidden_act={c.hidden_act!r} (SwiGLU needs silu)")
+    scaling = getattr(c, "rope_scaling", None) or {}
+    params = getattr(c, "rope_parameters", None) or {}
+    rope = scaling.get("rope_type", params.get("rope_type", "default"))
+    if rope != "default":
+        found.append(f"rope_type={rope!r}")
+    attn = getattr(getattr(model, "model", None), "layers", [None])[0]
+    attn = getattr(attn, "self_attn", None)
+    if attn is not None and (hasattr(attn, "q_norm") or hasattr(attn, "k_norm")):
+        found.append("QK-norm (q_norm / k_norm)")
+    biases = [n for n, _ in model.named_parameters() if n.endswith(".bias")]
+    if biases:
+        found.append(f"biases ({len(biases)}: {biases[:3]})")
+    return found
+
+
 def from_hf(model) -> HeteroDecoder:
     """A ``HeteroDecoder`` parent with the weights of a Llama-family causal LM (copied).
 
+    Only the families in ``SUPPORTED_FAMILIES`` are read: Llama, and Mistral whose sliding
+    window covers the whole context (or is off). Each is tested to give the HF model's logits.
+    Any other ``model_type``, or a supported one with a feature the decoder does not compute
+    (logit or residual multipliers, a sliding window, soft-capping, QK-norm, biases, another
+    RoPE), raises :class:`UnsupportedModelError` listing what it found.
+
     Parameters
     ----------
-    model : transformers.LlamaForCausalLM (or a model with the same module layout)
+    model : transformers.LlamaForCausalLM or MistralForCausalLM
 
     Returns
     -------
@@ -67,6 +113,15 @@ def from_hf(model) -> HeteroDecoder:
         or not hasattr(model, "config")
     ):
         raise TypeError(f"model must be a Llama-family causal LM, got {type(model).__name__}")
+    family = getattr(model.config, "model_type", None)
+    found = _unsupported_features(model)
+    if family not in SUPPORTED_FAMILIES or found:
+        raise UnsupportedModelError(
+            f"model: from_hf reproduces {list(SUPPORTED_FAMILIES)} models without extra "
+            f"features; this one is {family!r}"
+            + (f" with {found}" if found else "")
+            + ": the decoder would compute something else"
+        )
     cfg = _config_from_hf(model.config)
     sd = {"embed.weight": model.model.embed_tokens.weight, "norm.weight": model.model.norm.weight}
     if not cfg.tie_embeddings:
@@ -82,21 +137,9 @@ def from_hf(model) -> HeteroDecoder:
     used = {id(v) for v in sd.values()}
     dropped = [n for n, p in model.named_parameters() if id(p) not in used]
     if dropped:
-        raise ValueError(
+        raise UnsupportedModelError(
             f"model: from_hf would drop {len(dropped)} parameter(s) the decoder has no place for "
             f"(biases, extra norms, ...): {dropped[:8]}"
-        )
-    window = getattr(model.config, "sliding_window", None)
-    if (
-        window is not None
-        and getattr(model.config, "use_sliding_window", True)
-        and window < cfg.max_seq_len
-    ):
-        warnings.warn(
-            f"model: sliding_window={window} < max_position_embeddings={cfg.max_seq_len}; the "
-            "decoder attends over the full context, so outputs match only up to "
-            f"{window} tokens",
-            stacklevel=2,
         )
     sd = {k: v.detach().float() for k, v in sd.items()}
     return HeteroDecoder.from_state_dict(cfg, sd, [cfg.parent_block] * cfg.n_layers)
