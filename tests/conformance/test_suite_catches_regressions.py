@@ -48,8 +48,8 @@ def _epi_header(mp, tmp_path):
 
     old = io._number
 
-    def lenient(token):  # the old reader: any unparsable field is a missing value
-        v = old(token)
+    def lenient(token, *args, **kwargs):  # the old reader: any unparsable field is a missing value
+        v = old(token, *args, **kwargs)
         return np.nan if v is None else v
 
     mp.setattr(io, "_number", lenient)

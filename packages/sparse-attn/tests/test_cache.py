@@ -92,6 +92,25 @@ def test_cache_bad_inputs():
     assert cache.memory_bytes() > 0
 
 
+@pytest.mark.parametrize("kind", ["dense", "sink", "cca"])
+def test_decode_with_another_head_size_raises_by_name(kind):
+    # a mismatched head size once surfaced as a raw RuntimeError from torch.cat
+    make = {"dense": lambda: sa.DenseKVCache(1), "sink": lambda: sa.SinkWindowKVCache(1, window=8),
+            "cca": lambda: sa.CCAKVCache(1, group_size=2, local_window=2)}[kind]  # fmt: skip
+    cache = make()
+    q, k, v = rand_qkv(1, 2, 2, 6, 8)
+    cache.attend(0, q, k, v)
+    before = cache.memory_bytes()
+    q2, k2, v2 = rand_qkv(1, 2, 2, 1, 16)
+    with pytest.raises(ValueError, match="key head size 8 -> 16"):
+        cache.attend(0, q2, k2, v2)
+    q3, k3, v3 = rand_qkv(1, 4, 4, 1, 8)
+    with pytest.raises(ValueError, match="KV heads 2 -> 4"):
+        cache.attend(0, q3, k3, v3)
+    assert cache.memory_bytes() == before  # a refused call leaves the cache as it was
+    cache.attend(0, q[..., :1, :], k[..., :1, :], v[..., :1, :])
+
+
 def test_dense_cache_stores_kv_per_kv_head_exactly():
     q, k, v = rand_qkv(2, 8, 2, 50, 16)
     cache = sa.DenseKVCache(3)

@@ -190,3 +190,39 @@ def test_querent_accepts_a_leading_batch_of_one():
         torch.testing.assert_close(model(bag.features, bag.coords[None]), ref)
     with pytest.raises(ValueError, match="coords"):
         model(bag.features, torch.cat([bag.coords[None]] * 2))
+
+
+def test_trident_and_overlapping_clam_files(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    rng = np.random.default_rng(2)
+    grid = np.stack(np.meshgrid(np.arange(8), np.arange(8), indexing="ij"), -1).reshape(-1, 2)
+    feats = rng.standard_normal((64, 4)).astype(np.float32)
+    # TRIDENT: 256-px patches at 20x on a 40x slide are 512 px at level 0, every other one
+    # present, so the common gap (1024) is not the step; patch_size_level0 was ignored
+    sparse = grid[(grid[:, 0] % 2 == 0) & (grid[:, 1] % 2 == 0)]
+    with h5py.File(tmp_path / "trident.h5", "w") as f:
+        f["features"] = feats[: len(sparse)]
+        f["coords"] = sparse[:, ::-1] * 512
+        f["coords"].attrs.update(
+            {"patch_size": 256, "patch_size_level0": 512, "target_magnification": 20}
+        )
+    np.testing.assert_array_equal(load_feature_bag(tmp_path / "trident.h5").coords.numpy(), sparse)
+    # CLAM with step_size 128 < patch_size 256: 64 patches once collapsed onto 25 cells
+    with h5py.File(tmp_path / "overlap.h5", "w") as f:
+        f["features"] = feats
+        f["coords"] = grid[:, ::-1] * 128
+        f["coords"].attrs.update({"patch_size": 256, "patch_level": 0, "downsample": (1.0, 1.0)})
+    bag = load_feature_bag(tmp_path / "overlap.h5")
+    np.testing.assert_array_equal(bag.coords.numpy(), grid)
+    with pytest.raises(ValueError, match="share a grid cell"):
+        load_feature_bag(tmp_path / "overlap.h5", patch_size=1024)
+
+
+def test_querent_refuses_pixel_coordinates():
+    # pixel coordinates made every patch its own region, with no warning
+    bag = make_wsi_bags(1, (200, 240), feat_dim=8, lesion_patches=8, seed=3)[0]
+    model = QuerentMIL(8, 2, dim=16, region_size=4).eval()
+    with pytest.raises(ValueError, match="pixel coordinates"):
+        model(bag.features, bag.coords * 256)
+    with torch.no_grad():
+        model(bag.features, bag.coords)

@@ -272,6 +272,7 @@ class KVCache:
     def __init__(self, num_layers: int) -> None:
         check_positive_int(num_layers, "num_layers")
         self.layers = [self._new_layer() for _ in range(num_layers)]
+        self._signatures: dict[int, tuple] = {}  # per layer: what its stored entries look like
 
     def _new_layer(self):
         raise NotImplementedError
@@ -334,7 +335,19 @@ class KVCache:
         if not 0 <= layer < len(self.layers):
             raise ValueError(f"layer must be in [0, {len(self.layers)}), got {layer}")
         check_qkv(q, k, v, enable_gqa=enable_gqa)
-        return self._attend(self.layers[layer], q, k, v, scale)
+        # what the layer already stores fixes the batch, KV heads, head sizes, dtype and device
+        sig = (k.shape[0], k.shape[1], k.shape[-1], v.shape[-1], k.dtype, k.device)
+        held = self._signatures.get(layer)
+        if held is not None and held != sig:
+            names = ("batch", "KV heads", "key head size", "value head size", "dtype", "device")
+            diff = [f"{n} {a} -> {b}" for n, a, b in zip(names, held, sig, strict=True) if a != b]
+            raise ValueError(
+                f"k, v: layer {layer} caches entries of another shape ({', '.join(diff)}); "
+                "use a new cache for another model or batch"
+            )
+        out = self._attend(self.layers[layer], q, k, v, scale)
+        self._signatures[layer] = sig
+        return out
 
     def _attend(self, state, q, k, v, scale):
         return state.attend(q, k, v, scale)

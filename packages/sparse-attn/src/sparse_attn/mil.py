@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -39,6 +40,26 @@ __all__ = [
     "fit_mil",
     "predict_proba",
 ]
+
+
+def _check_grid(coords: torch.Tensor) -> None:
+    """Grid coordinates have neighbours one step apart; pixel coordinates (CLAM / TRIDENT
+    ``coords``) would make every patch its own region, silently."""
+    if len(coords) < 2:
+        return
+    c = coords.detach().cpu().numpy()
+    gaps = []
+    for axis in (0, 1):
+        order = np.lexsort((c[:, axis], c[:, 1 - axis]))
+        d = np.diff(c[order, axis])[np.diff(c[order, 1 - axis]) == 0]
+        gaps.append(d[d > 0])
+    gaps = np.concatenate(gaps)
+    if len(gaps) and int(gaps.min()) >= 16:
+        raise ValueError(
+            f"coords: neighbouring patches are at least {int(gaps.min())} apart: these look "
+            "like pixel coordinates, not grid positions; divide by the patch step in pixels "
+            "(or read the slide with sparse_attn.load_feature_bag, which does)"
+        )
 
 
 def check_bag(
@@ -316,6 +337,7 @@ class QuerentMIL(_MILBase):
         x, coords = check_bag(features, coords, self.in_dim, self._dtype())
         if coords is None:
             raise ValueError("coords: QuerentMIL needs the patches' grid coordinates")
+        _check_grid(coords)
         if len(x) < self.region_size:
             raise ValueError(
                 f"features: the bag has {len(x)} patches, fewer than one region "

@@ -180,9 +180,11 @@ def load_feature_bag(
     CLAM stores level-0 pixel coordinates ``(x, y)`` of each patch's corner, and tiles every
     tissue contour from its own origin, so patches of two contours are offset by arbitrary
     pixel amounts. Grid positions are ``round(pixel / step)`` with the step, in priority order:
-    ``patch_size`` given here; the ``patch_size`` x ``downsample`` CLAM writes as attributes of
-    the ``coords`` dataset of its patch files; else the most common gap between neighbouring
-    patches of one row. CLAM's ``(x, y)`` are returned as (row, col) = (y, x); the ``coords`` of a
+    ``patch_size`` given here; TRIDENT's ``patch_size_level0`` attribute of ``coords``; the
+    ``patch_size`` x ``downsample`` CLAM writes there (its ``patch_level``'s downsample); else
+    the most common gap between neighbouring patches of one row. When that gap is smaller than
+    the patch (overlapping patches, CLAM's ``step_size < patch_size``) the gap is the step; two
+    patches left on one cell raise. CLAM's ``(x, y)`` are returned as (row, col) = (y, x); the ``coords`` of a
     ``.pt`` dict are read as (row, col) and divided by their step the same way.
 
     Parameters
@@ -222,7 +224,9 @@ def load_feature_bag(
             raise ValueError(f"path: {path.name} has non-finite coords")
         coords = torch.from_numpy(np.asarray(raw, dtype=np.int64))
         xy = True
-        if step is None and "patch_size" in attrs:
+        if step is None and "patch_size_level0" in attrs:  # TRIDENT: the patch in level-0 px
+            step = round(float(np.asarray(attrs["patch_size_level0"]).ravel()[0]))
+        elif step is None and "patch_size" in attrs:  # CLAM: the patch at its patch_level
             ds = np.atleast_1d(np.asarray(attrs.get("downsample", 1.0), dtype=float))
             step = round(float(attrs["patch_size"]) * float(ds[0]))
     elif path.suffix == ".pt":
@@ -252,9 +256,20 @@ def load_feature_bag(
         return Bag(feats, coords, label)
     c = coords.numpy()
     c = c - c.min(0)
+    seen = _clam_step(c)
     if step is None:
-        step = _clam_step(c)
+        step = seen
+    elif patch_size is None and 1 < seen < step:
+        # patches overlap (CLAM's step_size < patch_size): the grid is the tiling step, not
+        # the patch size, or neighbouring patches would share a cell
+        step = seen
     grid = np.rint(c / step).astype(np.int64)
+    cells = np.unique(grid, axis=0).shape[0]
+    if cells < len(grid):
+        raise ValueError(
+            f"path: {path.name}: on a step of {step} px, {len(grid) - cells} of {len(grid)} "
+            "patches share a grid cell; pass patch_size= with the tiling step in level-0 pixels"
+        )
     if xy:  # CLAM's (x, y) -> (row, col)
         grid = grid[:, ::-1].copy()
     return Bag(feats, torch.from_numpy(grid), label)
