@@ -164,7 +164,7 @@ def curve(run, a):
         title=f"Ablations at h = {h} after up to {a.epochs} epochs (paper Table 2)",
         headline=lambda res: (
             f"{a.source}, {a.seeds} seeds, h = 5, <= {a.epochs} epochs: EARTH RMSE "
-            f"{np.mean([r['RMSE'] for r in res['EARTH']]):.1f}; neither-mechanism ablation / "
+            f"{np.mean([r['RMSE'] for r in res['EARTH']]):.4g}; neither-mechanism ablation / "
             f"EARTH {np.mean([r['RMSE'] / e['RMSE'] for r, e in zip(res['EARTH: neither'], res['EARTH'], strict=True)]):.3f}"
         ),
     )  # fmt: skip
