@@ -217,3 +217,29 @@ def test_bad_inputs_raise():
         m(torch.rand(2, 8, N), times=torch.tensor([0.0, 1, 2, 2, 3, 4, 5, 6]))
     with pytest.raises(ValueError, match="mask"):
         m(torch.rand(2, 8, N), mask=torch.ones(2, 8, N))
+
+
+def test_reference_semantic_normalisation_is_the_transposed_union() -> None:
+    # the official normalize_adj2 returns D^-1/2 U^T D^-1/2 (D = row sums of U): for an
+    # asymmetric DTW graph it differs from the symmetric default
+    rng = np.random.default_rng(0)
+    A = np.eye(5) + np.diag(np.ones(4), 1) + np.diag(np.ones(4), -1)
+    S = (rng.random((5, 5)) < 0.4).astype(float)
+    m = EARTH(5, A, hidden=8).set_semantic_graph(S, normalization="reference")
+    U = A + ((S > 0) & ~(A > 0))
+    d = U.sum(1) ** -0.5
+    expected = (d[:, None] * U.T * d[None, :]).astype(np.float32)
+    np.testing.assert_allclose(m.field.a_f.numpy(), expected, rtol=1e-6)
+    sym = EARTH(5, A, hidden=8).set_semantic_graph(S).field.a_f.numpy()
+    assert not np.allclose(sym, expected)
+    with pytest.raises(ValueError, match="normalization"):
+        m.set_semantic_graph(S, normalization="rows")
+
+
+def test_sir_bias_false_has_no_bias_and_keeps_conservation() -> None:
+    m = EARTH(4, np.ones((4, 4)), hidden=8, sir_bias=False)
+    assert m.field.phi.bias is None and m.field.psi.bias is None
+    s, i = torch.rand(2, 4, 8), torch.rand(2, 4, 8)
+    m.eval()
+    rates = m.field.compartment_rates(s, i, m.field.a_bar)
+    torch.testing.assert_close(sum(rates), torch.zeros(2, 4, 8), atol=1e-6, rtol=0)

@@ -156,7 +156,7 @@ def test_offset_normalisation_is_invariant_to_per_series_offsets():
     from spectral_reservoir import SARCClassifier, load_bundled
 
     Xtr, ytr = load_bundled("GunPoint", "train")
-    Xte, yte = load_bundled("GunPoint", "test")
+    Xte, _yte = load_bundled("GunPoint", "test")
     rng = np.random.default_rng(0)
     shift = Xte + rng.uniform(-1e3, 1e3, (len(Xte), Xte.shape[1], 1))
     off = SARCClassifier(normalize="offset", n_reservoir=6).fit(Xtr, ytr)

@@ -40,7 +40,7 @@ class EARTHForecaster(BaseForecaster):
     dtw_neighbors, dtw_radius, dtw_keep :
         Semantic graph from the *training* series (``dtw_neighbors=0`` turns it off).
     infection, use_eano, use_gltg, use_cross_attention, solver, adjoint, time_channel,
-    ar_source, persistence_init, dropout, sir_dropout :
+    ar_source, persistence_init, sir_bias, dropout, sir_dropout :
         Passed to :class:`~epi_ode.model.EARTH`.
     output : {"direct", "trajectory"}
         ``"direct"``: the network forecasts step h only (the reference); ``"trajectory"``: it
@@ -72,7 +72,7 @@ class EARTHForecaster(BaseForecaster):
                  ar_source: str = "values", persistence_init: bool = True, dropout: float = 0.5,
                  sir_dropout: float = 0.4, random_state: int = 0, verbose: int = 0,
                  num_threads: int | None = None, output: str = "direct", rtol: float = 1e-3,
-                 atol: float = 1e-4):  # fmt: skip
+                 atol: float = 1e-4, sir_bias: bool = True):  # fmt: skip
         self.window, self.horizon, self.hidden, self.heads = window, horizon, hidden, heads
         self.rtol, self.atol = rtol, atol
         self.epochs, self.lr, self.weight_decay = epochs, lr, weight_decay
@@ -81,7 +81,7 @@ class EARTHForecaster(BaseForecaster):
         self.infection, self.use_eano, self.use_gltg = infection, use_eano, use_gltg
         self.use_cross_attention, self.solver, self.adjoint = use_cross_attention, solver, adjoint
         self.time_channel, self.ar_source = time_channel, ar_source
-        self.persistence_init = persistence_init
+        self.persistence_init, self.sir_bias = persistence_init, sir_bias
         self.dropout, self.sir_dropout = dropout, sir_dropout
         self.random_state, self.verbose, self.num_threads = random_state, verbose, num_threads
         self.output = output
@@ -110,7 +110,7 @@ class EARTHForecaster(BaseForecaster):
                      sir_dropout=self.sir_dropout, solver=self.solver, adjoint=self.adjoint,
                      time_channel=self.time_channel, ar_source=self.ar_source,
                      persistence_init=self.persistence_init, rtol=self.rtol, atol=self.atol,
-                     n_out=self._n_out)  # fmt: skip
+                     n_out=self._n_out, sir_bias=self.sir_bias)  # fmt: skip
 
     def _threads(self):
         old = torch.get_num_threads()

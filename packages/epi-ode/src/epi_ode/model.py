@@ -30,7 +30,7 @@ class EARTHField(nn.Module):
     """
 
     def __init__(self, num_nodes, hidden, channels, a_bar, *, use_eano, use_gltg, infection,
-                 dropout, sir_dropout, alpha=1.0):  # fmt: skip
+                 dropout, sir_dropout, alpha=1.0, sir_bias=True):  # fmt: skip
         super().__init__()
         d, self.c = hidden, channels
         self.use_eano, self.use_gltg, self.infection = use_eano, use_gltg, infection
@@ -50,8 +50,10 @@ class EARTHField(nn.Module):
             self.trend_in = nn.Linear(d, d)
             self.trend_mix = nn.Linear(d, d, bias=False)
         if use_eano:
-            self.phi = nn.Linear(2 * d, d)  # S-I transmission from [s ; A_t i]
-            self.psi = nn.Linear(d, d)  # recovery from i
+            # S-I transmission from [s ; A_t i], recovery from i; the reference's SIRLayer
+            # declares biases but never adds them (sir_bias=False reproduces it)
+            self.phi = nn.Linear(2 * d, d, bias=sir_bias)
+            self.psi = nn.Linear(d, d, bias=sir_bias)
             if infection == "mass_action":
                 self.beta = nn.Parameter(torch.zeros(d))
         self.control = None  # the torchcde spline of the current batch, set by EARTH
@@ -157,6 +159,9 @@ class EARTH(nn.Module):
         Zero the latent readout and set the skip to the last value, so that an untrained model
         forecasts persistence (ours; False keeps PyTorch's default initialisation, as the
         reference does).
+    sir_bias : bool
+        Biases in the transmission and recovery maps (ours); the reference declares them but
+        never adds them (False reproduces it; ``tools/parity/epi-ode.py``).
     rtol, atol : float
         Tolerances of an adaptive solver (``dopri5``); torchdiffeq's defaults (1e-7 / 1e-9)
         make a fit crawl, these (1e-3 / 1e-4) are what adaptive neural-ODE training uses.
@@ -186,6 +191,7 @@ class EARTH(nn.Module):
         scale: str = "model",
         ar_source: str = "values",
         persistence_init: bool = True,
+        sir_bias: bool = True,
         rtol: float = 1e-3,
         atol: float = 1e-4,
         n_out: int = 1,
@@ -230,7 +236,7 @@ class EARTH(nn.Module):
         self.field = EARTHField(num_nodes, d, c, sym_normalize(self.adjacency),
                                 use_eano=self.use_eano, use_gltg=self.use_gltg,
                                 infection=infection, dropout=dropout,
-                                sir_dropout=sir_dropout)  # fmt: skip
+                                sir_dropout=sir_dropout, sir_bias=bool(sir_bias))  # fmt: skip
         self.layout = self.field.layout()
         self.initial = nn.Linear(c, len(self.layout) * d)  # one map per latent state
         n_tok = len(kv) if self.use_eano else 1
@@ -249,11 +255,29 @@ class EARTH(nn.Module):
                     self.ar.weight[:, -1] = 1.0
 
     # ------------------------------------------------------------------ graphs
-    def set_semantic_graph(self, semantic) -> EARTH:
-        """Use ``sym_normalize(A OR semantic)`` in the global-trend field (spec §2.4)."""
+    def set_semantic_graph(self, semantic, normalization: str = "symmetric") -> EARTH:
+        """Use the union of the geographic and semantic graphs in the global-trend field.
+
+        ``normalization="symmetric"`` (default): ``D^{-1/2} U D^{-1/2}`` of the binary union U
+        (spec §2.4). ``"reference"``: the official code's ``normalize_adj2`` of ``A + (S AND NOT
+        A)`` (weights of A kept), which returns ``D^{-1/2} U^T D^{-1/2}`` with D the row sums of
+        U: the transpose, different from the default wherever the DTW graph is asymmetric (a
+        k-nearest graph usually is).
+        """
+        if normalization not in ("symmetric", "reference"):
+            raise ValueError(
+                f"normalization must be 'symmetric' or 'reference', got {normalization!r}"
+            )
         S = check_adjacency(semantic, self.num_nodes, "semantic")
-        union = np.maximum(self.adjacency.numpy() > 0, S > 0).astype(np.float32)
-        self.field.a_f.copy_(sym_normalize(torch.as_tensor(union)))
+        A = self.adjacency.numpy()
+        if normalization == "symmetric":
+            union = np.maximum(A > 0, S > 0).astype(np.float32)
+            a_f = sym_normalize(torch.as_tensor(union))
+        else:
+            union = torch.as_tensor(A + ((S > 0) & ~(A > 0)), dtype=torch.float32)
+            a_f = sym_normalize(union).transpose(0, 1)  # D^-1/2 U^T D^-1/2, D from U's rows
+            # sym_normalize scales rows and columns by the same D, so the transpose is exact
+        self.field.a_f.copy_(a_f.to(self.field.a_f.dtype))
         return self
 
     # ------------------------------------------------------------------ inputs
