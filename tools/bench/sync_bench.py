@@ -44,7 +44,7 @@ import torch
 from record import RESULTS, Run, fmt_ci, fmt_sd
 
 import evolving_dg as edg
-from evolving_dg.loaders import load_onp, load_portraits
+from evolving_dg.loaders import load_domain_pickle, load_onp, load_portraits
 
 DATASETS = {
     "circle": lambda s: edg.make_circle(seed=s),
@@ -53,10 +53,12 @@ DATASETS = {
     "rotated_digits": lambda s: edg.make_rotated_digits(seed=s),
 }
 # the official schedule's learning rates (per-dataset registry of the official code)
-OFFICIAL_LR = {"circle": 5e-6, "spurious_circle": 5e-6, "sine": 5e-6, "rotated_digits": 1e-4}
+OFFICIAL_LR = {"circle": 5e-6, "cida_circle": 5e-6, "spurious_circle": 5e-6, "sine": 5e-6,
+               "rotated_digits": 1e-4}  # fmt: skip
 # per-dataset SYNC weights (official scripts) and d_z
 HP = {
     "circle": dict(z_dim=20, lambda_evolve=0.01, lambda_mi=1.0, lambda_causal=0.02),
+    "cida_circle": dict(z_dim=20, lambda_evolve=0.01, lambda_mi=1.0, lambda_causal=0.02),
     "spurious_circle": dict(z_dim=20, lambda_evolve=0.01, lambda_mi=1.0, lambda_causal=0.02),
     "sine": dict(z_dim=32, lambda_evolve=0.001, lambda_mi=1.0, lambda_causal=0.001),
     "rotated_digits": dict(z_dim=32, lambda_evolve=0.005, lambda_mi=0.005, lambda_causal=0.001),
@@ -68,16 +70,17 @@ def models(ds_name: str, args, seed: int) -> dict:
                   batch_per_domain=args.batch, random_state=seed,
                   backbone="cnn" if ds_name in ("rotated_digits", "portraits") else "mlp")  # fmt: skip
     hp = HP.get(ds_name, HP["sine"])
+    arch = {"arch": args.arch}
     out = {
         "ERM": edg.ERM(**common),
         "ERMLast": edg.ERMLast(**common),
         "IRM": edg.IRM(**common),
-        "LSSAE": edg.LSSAE(z_dim=hp["z_dim"], lambda_evolve=hp["lambda_evolve"], **common),
-        "SYNC": edg.SYNC(**hp, **common),
+        "LSSAE": edg.LSSAE(z_dim=hp["z_dim"], lambda_evolve=hp["lambda_evolve"], **arch, **common),
+        "SYNC": edg.SYNC(**hp, **arch, **common),
     }
     if args.ablations and ds_name in ("circle", "rotated_digits"):  # paper Table 2: RMNIST
         for v in ("B", "C", "D"):
-            out[f"abl-{v}"] = edg.ablation(v, **hp, **common)
+            out[f"abl-{v}"] = edg.ablation(v, **hp, **arch, **common)
     return out
 
 
@@ -120,7 +123,10 @@ def main() -> None:
                     choices=["ERM", "ERMLast", "IRM", "LSSAE", "SYNC"],
                     help="a subset of the models (default: all)")  # fmt: skip
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (one thread each)")
-    ap.add_argument("--data", default=None, help="onp=PATH or portraits=PATH: a real dataset")
+    ap.add_argument("--data", default=None,
+                    help="onp=PATH, portraits=PATH or cida_circle=PATH (CIDA's half-circle.pkl)")  # fmt: skip
+    ap.add_argument("--arch", default="ours", choices=["ours", "reference"],
+                    help="SYNC / LSSAE modules: ours or the official sizes and initialisation")  # fmt: skip
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--epoch-analysis", action="store_true",
                     help="from the recorded official curves: target accuracy by selection rule")  # fmt: skip
@@ -135,9 +141,10 @@ def main() -> None:
         args.epochs, args.iters, args.seeds = 2, 5, 1
     if args.data:
         kind, _, path = args.data.partition("=")
-        loader = {"onp": load_onp, "portraits": load_portraits}.get(kind)
+        loader = {"onp": load_onp, "portraits": load_portraits,
+                  "cida_circle": load_domain_pickle}.get(kind)  # fmt: skip
         if loader is None or not path:
-            ap.error("--data takes onp=PATH or portraits=PATH")
+            ap.error("--data takes onp=PATH, portraits=PATH or cida_circle=PATH")
         DATASETS[kind] = lambda s, loader=loader, path=path: loader(path)
         args.datasets = [kind]
     torch.set_num_threads(1)
@@ -180,8 +187,11 @@ def main() -> None:
         ep_curves.setdefault((ds_name, name), []).append((out["val"], out["target"]))
     seeds = list(range(args.seeds))
     sfx = "_official" if args.official else ""  # never overwrite the default schedule's tables
+    sfx += f"_b{args.batch}" if args.official and args.batch != 32 else ""
+    sfx += "_reference" if args.arch == "reference" else ""
     cfg = (f"{args.epochs} epochs x {args.iters} iterations, batch {args.batch}/domain, width "
-           f"{args.width}, lr {'official' if args.official else args.lr}")  # fmt: skip
+           f"{args.width}, lr {'official' if args.official else args.lr}, SYNC modules "
+           f"{args.arch}")  # fmt: skip
     for ds_name in args.datasets:
         names = [n for (d, n) in res if d == ds_name]
         ref = np.array(res[(ds_name, "SYNC")])
@@ -248,7 +258,7 @@ def main() -> None:
                 rows.append([f"{name} target", *(float(t[:, e].mean()) for e in marks),
                              float(np.mean([x[b] for x, b in zip(t, best, strict=True)]))])  # fmt: skip
             run.table(
-                f"curve_{ds_name}_official",
+                f"curve_{ds_name}{sfx}",
                 ["model, domains", *(f"epoch {e + 1}" for e in marks), "at best val epoch"],
                 rows, fmt=[None] + [".1f"] * (len(marks) + 1), seeds=seeds,
                 per_seed={f"{ds}/{n}": {"val": [c[0] for c in cs], "target": [c[1] for c in cs]}

@@ -6,11 +6,16 @@
 * :func:`load_onp`: the UCI Online News Popularity CSV, label 1[shares ≥ threshold], domains
   ordered by publication time (largest ``timedelta`` first), 58 predictive features.
 * :func:`load_powersupply`: an ARFF file in time order, the last attribute is the class.
+* :func:`load_domain_pickle`: the toy files CIDA ships and LSSAE / SYNC train on
+  (``half-circle.pkl``, ``sine.pkl``): a pickled dict of ``data`` (n, d), ``label`` (n,) and
+  ``domain`` (n,), read with an unpickler that admits numpy arrays only.
 """
 
 from __future__ import annotations
 
+import io
 import numbers
+import pickle
 import re
 from pathlib import Path
 
@@ -18,7 +23,14 @@ import numpy as np
 
 from evolving_dg.data import EvolvingDataset
 
-__all__ = ["load_caltran", "load_image_domains", "load_onp", "load_portraits", "load_powersupply"]
+__all__ = [
+    "load_caltran",
+    "load_domain_pickle",
+    "load_image_domains",
+    "load_onp",
+    "load_portraits",
+    "load_powersupply",
+]
 
 _IMG = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff"}
 
@@ -260,3 +272,113 @@ def load_powersupply(path, n_domains: int = 30) -> EvolvingDataset:
     T = len(doms)
     return EvolvingDataset(doms, len(classes), "powersupply",
                            {"classes": list(classes), "split": (T // 2, T // 6, T - T // 2 - T // 6)})  # fmt: skip
+
+
+# the globals a pickled dict of numpy arrays needs (numpy 1.x and 2.x module names)
+_PICKLE_OK = {
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core._multiarray_umath", "_reconstruct"),
+    ("numpy._core._multiarray_umath", "_reconstruct"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "scalar"),
+}
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    """Loads plain containers and numpy arrays; refuses every other global (no code runs)."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in _PICKLE_OK:
+            mod = (
+                module.replace("numpy.core", "numpy._core")
+                if module.startswith("numpy.core")
+                else module
+            )
+            return getattr(__import__(mod, fromlist=[name]), name)
+        raise pickle.UnpicklingError(
+            f"refusing to load {module}.{name}: only numpy arrays are read"
+        )
+
+
+def load_domain_pickle(path, split: tuple[int, int, int] | None = None,
+                       name: str | None = None) -> EvolvingDataset:  # fmt: skip
+    """The CIDA / LSSAE toy-file layout: a pickled ``{"data", "label", "domain"}`` dict.
+
+    ``half-circle.pkl`` (30 domains of 100 two-dimensional points, the Circle of CIDA, LSSAE
+    and SYNC) and ``sine.pkl`` use it. Domains are the sorted values of ``domain``; they must
+    be the integers 0..T-1.
+
+    Parameters
+    ----------
+    path : path-like
+    split : (n_source, n_val, n_target), optional
+        Stored as ``info["split"]`` for :meth:`EvolvingDataset.default_split`; default
+        ``(T // 2, T // 6, rest)`` (15 / 5 / 10 for Circle's 30 domains, as the official
+        scripts).
+    name : str, optional
+        Dataset name (default: the file stem).
+
+    Returns
+    -------
+    EvolvingDataset
+        X_t float32 (n_t, d), y_t int64.
+
+    Raises
+    ------
+    ValueError
+        Not a dict of those three keys (extra keys are named, not dropped), mismatched
+        lengths, non-finite data, non-integer labels or domains, domain ids with gaps.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"path={str(path)!r} is not a file")
+    raw = p.read_bytes()
+    if not raw:
+        raise ValueError(f"path: {p.name} is empty")
+    try:
+        obj = _ArrayUnpickler(io.BytesIO(raw), encoding="latin1").load()
+    except pickle.UnpicklingError as e:
+        raise ValueError(f"path: {p.name} is not a pickle of numpy arrays ({e})") from e
+    except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as e:
+        raise ValueError(
+            f"path: {p.name} is not a readable pickle ({type(e).__name__}: {e})"
+        ) from e
+    want = {"data", "label", "domain"}
+    if not isinstance(obj, dict) or not want <= set(obj):
+        got = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
+        raise ValueError(f"path: {p.name} must hold a dict with keys {sorted(want)}, got {got}")
+    if set(obj) - want:
+        raise ValueError(
+            f"path: {p.name} has keys this loader would drop: {sorted(set(obj) - want)}"
+        )
+    X = np.asarray(obj["data"])
+    y, d = np.asarray(obj["label"]), np.asarray(obj["domain"])
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.ndim != 2 or y.ndim != 1 or d.ndim != 1 or not len(X) == len(y) == len(d) or not len(X):
+        raise ValueError(f"path: data {X.shape}, label {y.shape}, domain {d.shape} do not align")
+    if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
+        raise ValueError(f"path: data must be finite numbers ({p.name})")
+    for key, v in (("label", y), ("domain", d)):
+        if not (np.issubdtype(v.dtype, np.integer) or (np.issubdtype(v.dtype, np.floating)
+                                                        and np.all(v == np.round(v)))):  # fmt: skip
+            raise ValueError(f"path: {key} must hold integers ({p.name})")
+    y, d = y.astype(np.int64), d.astype(np.int64)
+    if y.min() < 0:
+        raise ValueError(f"path: label has negative values ({p.name})")
+    ids = np.unique(d)
+    if not np.array_equal(ids, np.arange(len(ids))):
+        raise ValueError(
+            f"path: domain ids must be 0..T-1 without gaps, got {ids[:10].tolist()}..."
+        )
+    T = len(ids)
+    doms = [(X[d == t].astype(np.float32), y[d == t]) for t in range(T)]
+    if split is None:
+        split = (T // 2, T // 6, T - T // 2 - T // 6)
+    n_classes = int(y.max()) + 1
+    ds = EvolvingDataset(doms, n_classes, name or p.stem, {"split": tuple(split), "source": str(p)})
+    ds.split(*split)  # validates the split now, not at first use
+    return ds

@@ -28,7 +28,7 @@ from evolving_dg.losses import (
     sample_gaussian,
     supervised_contrastive,
 )
-from evolving_dg.networks import Masker, affine_block, lstm_unroll, make_backbone
+from evolving_dg.networks import Masker, MLPBackbone, affine_block, lstm_unroll, make_backbone
 
 __all__ = ["LSSAE", "SYNC", "SYNCNet", "ablation"]
 
@@ -36,38 +36,88 @@ __all__ = ["LSSAE", "SYNC", "SYNCNet", "ablation"]
 class SYNCNet(nn.Module):
     """All SYNC modules; ``forward_train`` returns the loss terms of one batch."""
 
-    def __init__(self, input_shape, n_classes, backbone, width, z_dim, static_head_act, masks):
+    def __init__(self, input_shape, n_classes, backbone, width, z_dim, static_head_act, masks,
+                 arch: str = "ours"):  # fmt: skip
         super().__init__()
         K, dz, h = int(n_classes), int(z_dim), int(width)  # numpy ints from a grid search
         self.K, self.dz, self.input_shape = K, dz, tuple(input_shape)
-        self.phi_st = make_backbone(backbone, input_shape, width)
-        self.phi_dy = make_backbone(backbone, input_shape, width)
-        nf = self.phi_st.n_outputs
+        d_in = int(np.prod(input_shape))
         act = [nn.LeakyReLU(0.02)] if static_head_act else []
-        self.static = nn.Sequential(
-            affine_block(nf, h), nn.Linear(h, h), nn.LeakyReLU(0.02), nn.Linear(h, 2 * dz), *act
-        )
-        self.aff_dy = affine_block(nf, h)
-        self.lstm_dy = nn.LSTM(h, 2 * dz, batch_first=True)
+        if arch == "reference":
+            self._build_reference(backbone, h, act, d_in)
+        else:
+            self.phi_st = make_backbone(backbone, input_shape, width)
+            self.phi_dy = make_backbone(backbone, input_shape, width)
+            nf = self.phi_st.n_outputs
+            self.static = nn.Sequential(
+                affine_block(nf, h), nn.Linear(h, h), nn.LeakyReLU(0.02), nn.Linear(h, 2 * dz),
+                *act,
+            )  # fmt: skip
+            self.aff_dy = affine_block(nf, h)
+            self.lstm_dy = nn.LSTM(h, 2 * dz, batch_first=True)
+            self.decoder = nn.Sequential(
+                nn.Linear(2 * dz, h), nn.LeakyReLU(0.02), nn.Linear(h, h), nn.LeakyReLU(0.02),
+                nn.Linear(h, d_in),
+            )  # fmt: skip
+            self.drift_enc = nn.Sequential(
+                nn.Linear(K, 128), nn.BatchNorm1d(128), nn.ReLU(),
+                nn.Linear(128, 64), nn.BatchNorm1d(64), nn.ReLU(),
+            )  # fmt: skip
+            self.drift_lstm = nn.LSTM(64, 64, batch_first=True)
+            self.drift_head = nn.Linear(64, K)
+            self.drift_prior_cell = nn.LSTMCell(K, 64)
+            self.drift_prior_head = nn.Linear(64, K)
         self.head_dy = nn.Linear(2 * dz, 2 * dz)
         self.prior_cell = nn.LSTMCell(2 * dz, 2 * dz)
         self.prior_head = nn.Linear(2 * dz, 2 * dz)
-        d_in = int(np.prod(input_shape))
-        self.decoder = nn.Sequential(
-            nn.Linear(2 * dz, h), nn.LeakyReLU(0.02), nn.Linear(h, h), nn.LeakyReLU(0.02),
-            nn.Linear(h, d_in),
-        )  # fmt: skip
-        self.drift_enc = nn.Sequential(
-            nn.Linear(K, 128), nn.BatchNorm1d(128), nn.ReLU(),
-            nn.Linear(128, 64), nn.BatchNorm1d(64), nn.ReLU(),
-        )  # fmt: skip
-        self.drift_lstm = nn.LSTM(64, 64, batch_first=True)
-        self.drift_head = nn.Linear(64, K)
-        self.drift_prior_cell = nn.LSTMCell(K, 64)
-        self.drift_prior_head = nn.Linear(64, K)
         self.mask_st = Masker(dz) if masks[0] else None
         self.mask_dy = Masker(dz) if masks[1] else None
         self.classifier = nn.Linear(2 * dz + K, K)
+        if arch == "reference":
+            self._reference_init()
+
+    def _build_reference(self, backbone, h: int, act: list, d_in: int) -> None:
+        """The official code's module sizes (``network/SYNC_algo.py``, ``submodules.py``):
+        an MLP backbone of hidden width ``h`` (official 512) with 128 outputs, adaptors at the
+        backbone's width, a 16-64-128 decoder with BatchNorm (eps 0.8) and LeakyReLU(0.2), a
+        drift encoder ending in an LSTM of width K, a drift prior LSTMCell of width 2K."""
+        K, dz = self.K, self.dz
+        if backbone == "mlp":
+            self.phi_st, self.phi_dy = MLPBackbone(d_in, h, 128), MLPBackbone(d_in, h, 128)
+        else:
+            self.phi_st = make_backbone(backbone, self.input_shape, h)
+            self.phi_dy = make_backbone(backbone, self.input_shape, h)
+        nf = self.phi_st.n_outputs
+        self.static = nn.Sequential(
+            affine_block(nf, nf), nn.Linear(nf, 2 * dz), nn.LeakyReLU(0.02),
+            nn.Linear(2 * dz, 2 * dz), *act,
+        )  # fmt: skip
+        self.aff_dy = affine_block(nf, nf)
+        self.lstm_dy = nn.LSTM(nf, 2 * dz, batch_first=True)
+        self.decoder = nn.Sequential(
+            nn.Linear(2 * dz, 16), nn.LeakyReLU(0.2),
+            nn.Linear(16, 64), nn.BatchNorm1d(64, 0.8), nn.LeakyReLU(0.2),
+            nn.Linear(64, 128), nn.BatchNorm1d(128, 0.8), nn.LeakyReLU(0.2),
+            nn.Linear(128, d_in),
+        )  # fmt: skip
+        self.drift_enc = nn.Sequential(
+            nn.Linear(K, 128), nn.BatchNorm1d(128), nn.ReLU(), nn.Linear(128, 64),
+            affine_block(64, 64),
+        )  # fmt: skip
+        self.drift_lstm = nn.LSTM(64, K, batch_first=True)
+        self.drift_head = nn.Linear(K, K)
+        self.drift_prior_cell = nn.LSTMCell(K, 2 * K)
+        self.drift_prior_head = nn.Linear(2 * K, K)
+
+    def _reference_init(self) -> None:
+        """The official ``Autoencoder._init``: Kaiming-normal weights for every Linear and Conv,
+        BatchNorm weight 1 *and bias 1*; biases and LSTMs keep PyTorch's defaults."""
+        for m in self.modules():
+            if isinstance(m, nn.BatchNorm1d | nn.BatchNorm2d):
+                nn.init.constant_(m.weight, 1.0)
+                nn.init.constant_(m.bias, 1.0)
+            elif isinstance(m, nn.Linear | nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight)
 
     # -------------------------------------------------------------- encoders
     def encode_static(self, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -140,6 +190,12 @@ class SYNC(EvolvingEstimator):
         At test time feed each target domain's unlabelled inputs through the dynamic posterior
         from a bank of the previous domain's LSTM states (reference); ``False``: use the dynamic
         prior unrolled to the domain index.
+    arch : {"ours", "reference"}, default="ours"
+        ``"reference"``: the official code's module sizes and initialisation (MLP backbone
+        ``2 -> width -> width -> width -> 128``, adaptors at 128, its decoder and drift
+        modules, Kaiming-normal Linear weights, BatchNorm bias 1); with the official learning
+        rate (5e-6 on Circle) training barely moves the weights, so the initialisation decides
+        the result. ``"ours"``: every hidden layer at ``width``, PyTorch's initialisation.
     random_state : int, default=0
     verbose : int, default=0
         Progress bar over epochs when > 0.
@@ -179,9 +235,11 @@ class SYNC(EvolvingEstimator):
         static_head_act: bool = True,
         exclude_same_index: bool = True,
         transductive: bool = True,
+        arch: str = "ours",
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
+        self.arch = arch
         self.backbone = backbone
         self.width = width
         self.z_dim = z_dim
@@ -230,6 +288,8 @@ class SYNC(EvolvingEstimator):
             raise ValueError(f"sigma_param must be 'ref' or 'consistent', got {self.sigma_param!r}")
         if self.causal_grad not in ("masker", "encoder"):
             raise ValueError(f"causal_grad must be 'masker' or 'encoder', got {self.causal_grad!r}")
+        if self.arch not in ("ours", "reference"):
+            raise ValueError(f"arch must be 'ours' or 'reference', got {self.arch!r}")
 
     def fit(self, domains, val_domains=None, eval_domains=None) -> SYNC:
         """Train on time-ordered source domains, selecting the epoch on ``val_domains``.
@@ -255,7 +315,8 @@ class SYNC(EvolvingEstimator):
         evals = self._check_eval(eval_domains, shape, K)
         torch.manual_seed(self.random_state)
         masks = (self.use_static_causal, self.use_dynamic_causal)
-        net = SYNCNet(shape, K, self.backbone, self.width, self.z_dim, self.static_head_act, masks)
+        net = SYNCNet(shape, K, self.backbone, self.width, self.z_dim, self.static_head_act, masks,
+                      self.arch)  # fmt: skip
         self.n_classes_, self.input_shape_, self.n_source_ = K, shape, len(doms)
         self.net_ = net
         self._fit_loop(doms, vals, evals)  # _after_training seeds the sequence generator
@@ -284,7 +345,7 @@ class SYNC(EvolvingEstimator):
         mu_st, s_st = mu_st.view(B, T, dz), s_st.view(B, T, dz)
         z_st, z_dy = sample_gaussian(mu_st, s_st, p), sample_gaussian(mu_dy, s_dy, p)
         mu_p, s_p = net.dynamic_prior(T)
-        x_hat = net.decoder(torch.cat([z_st, z_dy], -1))
+        x_hat = net.decoder(torch.cat([z_st, z_dy], -1).flatten(0, 1)).view(B, T, -1)
         rec = ((x_hat - x.flatten(2)) ** 2).sum() / B
         kl_st = gaussian_kl(mu_st, s_st, param=p).sum() / B
         kl_dy = gaussian_kl(mu_dy, s_dy, mu_p, s_p, param=p).sum() / B
@@ -422,12 +483,12 @@ class LSSAE(SYNC):
     def __init__(self, backbone="mlp", width: int = 128, z_dim: int = 20,
                  lambda_evolve: float = 0.01, lr: float = 1e-3, epochs: int = 30,
                  iters_per_epoch: int = 50, batch_per_domain: int = 64, sigma_param: str = "ref",
-                 static_head_act: bool = True, transductive: bool = True, random_state: int = 0,
-                 verbose: int = 0) -> None:  # fmt: skip
+                 static_head_act: bool = True, transductive: bool = True, arch: str = "ours",
+                 random_state: int = 0, verbose: int = 0) -> None:  # fmt: skip
         super().__init__(
             backbone=backbone, width=width, z_dim=z_dim, lambda_evolve=lambda_evolve, lr=lr,
             epochs=epochs, iters_per_epoch=iters_per_epoch, batch_per_domain=batch_per_domain,
             sigma_param=sigma_param, static_head_act=static_head_act, transductive=transductive,
-            random_state=random_state, verbose=verbose, use_mi=False, use_static_causal=False,
+            arch=arch, random_state=random_state, verbose=verbose, use_mi=False, use_static_causal=False,
             use_dynamic_causal=False,
         )  # fmt: skip
