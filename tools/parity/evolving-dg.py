@@ -1,0 +1,130 @@
+"""Run the official SYNC code (``BIT-DA/SYNC``) on CPU at its own settings, for the comparison
+with this package's SYNC under the same protocol.
+
+The official checkout and the data file are inputs, never copied: ``--official DIR`` (the
+repository root) and ``--data PATH`` (CIDA's ``half-circle.pkl``, the file the official
+Circle script reads). The script patches the official code's ``.cuda()`` calls to stay on the
+CPU, builds its ``Trainer`` with the arguments of ``scripts/train_circle_sync.sh`` (30 epochs
+x 200 iterations, batch 64 per domain, ``zc_dim`` 20, lambdas 0.01 / 1 / 0.02, lr 5e-6 from its
+hyper-parameter registry) and records, per seed, the validation (intermediate domains) and
+target accuracy after every epoch. The reported model is the official rule's: the first epoch
+with the best mean validation accuracy.
+
+Writes ``results/evolving-dg/official_code_circle.json``::
+
+    uv run --with einops python tools/parity/evolving-dg.py --official /path/to/SYNC \\
+        --data /path/to/half-circle.pkl --seeds 0 1 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import pathlib
+import sys
+import tempfile
+import time
+import types
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+from record import Run, fmt_sd
+
+CIRCLE = dict(  # scripts/train_circle_sync.sh
+    data_name="ToyCircle", num_classes=2, data_size="[1, 2]", source_domains=15,
+    intermediate_domains=5, target_domains=10, mode="train", model_func="Toy_Linear_FE",
+    feature_dim=128, cla_func="Linear_Cla", algorithm="SYNC", train_batch_size=64,
+    eval_batch_size=50, test_epoch=-1, zc_dim=20, zw_dim=20, zd_dim=20, lambda_evolve=0.01,
+    lambda_mi=1.0, lambda_causal=0.02, weight_decay=0.0, num_workers=0, print_freq=100,
+    record=False, gpu_ids="",
+)  # fmt: skip
+
+
+def run_official(root: pathlib.Path, data: pathlib.Path, seed: int, epochs: int, iters: int):
+    """Per-epoch (val accuracies, target accuracies) of one official run."""
+    torch.Tensor.cuda = lambda self, *a, **k: self  # the code calls .cuda() unconditionally
+    torch.nn.Module.cuda = lambda self, *a, **k: self
+    sys.path.insert(0, str(root))
+    os.chdir(root)  # the official code resolves its registries relative to the checkout
+    from engine import trainer as official_trainer
+
+    cfg = types.SimpleNamespace(**CIRCLE, data_path=str(data), epochs=epochs, iterations=iters,
+                                seed=seed, save_path=tempfile.mkdtemp())  # fmt: skip
+    with contextlib.redirect_stdout(io.StringIO()):
+        tr = official_trainer.Trainer(cfg)
+    curves: list[tuple[list[float], list[float]]] = []
+    pending: list = []
+    orig = tr._val_net
+
+    def val_net(epoch, loader):  # the trainer scores validation, then target, every epoch
+        out = orig(epoch, loader)
+        pending.append([float(a) for a in out[1]])
+        if len(pending) == 2:
+            curves.append((pending[0], pending[1]))
+            pending.clear()
+        return out
+
+    tr._val_net = val_net
+    with contextlib.redirect_stdout(io.StringIO()):
+        tr.train()
+    return curves
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--official", required=True, type=pathlib.Path, help="BIT-DA/SYNC checkout")
+    ap.add_argument("--data", required=True, type=pathlib.Path, help="CIDA half-circle.pkl")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--epochs", type=int, default=30)
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    root, data = a.official.resolve(), a.data.resolve()
+    if not (root / "network" / "SYNC_algo.py").exists():
+        raise SystemExit(f"--official: {root} holds no SYNC checkout (network/SYNC_algo.py)")
+    if not data.is_file():
+        raise SystemExit(f"--data: {data} is not a file")
+    torch.set_num_threads(1)
+    run = Run("evolving-dg", out=a.out)
+    per_seed, rows_sel = {}, []
+    for seed in a.seeds:
+        t0 = time.process_time()
+        curves = run_official(root, data, seed, a.epochs, a.iters)
+        cpu = time.process_time() - t0
+        val = np.array([np.mean(v) for v, _ in curves])
+        tgt = [t for _, t in curves]
+        sel = int(np.argmax(val))  # the official rule: first epoch with the best mean val
+        per_seed[seed] = {"val": [v for v, _ in curves], "target": tgt, "cpu_s": cpu}
+        rows_sel.append((np.mean(tgt[sel]), np.min(tgt[sel]), np.mean(tgt[-1]),
+                         max(np.mean(t) for t in tgt), sel, cpu))  # fmt: skip
+        record(run, a, data, a.seeds[: len(rows_sel)], rows_sel, per_seed)
+        print(f"seed {seed}: target Avg {np.mean(tgt[sel]):.1f} at epoch {sel} (last "
+              f"{np.mean(tgt[-1]):.1f}), {cpu:.0f} CPU s", flush=True)  # fmt: skip
+
+
+def record(
+    run: Run, a, data: pathlib.Path, seeds: list[int], rows_sel: list, per_seed: dict
+) -> None:
+    """Write the table for the seeds finished so far (rewritten after every seed)."""
+    r = np.array(rows_sel)
+    run.table(
+        "official_code_circle",
+        ["run", "target Avg % (selected)", "target Wst %", "target Avg % (last epoch)",
+         "best target Avg % (oracle)", "selected epoch", "CPU s / run"],
+        [["official SYNC code, CPU", fmt_sd(r[:, 0], 1), fmt_sd(r[:, 1], 1), fmt_sd(r[:, 2], 1),
+          fmt_sd(r[:, 3], 1), ", ".join(str(int(e)) for e in r[:, 4]), float(r[:, 5].mean())]],
+        fmt=[None] * 6 + [".0f"], seeds=seeds, per_seed=per_seed,
+        title=f"Official SYNC on {data.name}: {a.epochs} x {a.iters} iterations, batch 64",
+        notes=["Mean ± std over seeds; selection: the first epoch with the best mean accuracy "
+               "on the 5 intermediate domains (the official trainer's 'best' checkpoint)."],
+        headline=f"official SYNC code on CIDA's Circle file, CPU, {len(seeds)} seeds: target "
+                 f"Avg {fmt_sd(r[:, 0], 1)} %",
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
