@@ -179,3 +179,73 @@ def test_single_class_sources_warn_or_raise():
         edg.ERM(epochs=1).fit(one)
     with pytest.raises(ValueError, match="every source label is 0"):
         edg.ERM(epochs=1).fit([(X, np.zeros(len(X), dtype=np.int64)) for X, _ in src])
+
+
+def _write_pickle(path, obj, protocol=2):
+    import pickle
+
+    path.write_bytes(pickle.dumps(obj, protocol=protocol))
+    return path
+
+
+def test_domain_pickle_loader_reads_the_cida_layout(tmp_path):
+    from evolving_dg.loaders import load_domain_pickle
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(np.int64)
+    d = np.repeat(np.arange(6), 10)
+    ds = load_domain_pickle(
+        _write_pickle(tmp_path / "half-circle.pkl", {"data": X, "label": y, "domain": d})
+    )
+    assert len(ds) == 6 and ds.input_shape == (2,) and ds.info["split"] == (3, 1, 2)
+    src, _val, tgt = ds.default_split()
+    np.testing.assert_array_equal(src[1][0], X[10:20].astype(np.float32))
+    np.testing.assert_array_equal(tgt[-1][1], y[50:])
+    # every protocol the file may have been written with
+    for proto in (0, 4, 5):
+        again = load_domain_pickle(_write_pickle(tmp_path / f"p{proto}.pkl",
+                                                 {"data": X, "label": y, "domain": d}, proto))  # fmt: skip
+        np.testing.assert_array_equal(again.domains[2][0], ds.domains[2][0])
+
+
+def test_domain_pickle_loader_refuses_code_and_bad_layouts(tmp_path):
+    import os
+
+    from evolving_dg.loaders import load_domain_pickle
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+
+    X, y, d = np.zeros((20, 2)), np.zeros(20, np.int64), np.repeat(np.arange(4), 5)
+    with pytest.raises(ValueError, match="only numpy arrays"):
+        load_domain_pickle(
+            _write_pickle(tmp_path / "evil.pkl", {"data": Evil(), "label": y, "domain": d})
+        )
+    with pytest.raises(ValueError, match="would drop"):
+        load_domain_pickle(
+            _write_pickle(tmp_path / "x.pkl", {"data": X, "label": y, "domain": d, "w": y})
+        )
+    with pytest.raises(ValueError, match="keys"):
+        load_domain_pickle(_write_pickle(tmp_path / "k.pkl", {"data": X, "label": y}))
+    with pytest.raises(ValueError, match="align"):
+        load_domain_pickle(
+            _write_pickle(tmp_path / "a.pkl", {"data": X, "label": y[:-1], "domain": d})
+        )
+    with pytest.raises(ValueError, match="without gaps"):
+        load_domain_pickle(
+            _write_pickle(tmp_path / "g.pkl", {"data": X, "label": y, "domain": d * 2})
+        )
+    with pytest.raises(ValueError, match="finite"):
+        load_domain_pickle(
+            _write_pickle(tmp_path / "n.pkl", {"data": X + np.nan, "label": y, "domain": d})
+        )
+    (tmp_path / "t.pkl").write_bytes(
+        _write_pickle(tmp_path / "t0.pkl", {"data": X}).read_bytes()[:10]
+    )
+    with pytest.raises(ValueError, match="readable"):
+        load_domain_pickle(tmp_path / "t.pkl")
+    (tmp_path / "e.pkl").write_bytes(b"")
+    with pytest.raises(ValueError, match="empty"):
+        load_domain_pickle(tmp_path / "e.pkl")

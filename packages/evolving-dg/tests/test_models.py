@@ -185,3 +185,33 @@ def test_eval_domains_record_a_curve_without_changing_training(make, circle):
     assert last.history_[0]["eval_accs"] == pytest.approx(list(last.score_sequence(tgt)))
     with pytest.raises(ValueError, match="eval_domains"):
         make().fit(src, val_domains=val, eval_domains=[(tgt[0][0][:, :1], tgt[0][1])])
+
+
+def test_reference_arch_has_the_official_sizes_and_initialisation(circle):
+    from evolving_dg.sync import SYNCNet
+
+    torch.manual_seed(0)
+    net = SYNCNet((2,), 2, "mlp", 512, 20, True, (True, True), arch="reference")
+    shapes = [tuple(m.weight.shape) for m in net.phi_st.modules() if isinstance(m, torch.nn.Linear)]
+    assert shapes == [
+        (512, 2),
+        (512, 512),
+        (512, 512),
+        (128, 512),
+    ]  # Toy_Linear_FE, feature-dim 128
+    assert [tuple(m.weight.shape) for m in net.static.modules() if isinstance(m, torch.nn.Linear)] == [
+        (128, 128), (40, 128), (40, 40)]  # fmt: skip
+    assert net.lstm_dy.input_size == 128 and net.drift_lstm.hidden_size == 2
+    assert net.drift_prior_cell.hidden_size == 4
+    bns = [m for m in net.modules() if isinstance(m, torch.nn.BatchNorm1d)]
+    assert bns and all(torch.all(m.bias == 1) and torch.all(m.weight == 1) for m in bns)
+    # Kaiming normal (fan_in, gain sqrt 2): std sqrt(2 / 512) for the 512-wide layers
+    w = net.phi_st.net[2].weight
+    assert abs(w.std().item() - (2 / 512) ** 0.5) < 0.003
+    src, val, tgt = circle
+    m = edg.SYNC(arch="reference", width=32, epochs=1, iters_per_epoch=2, batch_per_domain=8).fit(
+        src, val
+    )
+    assert m.predict(tgt[0][0]).shape == (len(tgt[0][0]),)
+    with pytest.raises(ValueError, match="arch"):
+        edg.SYNC(arch="official").fit(src, val)

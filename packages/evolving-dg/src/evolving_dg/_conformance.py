@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import evolving_dg as edg
-from evolving_dg.loaders import load_onp
+from evolving_dg.loaders import load_domain_pickle, load_onp
 
 
 def _onp(folder):
@@ -18,6 +18,25 @@ def _onp(folder):
     path = folder / "OnlineNewsPopularity.csv"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _pickle(folder):
+    import pickle
+
+    rng = np.random.default_rng(0)
+    obj = {"data": rng.normal(size=(40, 2)), "label": rng.integers(0, 2, 40),
+           "domain": np.repeat(np.arange(4), 10)}  # fmt: skip
+    path = folder / "half-circle.pkl"
+    path.write_bytes(pickle.dumps(obj, protocol=2))
+    return path
+
+
+def _extra_key(p):
+    import pickle
+
+    rng = np.random.default_rng(1)
+    p.write_bytes(pickle.dumps({"data": rng.normal(size=(8, 2)), "label": np.zeros(8, int),
+                                "domain": np.repeat(np.arange(4), 2), "weights": np.ones(8)}))  # fmt: skip
 
 
 def entries() -> list[dict]:
@@ -73,6 +92,16 @@ def entries() -> list[dict]:
                 ("text-field", lambda p: p.write_text(p.read_text().replace(", 5,", ", five,"))),
                 ("ragged", lambda p: p.write_text(p.read_text() + "http://y, 3, 0.1\n")),
             ],
+        }
+    )
+    out.append(
+        {
+            "name": "load_domain_pickle",
+            "kind": "loader",
+            "write": _pickle,
+            "read": load_domain_pickle,
+            "check": lambda d: len(d) == 4 and d.input_shape == (2,),
+            "corrupt": ["truncate", "empty", ("extra-key", _extra_key)],
         }
     )
     return out

@@ -284,7 +284,14 @@ _PICKLE_OK = {
     ("numpy", "dtype"),
     ("numpy.core.multiarray", "scalar"),
     ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"),  # protocol 5
+    ("numpy._core.numeric", "_frombuffer"),
+    ("_codecs", "encode"),  # protocols 0-2 store array bytes as latin-1 text
 }
+
+
+class _Refused(pickle.UnpicklingError):
+    pass
 
 
 class _ArrayUnpickler(pickle.Unpickler):
@@ -317,7 +324,7 @@ def load_domain_pickle(path, split: tuple[int, int, int] | None = None,
     split : (n_source, n_val, n_target), optional
         Stored as ``info["split"]`` for :meth:`EvolvingDataset.default_split`; default
         ``(T // 2, T // 6, rest)`` (15 / 5 / 10 for Circle's 30 domains, as the official
-        scripts).
+        scripts), with at least 3 source domains and 1 target domain.
     name : str, optional
         Dataset name (default: the file stem).
 
@@ -340,9 +347,17 @@ def load_domain_pickle(path, split: tuple[int, int, int] | None = None,
         raise ValueError(f"path: {p.name} is empty")
     try:
         obj = _ArrayUnpickler(io.BytesIO(raw), encoding="latin1").load()
-    except pickle.UnpicklingError as e:
+    except _Refused as e:
         raise ValueError(f"path: {p.name} is not a pickle of numpy arrays ({e})") from e
-    except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as e:
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        AttributeError,
+    ) as e:
         raise ValueError(
             f"path: {p.name} is not a readable pickle ({type(e).__name__}: {e})"
         ) from e
@@ -377,7 +392,13 @@ def load_domain_pickle(path, split: tuple[int, int, int] | None = None,
     T = len(ids)
     doms = [(X[d == t].astype(np.float32), y[d == t]) for t in range(T)]
     if split is None:
-        split = (T // 2, T // 6, T - T // 2 - T // 6)
+        if T < 4:
+            raise ValueError(
+                f"path: {p.name} holds {T} domains; a source / target split needs >= 4"
+            )
+        n_src = max(3, T // 2)
+        n_val = max(0, min(T // 6, T - n_src - 1))
+        split = (n_src, n_val, T - n_src - n_val)
     n_classes = int(y.max()) + 1
     ds = EvolvingDataset(doms, n_classes, name or p.stem, {"split": tuple(split), "source": str(p)})
     ds.split(*split)  # validates the split now, not at first use

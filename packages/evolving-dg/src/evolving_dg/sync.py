@@ -45,7 +45,10 @@ class SYNCNet(nn.Module):
         act = [nn.LeakyReLU(0.02)] if static_head_act else []
         if arch == "reference":
             self._build_reference(backbone, h, act, d_in)
-        else:
+            self.head_dy = nn.Linear(2 * dz, 2 * dz)
+            self.prior_cell = nn.LSTMCell(2 * dz, 2 * dz)
+            self.prior_head = nn.Linear(2 * dz, 2 * dz)
+        else:  # construction order fixed: it sets the initial weights of every seed
             self.phi_st = make_backbone(backbone, input_shape, width)
             self.phi_dy = make_backbone(backbone, input_shape, width)
             nf = self.phi_st.n_outputs
@@ -55,6 +58,9 @@ class SYNCNet(nn.Module):
             )  # fmt: skip
             self.aff_dy = affine_block(nf, h)
             self.lstm_dy = nn.LSTM(h, 2 * dz, batch_first=True)
+            self.head_dy = nn.Linear(2 * dz, 2 * dz)
+            self.prior_cell = nn.LSTMCell(2 * dz, 2 * dz)
+            self.prior_head = nn.Linear(2 * dz, 2 * dz)
             self.decoder = nn.Sequential(
                 nn.Linear(2 * dz, h), nn.LeakyReLU(0.02), nn.Linear(h, h), nn.LeakyReLU(0.02),
                 nn.Linear(h, d_in),
@@ -67,9 +73,6 @@ class SYNCNet(nn.Module):
             self.drift_head = nn.Linear(64, K)
             self.drift_prior_cell = nn.LSTMCell(K, 64)
             self.drift_prior_head = nn.Linear(64, K)
-        self.head_dy = nn.Linear(2 * dz, 2 * dz)
-        self.prior_cell = nn.LSTMCell(2 * dz, 2 * dz)
-        self.prior_head = nn.Linear(2 * dz, 2 * dz)
         self.mask_st = Masker(dz) if masks[0] else None
         self.mask_dy = Masker(dz) if masks[1] else None
         self.classifier = nn.Linear(2 * dz + K, K)
