@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 import types
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import torch
@@ -82,6 +83,7 @@ def main(argv=None) -> None:
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--jobs", type=int, default=1, help="seeds run in parallel processes")
     a = ap.parse_args(argv)
     root, data = a.official.resolve(), a.data.resolve()
     if not (root / "network" / "SYNC_algo.py").exists():
@@ -91,19 +93,35 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     run = Run("evolving-dg", out=a.out)
     per_seed, rows_sel = {}, []
-    for seed in a.seeds:
-        t0 = time.process_time()
-        curves = run_official(root, data, seed, a.epochs, a.iters)
-        cpu = time.process_time() - t0
-        val = np.array([np.mean(v) for v, _ in curves])
-        tgt = [t for _, t in curves]
-        sel = int(np.argmax(val))  # the official rule: first epoch with the best mean val
-        per_seed[seed] = {"val": [v for v, _ in curves], "target": tgt, "cpu_s": cpu}
-        rows_sel.append((np.mean(tgt[sel]), np.min(tgt[sel]), np.mean(tgt[-1]),
-                         max(np.mean(t) for t in tgt), sel, cpu))  # fmt: skip
-        record(run, a, data, a.seeds[: len(rows_sel)], rows_sel, per_seed)
-        print(f"seed {seed}: target Avg {np.mean(tgt[sel]):.1f} at epoch {sel} (last "
-              f"{np.mean(tgt[-1]):.1f}), {cpu:.0f} CPU s", flush=True)  # fmt: skip
+    # each seed is cached under its settings (tools/bench/.cache): a stopped run resumes
+    keys = {seed: repr(("official-sync", data.name, seed, a.epochs, a.iters)) for seed in a.seeds}
+    todo = [s for s in a.seeds if not run.is_cached(keys[s])]
+    pool = ProcessPoolExecutor(a.jobs) if a.jobs > 1 and todo else contextlib.nullcontext()
+    with pool as ex:
+        futs = {s: ex.submit(_timed, root, data, s, a.epochs, a.iters) for s in todo} if ex else {}
+        for seed in a.seeds:
+            fn = (
+                futs[seed].result
+                if seed in futs
+                else (lambda s=seed: _timed(root, data, s, a.epochs, a.iters))
+            )
+            curves, cpu = run.cached(keys[seed], fn)
+            val = np.array([np.mean(v) for v, _ in curves])
+            tgt = [t for _, t in curves]
+            sel = int(np.argmax(val))  # the official rule: first epoch with the best mean val
+            per_seed[seed] = {"val": [v for v, _ in curves], "target": tgt, "cpu_s": cpu}
+            rows_sel.append((np.mean(tgt[sel]), np.min(tgt[sel]), np.mean(tgt[-1]),
+                             max(np.mean(t) for t in tgt), sel, cpu))  # fmt: skip
+            record(run, a, data, a.seeds[: len(rows_sel)], rows_sel, per_seed)
+            print(f"seed {seed}: target Avg {np.mean(tgt[sel]):.1f} at epoch {sel} (last "
+                  f"{np.mean(tgt[-1]):.1f}), {cpu:.0f} CPU s", flush=True)  # fmt: skip
+
+
+def _timed(root, data, seed, epochs, iters):
+    torch.set_num_threads(1)
+    t0 = time.process_time()
+    curves = run_official(root, data, seed, epochs, iters)
+    return curves, time.process_time() - t0
 
 
 def record(
