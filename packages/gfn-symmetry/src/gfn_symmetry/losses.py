@@ -60,7 +60,7 @@ def _check(
 
 
 def _mask(lengths: torch.Tensor, T: int) -> torch.Tensor:
-    return torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)
+    return torch.arange(T, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)
 
 
 def trajectory_balance_loss(
@@ -100,7 +100,7 @@ def _extended_flow(
 ) -> torch.Tensor:
     # (B, T+1): F(s_0..s_n), then the sink's flow R(x) at column lengths[b].
     B, _T = log_flow.shape
-    ext = torch.cat([log_flow, torch.zeros(B, 1, dtype=log_flow.dtype)], dim=1)
+    ext = torch.cat([log_flow, log_flow.new_zeros(B, 1)], dim=1)
     return ext.scatter(1, lengths.unsqueeze(1), log_reward.unsqueeze(1).to(ext.dtype))
 
 

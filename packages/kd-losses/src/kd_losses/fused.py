@@ -267,10 +267,13 @@ def fused_kd_loss(
         count = weights.sum()
         weights = weights / count.clamp_min(1.0)  # an all-masked batch gives 0
     bt = None if teacher_bias is None else teacher_bias.detach()
-    return _FusedHead.apply(
-        hs, student_weight, student_bias, ht, wt, bt, tl, weights, loss, param, t, chunk_size,
-        min(sub, chunk_size),
-    )  # fmt: skip
+    # autocast would recast single matmuls inside the kernel (mixing bf16 blocks with its
+    # float32 accumulators); the head computes in its inputs' dtype, accumulating in float32
+    with torch.autocast(hs.device.type, enabled=False):
+        return _FusedHead.apply(
+            hs, student_weight, student_bias, ht, wt, bt, tl, weights, loss, param, t,
+            chunk_size, min(sub, chunk_size),
+        )  # fmt: skip
 
 
 def _as_tokens(x: torch.Tensor, name: str) -> torch.Tensor:

@@ -75,11 +75,11 @@ def local_pca(
         frac = var.cumsum(1) / total[:, None].clamp_min(1e-30)
         n_comp = (frac < tau - 1e-12).sum(1) + 1
     else:
-        n_comp = torch.full((b,), rank, dtype=torch.long)
+        n_comp = torch.full((b,), rank, dtype=torch.long, device=samples.device)
     n_comp = n_comp.clamp(max=min(k - 1, var.shape[1]))
     n_comp = torch.where(flat, torch.zeros_like(n_comp), n_comp)
     r_max = int(n_comp.max())
-    keep = torch.arange(r_max)[None] < n_comp[:, None]  # (b, r_max)
+    keep = torch.arange(r_max, device=samples.device)[None] < n_comp[:, None]  # (b, r_max)
     basis = vh[:, :r_max].transpose(1, 2) * keep[:, None].to(vh.dtype)
     return mean, basis, n_comp
 
@@ -313,7 +313,8 @@ class LoMAP:
         query = (x0_hat.detach().cpu().float() * self._weights).reshape(b, -1)
         _, idx = self.index.search(query, k)
         nb = self.windows[idx.reshape(-1)].to(x)  # (b * k, H, C)
-        eps = torch.randn(nb.shape, generator=generator, dtype=nb.dtype)
+        # CPU noise (a CPU generator), moved to x's device: the same draws on every device
+        eps = torch.randn(nb.shape, generator=generator, dtype=nb.dtype, device="cpu")
         nb = alpha_bar**0.5 * nb + (1.0 - alpha_bar) ** 0.5 * eps.to(nb)
         if condition is not None:
             nb = condition(nb)

@@ -94,7 +94,7 @@ class NeighborIndex:
             Cosine distance ``1 - cos`` or euclidean distance, ascending.
         idx : Tensor of int64, shape (b, k)
         """
-        q = torch.as_tensor(queries).float().cpu()
+        q = torch.as_tensor(queries, device="cpu").float()  # the index lives on the CPU
         if q.ndim != 2 or q.shape[1] != self.data.shape[1]:
             raise ValueError(
                 f"queries must have shape (b, {self.data.shape[1]}), got {tuple(q.shape)}"
@@ -120,8 +120,8 @@ class NeighborIndex:
             if self.metric == "cosine":
                 d = d**2 / 2  # |u - v|^2 = 2 - 2 cos for unit vectors
             return d, torch.from_numpy(i).long()
-        best_d = torch.full((len(q), 0), float("inf"))
-        best_i = torch.zeros((len(q), 0), dtype=torch.long)
+        best_d = torch.full((len(q), 0), float("inf"), device=q.device)
+        best_i = torch.zeros((len(q), 0), dtype=torch.long, device=q.device)
         for s in range(0, len(self), self.block_size):
             keys = self._keys[s : s + self.block_size]
             if self.metric == "cosine":
@@ -129,7 +129,9 @@ class NeighborIndex:
             else:
                 d = torch.cdist(q, keys)
             d = torch.cat([best_d, d], 1)
-            i = torch.cat([best_i, torch.arange(s, s + len(keys)).expand(len(q), -1)], 1)
+            i = torch.cat(
+                [best_i, torch.arange(s, s + len(keys), device=q.device).expand(len(q), -1)], 1
+            )
             best_d, pos = d.topk(min(k, d.shape[1]), dim=1, largest=False)
             best_i = i.gather(1, pos)
         return best_d, best_i

@@ -5,6 +5,8 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -25,10 +27,18 @@ def _qkv(B=2, H=2, L=40, D=8, seed=0):
     return [torch.randn(B, H, L, D, generator=g, dtype=torch.float64) for _ in range(3)]
 
 
+@functools.cache
+def _querent_model(n_features: int) -> QuerentMIL:
+    # built once, outside any call: the device contract runs the call with another default
+    # device, which must reach the forward pass only
+    with torch.device("cpu"):
+        torch.manual_seed(0)
+        model = QuerentMIL(n_features, 2, dim=8, num_heads=2, region_size=4, top_k=2)
+        return model.eval().double()
+
+
 def _querent(features, coords):
-    torch.manual_seed(0)
-    model = QuerentMIL(features.shape[-1], 2, dim=8, num_heads=2, region_size=4, top_k=2).eval()
-    model = model.double()
+    model = _querent_model(int(features.shape[-1]))
     with torch.no_grad():
         return model(features, coords)
 

@@ -69,7 +69,7 @@ def _local_attention(
         b = min(a + chunk_size, length)
         lo = max(0, a - window + 1)
         sink = min(num_sink, lo)  # sinks not already inside the key range
-        idx = torch.cat([torch.arange(sink), torch.arange(lo, b)]).to(q.device)
+        idx = torch.cat([torch.arange(sink, device=q.device), torch.arange(lo, b, device=q.device)])
         t = torch.arange(a, b, device=q.device)[:, None]
         u = idx[None, :]
         mask = (u <= t) & ((u > t - window) | (u < num_sink))

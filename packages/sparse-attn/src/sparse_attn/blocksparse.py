@@ -41,10 +41,10 @@ def _bound_pattern(offset: int, size: int, na: int, nb: int, g: int, s: int, m: 
     Depends on the block only through ``((a + 1 - s) mod g, size, na, nb, m)`` after shifting,
     so a long sequence builds a handful of distinct masks. Returns (visible, row_has_any).
     """
-    t = torch.arange(offset, offset + size)
+    t = torch.arange(offset, offset + size, device="cpu")  # a CPU cache, moved per call
     n = torch.div(t + 1 - s, g, rounding_mode="floor").clamp(0, m)
-    cj = torch.arange(na, nb)
-    u = torch.arange(na * g, nb * g)
+    cj = torch.arange(na, nb, device="cpu")
+    u = torch.arange(na * g, nb * g, device="cpu")
     core = cj[None] < n[:, None]
     raw = (u[None] >= (n * g)[:, None]) & (u[None] <= t[:, None])
     vis = torch.cat([core, raw], dim=1)

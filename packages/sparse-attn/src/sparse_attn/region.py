@@ -422,8 +422,8 @@ def _region_major(
     if q.device.type == "cpu" and q.dtype in (torch.float32, torch.float64, torch.bfloat16):
         key_mask = None
         if not full:
-            neg = torch.full((), float("-inf"), dtype=q.dtype)
-            key_mask = torch.where(valid, torch.zeros((), dtype=q.dtype), neg)
+            neg = torch.full((), float("-inf"), dtype=q.dtype, device=q.device)
+            key_mask = torch.where(valid, torch.zeros((), dtype=q.dtype, device=q.device), neg)
             key_mask = key_mask.repeat(bsz * h, 1)  # per flat region row
         out, total = _RegionMajorCPU.apply(q_flat, kr, vr, flat_bias, tiles, key_mask, kk, tau)
         return out.view(bsz, h, n, dv), total.view(bsz, h, n)

@@ -1,0 +1,98 @@
+"""Torch entry points follow their inputs' device, and stay finite under bf16 autocast.
+
+The device check runs on a CPU-only machine: the call runs inside ``torch.device("meta")``,
+which makes the *default* device ``meta``. A tensor the code creates without naming a device
+(``torch.zeros(n)``, ``torch.as_tensor(array)``, ``torch.tensor(x)``) is then a meta tensor, and
+the first operation mixing it with the CPU inputs raises "Tensor on device meta is not on the
+expected device cpu": exactly the tensors that would sit on the CPU while a user's inputs are
+on a GPU. Tensors created with ``device=x.device`` or ``*_like`` follow the inputs and pass;
+data-dependent checks (``.item()``, NaN guards) run on real values. A 0-d tensor made from a
+Python scalar is flagged too, although CUDA would accept it as a scalar: name its device.
+
+Every function entry of the conformance registry that takes a torch tensor runs here, and
+every estimator entry whose methods take one (after fitting outside the meta context).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from conformance_registry import all_entries
+from conformance_spec import fitted
+
+# entries whose code runs a documented CPU-only step (none yet): id -> reason
+CPU_ONLY: dict[str, str] = {}
+
+
+def _has_tensor(kwargs) -> bool:
+    def walk(v):
+        if isinstance(v, torch.Tensor):
+            return True
+        if isinstance(v, list | tuple):
+            return any(walk(x) for x in v)
+        if isinstance(v, dict):
+            return any(walk(x) for x in v.values())
+        return False
+
+    return any(walk(v) for v in kwargs.values())
+
+
+def _cases():
+    out = []
+    for e in all_entries():
+        if e.kind == "function" and _has_tensor(e.raw["kwargs"]):
+            out.append(pytest.param(e, "call", id=e.id))
+        elif e.kind == "estimator":
+            for m, kw in e.raw["methods"].items():
+                if _has_tensor(kw):
+                    out.append(pytest.param(e, m, id=f"{e.id}.{m}"))
+    return out
+
+
+CASES = _cases()
+
+
+def _call(entry, where):
+    if where == "call":
+        return entry.raw["call"](**copy.deepcopy(entry.raw["kwargs"]))
+    est = fitted(entry)
+    return getattr(est, where)(**copy.deepcopy(entry.raw["methods"][where]))
+
+
+def _floats(out):
+    if isinstance(out, torch.Tensor):
+        return [out] if out.is_floating_point() else []
+    if isinstance(out, list | tuple):
+        return [t for x in out for t in _floats(x)]
+    if isinstance(out, dict):
+        return [t for x in out.values() for t in _floats(x)]
+    return [t for x in vars(out).values() for t in _floats(x)] if hasattr(out, "__dict__") else []
+
+
+@pytest.mark.parametrize("entry, where", CASES)
+def test_follows_the_inputs_device(entry, where) -> None:
+    if entry.id in CPU_ONLY:
+        pytest.skip(CPU_ONLY[entry.id])
+    if where != "call":
+        fitted(entry)  # fit (and cache) outside the meta context
+    try:
+        with torch.device("meta"):
+            out = _call(entry, where)
+    except RuntimeError as exc:
+        if "meta" in str(exc):
+            raise AssertionError(
+                f"{entry.id} creates a tensor without its inputs' device ({exc})"
+            ) from exc
+        raise
+    for t in _floats(out):
+        assert t.device.type == "cpu", f"{entry.id} returned a tensor on {t.device}"
+
+
+@pytest.mark.parametrize("entry, where", CASES)
+def test_bf16_autocast_stays_finite(entry, where) -> None:
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = _call(entry, where)
+    for t in _floats(out):
+        assert torch.isfinite(t.detach().float()).all(), f"{entry.id}: non-finite under bf16"
