@@ -142,97 +142,31 @@ def build_official(models, A, S, N, W, d, seed):
     return off
 
 
-def map_weights(off, ours: EARTH) -> dict[str, str]:
-    """Copy the official weights into ours; returns ours-name -> official source."""
+def map_weights(off, ours: EARTH) -> None:
+    """Copy the official weights into ours: the one-to-one pairs of :func:`_grad_pairs`, their
+    biases, the gate bias, and ``o_proj`` as the product of the reference's two maps."""
     f, g = off.vector_field_f, off.vector_field_g
-    src: dict[str, str] = {}
-    L = ours.layout  # h, z, s, i, r
+    fld, L, d = ours.field, ours.layout, ours.hidden
+    ca = off.multi_view_fusion.cross_attention
+    biases = [(ours.initial.bias[L[c] * d : (L[c] + 1) * d], getattr(off, f"initial_{c}").bias)
+              for c in ("h", "z", "s", "i", "r")]  # fmt: skip
+    biases += [(fld.mat_bias[k], getattr(g, f"linear_out_{c}").bias)
+               for k, c in enumerate(("z", "s", "i", "r"))]  # fmt: skip
+    biases += [(getattr(ours, f"{p}_proj").bias, getattr(ca, f"{p}_proj").bias) for p in "qkv"]
+    biases += [
+        (fld.f_in.bias, f.linear_in.bias), (fld.f_out.bias, f.linear_out.bias),
+        (fld.trend_in.bias, g.linear_in.bias), (fld.graph.w1.bias, g.graph_gen.linear1.bias),
+        (fld.graph.w2.bias, g.graph_gen.linear2.bias), (fld.graph.gate_bias, g.wb.reshape(())),
+        (ours.out.bias, off.final_project[0].bias), (ours.ar.bias, off.residual.bias),
+    ]  # fmt: skip
+    fc = off.multi_view_fusion.fc  # the reference applies out_proj, then fc: one Linear here
     with torch.no_grad():
-
-        def put(dst: torch.Tensor, value: torch.Tensor, name: str, origin: str):
-            dst.copy_(value)
-            src[name] = origin
-
-        for c in ("h", "z", "s", "i", "r"):
-            lin = getattr(off, f"initial_{c}")
-            d = ours.hidden
-            put(ours.initial.weight[L[c] * d : (L[c] + 1) * d], lin.weight,
-                "initial.weight", "initial_{h,z,s,i,r}.weight")  # fmt: skip
-            put(ours.initial.bias[L[c] * d : (L[c] + 1) * d], lin.bias,
-                "initial.bias", "initial_{h,z,s,i,r}.bias")  # fmt: skip
-        fld = ours.field
-        put(fld.f_in.weight, f.linear_in.weight, "field.f_in.weight", "FinalTanh_f.linear_in")
-        put(fld.f_in.bias, f.linear_in.bias, "field.f_in.bias", "FinalTanh_f.linear_in")
-        put(fld.f_out.weight, f.linear_out.weight, "field.f_out.weight", "FinalTanh_f.linear_out")
-        put(fld.f_out.bias, f.linear_out.bias, "field.f_out.bias", "FinalTanh_f.linear_out")
-        for k, c in enumerate(("z", "s", "i", "r")):
-            lin = getattr(g, f"linear_out_{c}")
-            put(
-                fld.mat_weight[k],
-                lin.weight.t(),
-                "field.mat_weight",
-                "VectorField_g.linear_out_{z,s,i,r}",
-            )
-            put(fld.mat_bias[k], lin.bias, "field.mat_bias", "VectorField_g.linear_out_{z,s,i,r}")
-        put(
-            fld.trend_in.weight,
-            g.linear_in.weight,
-            "field.trend_in.weight",
-            "VectorField_g.linear_in",
-        )
-        put(fld.trend_in.bias, g.linear_in.bias, "field.trend_in.bias", "VectorField_g.linear_in")
-        put(
-            fld.trend_mix.weight,
-            g.weight.t(),
-            "field.trend_mix.weight",
-            "VectorField_g.weight (agc)",
-        )
-        gl = fld.graph
-        put(
-            gl.w1.weight,
-            g.graph_gen.linear1.weight,
-            "field.graph.w1.weight",
-            "GraphLearner.linear1",
-        )
-        put(gl.w1.bias, g.graph_gen.linear1.bias, "field.graph.w1.bias", "GraphLearner.linear1")
-        put(
-            gl.w2.weight,
-            g.graph_gen.linear2.weight,
-            "field.graph.w2.weight",
-            "GraphLearner.linear2",
-        )
-        put(gl.w2.bias, g.graph_gen.linear2.bias, "field.graph.w2.bias", "GraphLearner.linear2")
-        put(gl.gate_weight, g.Wb, "field.graph.gate_weight", "VectorField_g.Wb")
-        put(gl.gate_bias, g.wb.reshape(()), "field.graph.gate_bias", "VectorField_g.wb")
-        put(fld.phi.weight, g.sir.weight_i.t(), "field.phi.weight", "SIRLayer.weight_i")
-        put(fld.psi.weight, g.sir.weight_r.t(), "field.psi.weight", "SIRLayer.weight_r")
-        ca = off.multi_view_fusion.cross_attention
-        for p in ("q", "k", "v"):
-            proj = getattr(ca, f"{p}_proj")
-            put(
-                getattr(ours, f"{p}_proj").weight,
-                proj.weight,
-                f"{p}_proj.weight",
-                f"CrossAttention.{p}_proj",
-            )
-            put(
-                getattr(ours, f"{p}_proj").bias,
-                proj.bias,
-                f"{p}_proj.bias",
-                f"CrossAttention.{p}_proj",
-            )
-        # the reference applies out_proj then MultiViewFusion.fc: one Linear here
-        fc = off.multi_view_fusion.fc
-        put(ours.o_proj.weight, fc.weight @ ca.out_proj.weight, "o_proj.weight",
-            "MultiViewFusion.fc @ CrossAttention.out_proj")  # fmt: skip
-        put(ours.o_proj.bias, fc.weight @ ca.out_proj.bias + fc.bias, "o_proj.bias",
-            "MultiViewFusion.fc @ CrossAttention.out_proj")  # fmt: skip
-        fp = off.final_project[0]
-        put(ours.out.weight, fp.weight, "out.weight", "final_project")
-        put(ours.out.bias, fp.bias, "out.bias", "final_project")
-        put(ours.ar.weight, off.residual.weight, "ar.weight", "residual")
-        put(ours.ar.bias, off.residual.bias, "ar.bias", "residual")
-    return src
+        for _, dst, src in _grad_pairs(off, ours)(lambda p: p):
+            dst.copy_(src)
+        for dst, src in biases:
+            dst.copy_(src)
+        ours.o_proj.weight.copy_(fc.weight @ ca.out_proj.weight)
+        ours.o_proj.bias.copy_(fc.weight @ ca.out_proj.bias + fc.bias)
 
 
 def set_dropout_zero(off, ours: EARTH) -> None:

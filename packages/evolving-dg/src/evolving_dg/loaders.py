@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import numbers
 import pickle
@@ -299,15 +300,17 @@ class _ArrayUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str):
         if (module, name) in _PICKLE_OK:
-            mod = (
-                module.replace("numpy.core", "numpy._core")
-                if module.startswith("numpy.core")
-                else module
-            )
-            return getattr(__import__(mod, fromlist=[name]), name)
-        raise pickle.UnpicklingError(
-            f"refusing to load {module}.{name}: only numpy arrays are read"
-        )
+            # numpy 2 renamed numpy.core to numpy._core: accept either spelling under either
+            if "numpy._core" in module:
+                other = module.replace("numpy._core", "numpy.core")
+            else:
+                other = module.replace("numpy.core", "numpy._core")
+            for mod in (module, other):
+                try:
+                    return getattr(importlib.import_module(mod), name)
+                except (ImportError, AttributeError):
+                    continue
+        raise _Refused(f"refusing to load {module}.{name}: only numpy arrays are read")
 
 
 def load_domain_pickle(path, split: tuple[int, int, int] | None = None,
