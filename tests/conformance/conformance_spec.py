@@ -25,7 +25,12 @@ row permutation of the first ``rows`` group, ``"invariant"``: they do not change
 ``deterministic`` (default True); ``min_rows`` (inputs with fewer rows must be rejected; an int,
 or ``{first key of a rows group: n}``, default 1);
 ``known`` (``[{kwargs, check, why}]`` known-answer cases: ``check(output)`` must hold, or, with
-``raises``, the call must raise a named error).
+``raises``, the call must raise a named error); ``grid`` (``{option: [values]}``: the documented
+options that change computation, constructor keywords for an estimator and keywords for a
+function; every value is a grid point, one option changed at a time from the example, and each
+point is held to determinism, no mutation, row order and pickling; a value given as
+``{"grid_value": v, **keys}`` also replaces those entry keys, e.g. the example data a setting
+needs or the ``order`` its outputs have).
 
 Contract (checked by ``tests/conformance/test_conformance.py``): every bad input raises a
 ``ValueError`` or ``TypeError`` whose message names the offending argument, or returns a finite
@@ -141,6 +146,7 @@ COMMON = {
     "known",
     "why",
     "output",
+    "grid",
 }
 
 
@@ -179,11 +185,56 @@ def parse(package: str, raw: Mapping[str, Any]) -> Entry:
         deterministic=raw.get("deterministic", True),
         min_rows=raw.get("min_rows", 1),
     )
+    grid = raw.get("grid") or {}
+    if kind == "loader" and grid:
+        raise ValueError(f"{package}:{raw['name']}: a loader entry has no option grid")
+    if grid:
+        import inspect
+
+        fn = raw["cls"] if kind == "estimator" else raw["call"]
+        known = inspect.signature(fn).parameters
+        for option, values in grid.items():
+            if option not in known:
+                raise ValueError(
+                    f"{package}:{raw['name']}: grid option {option!r} is not a keyword"
+                )
+            if not isinstance(values, list | tuple) or not values:
+                raise ValueError(f"{package}:{raw['name']}: grid option {option!r} needs values")
     if kind != "loader":
         for key in arrays:
             if arg_name(key) not in entry.example(entry.where(key)):
                 raise ValueError(f"{package}:{entry.name}: no example value for array {key!r}")
     return entry
+
+
+def grid_points(entry: Entry) -> list[Entry]:
+    """One derived entry per grid value (``name[option=value]``), the example's other keywords
+    kept; a value equal to the example's own is skipped (the plain entry covers it)."""
+    out = []
+    for option, values in (entry.raw.get("grid") or {}).items():
+        key = "init" if entry.kind == "estimator" else "kwargs"
+        base = entry.raw.get(key, {})
+        fn = entry.raw["cls"] if entry.kind == "estimator" else entry.raw["call"]
+        import inspect
+
+        current = base.get(option, inspect.signature(fn).parameters[option].default)
+        for value in values:
+            extra = {}
+            if isinstance(value, Mapping) and "grid_value" in value:
+                extra = {k: v for k, v in value.items() if k != "grid_value"}
+                value = value["grid_value"]
+            if type(current) is type(value) and same(current, value):
+                continue
+            name = f"{entry.name}[{option}={value!r}]"
+            raw = {**entry.raw, **extra, "name": name}
+            raw[key] = {**raw.get(key, {}), option: value}
+            out.append(
+                dataclasses.replace(
+                    entry, name=name, raw=raw, order=raw.get("order"),
+                    rows=[list(g) for g in raw.get("rows") or []],
+                )
+            )  # fmt: skip
+    return out
 
 
 def arg_name(key: str) -> str:

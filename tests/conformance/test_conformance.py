@@ -22,6 +22,7 @@ from conformance_spec import (
     expect_named,
     expect_named_or_finite,
     fitted,
+    grid_points,
     invoke,
     is_array,
     like,
@@ -334,6 +335,10 @@ def test_valid_example_is_finite_and_deterministic(entry: Entry) -> None:
 @SETTINGS
 @given(data=st.data())
 def test_row_order(entry: Entry, data) -> None:
+    _check_row_order(entry, data)
+
+
+def _check_row_order(entry: Entry, data) -> None:
     group = next(g for g in entry.rows if _group_where(entry, g) != "fit")
     where = _group_where(entry, group)
     names = [arg_name(k) for k in group]
@@ -435,6 +440,40 @@ def test_known_answers(entry: Entry, i: int) -> None:
         raise ContractError(f"{entry.id}: {why}: raised {outcome.error!r}")
     if not case["check"](outcome.value):
         raise ContractError(f"{entry.id}: {why}: the output is wrong")
+
+
+# ---------------------------------------------------------------------------- option grid
+# Every documented option that changes computation gets the behaviour checks the defaults get:
+# a silent wrong answer hides in a non-default setting as easily as in the default one.
+
+GRID = [p for e in CALLABLE for p in grid_points(e)]
+
+
+@pytest.mark.parametrize("entry", [pytest.param(p, id=p.id) for p in GRID])
+def test_grid_point_is_finite_and_deterministic(entry: Entry) -> None:
+    test_valid_example_is_finite_and_deterministic(entry)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        pytest.param(p, id=p.id)
+        for p in GRID
+        if p.order and any(_group_where(p, g) != "fit" for g in p.rows)
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_grid_point_row_order(entry: Entry, data) -> None:
+    _check_row_order(entry, data)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [pytest.param(p, id=p.id) for p in GRID if p.kind == "estimator" and p.raw.get("pickle", True)],
+)
+def test_grid_point_pickle_round_trip(entry: Entry) -> None:
+    check_pickle(entry)
 
 
 # ---------------------------------------------------------------------------- loaders

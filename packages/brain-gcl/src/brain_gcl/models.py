@@ -255,7 +255,16 @@ class CIAGCL(_SubgraphMixin, GIN):
     def _environments(self, graphs, y, sites):
         if self.invariance != "inferred":
             return None
-        return infer_environments(graphs, y, random_state=self.random_state)
+        # five cross-fitted folds as in the paper, fewer when a class is smaller than five
+        smallest = int(np.bincount(np.asarray(y)).min())
+        if smallest < 2:
+            raise ValueError(
+                f"invariance='inferred' cross-fits environments and needs >= 2 subjects per "
+                f"class of y, got {smallest}"
+            )
+        return infer_environments(
+            graphs, y, n_splits=min(5, smallest), random_state=self.random_state
+        )
 
     def _loss(self, net, X, A, y, sites, gen, env=None):
         _, hard, st = self._masks(net, X, A)

@@ -155,6 +155,23 @@ def entries() -> list[dict]:
             ],
         },
     ]
+    GRIDS = {
+        "CAROTS": {
+            "encoder": ["gru", "mlp"],
+            "noise_step": ["last"],
+            "bias_unit": ["standardized"],
+            "use_cpa": [False],
+            "use_cda": [False],
+            "score": ["cl", "cd"],
+            "combine": ["validated"],
+            "score_type": ["cos"],
+            "cd_reduce": ["mean", "last"],
+            "nan_policy": ["ffill"],
+        },
+        "VARResidual": {"reduce": ["mean", "last"], "nan_policy": ["ffill"]},
+        "IsolationForestWindows": {"nan_policy": ["ffill"]},
+        "PCAReconstruction": {"nan_policy": ["ffill"]},
+    }
     for cls, init, params in (
         (
             CAROTS,
@@ -183,6 +200,7 @@ def entries() -> list[dict]:
                 "params": params,
                 "sklearn": True,
                 "expected_failed": CAROTS_SKIPS if cls is CAROTS else WINDOWED,
+                "grid": GRIDS.get(cls.__name__, {}),
             }
         )
     out.append(

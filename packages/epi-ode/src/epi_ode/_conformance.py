@@ -56,7 +56,8 @@ def entries() -> list[dict]:
          "params": {"window": {"type": "int", "bad": [3, 0]},
                     "horizon": {"type": "int", "bad": [0]},
                     "alpha": {"type": "float", "bad": [-1.0, float("nan")]},
-                    "output": {"type": "str", "bad": ["path"]}}, **common},
+                    "output": {"type": "str", "bad": ["path"]}},
+         "grid": {"output": ["trajectory"]}, **common},
         {"name": "Persistence", "kind": "estimator", "cls": Persistence,
          "init": {"window": 8, "horizon": 2}, **common},
         {"name": "GRUForecaster", "kind": "estimator", "cls": GRUForecaster,
@@ -70,7 +71,12 @@ def entries() -> list[dict]:
          "params": {"heads": {"type": "int", "bad": [3]},
                     "dropout": {"type": "float", "bad": [1.0, -0.1]},
                     "rtol": {"type": "float", "bad": [0.0]},
-                    "solver": {"type": "str", "bad": ["rk45"]}}, **common},
+                    "solver": {"type": "str", "bad": ["rk45"]}},
+         "grid": {"dtw_keep": ["farthest"], "infection": ["mass_action"], "use_eano": [False],
+                  "use_gltg": [False], "use_cross_attention": [False],
+                  "solver": ["euler", "midpoint", "dopri5"], "time_channel": [False],
+                  "ar_source": ["time"], "persistence_init": [False], "output": ["direct"],
+                  "sir_bias": [False]}, **common},
     ]  # fmt: skip
     out.append(
         {

@@ -45,6 +45,14 @@ def entries() -> list[dict]:
     X = tgt[0][0]
     fast = {"epochs": 1, "iters_per_epoch": 3, "width": 16, "batch_per_domain": 8}
     out = []
+    GRIDS = {
+        "SYNC": {"use_mi": [False], "use_static_causal": [False], "use_dynamic_causal": [False],
+                 "sigma_param": ["consistent"], "causal_grad": ["encoder"],
+                 "static_head_act": [False], "exclude_same_index": [False],
+                 "transductive": [False], "arch": ["reference"]},
+        "LSSAE": {"sigma_param": ["consistent"], "static_head_act": [False],
+                  "transductive": [False], "arch": ["reference"]},
+    }  # fmt: skip
     for cls, extra, params in (
         (edg.ERM, {}, {"lr": {"type": "float", "bad": [0.0, -1.0, float("nan")]},
                        "epochs": {"type": "int", "bad": [0]}}),
@@ -68,6 +76,7 @@ def entries() -> list[dict]:
                 "rows": [["predict_proba:X"]],
                 "order": "equivariant",
                 "params": params,
+                "grid": GRIDS.get(cls.__name__, {}),
             }
         )
     out.append(

@@ -55,6 +55,7 @@ def entries() -> list[dict]:
             "call": count_automorphisms,
             "kwargs": {"graph": c4},
             "params": {**attr_params, "backend": {"type": "str", "bad": ["bliss"]}},
+            "grid": {"backend": ["igraph", "nauty", "networkx"]},
             "known": [
                 {"kwargs": {}, "check": lambda out: out == 8, "why": "|Aut(C4)| = 8"},
                 {
@@ -74,6 +75,7 @@ def entries() -> list[dict]:
             "call": log_count_automorphisms,
             "kwargs": {"graph": c4},
             "params": attr_params,
+            "grid": {"backend": ["igraph", "nauty", "networkx"]},
         },
         {
             "name": "wl_automorphism_bound",

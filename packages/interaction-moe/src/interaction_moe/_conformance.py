@@ -46,6 +46,27 @@ def entries() -> list[dict]:
             "init": fast,
             "fit": {"X": xs, "y": y},
             "not_sklearn": "X is a list of per-modality arrays, not one 2-D feature matrix",
+            "grid": {
+                "backbone": ["late", "lrtf", "transformer"],
+                "encoder": [
+                    {
+                        "grid_value": "gru",  # over (n, T, d) token sequences
+                        "fit": {"X": [np.repeat(x[:, None], 3, 1) for x in xs], "y": y},
+                        "methods": {
+                            "predict_proba": {"X": [np.repeat(x[:, None], 3, 1) for x in xt]},
+                            "predict": {"X": [np.repeat(x[:, None], 3, 1) for x in xt]},
+                        },
+                        "known": [],
+                    }
+                ],
+                "moe": [False],
+                "perturbation": ["zero", "mean", "permute"],
+                "reweighting": ["global"],
+                "interaction_loss": [False],
+                "specialize": [True],
+                "independent_init": [True],
+                "standardize": [False],
+            },
             "methods": {"predict_proba": {"X": xt}, "predict": {"X": xt}},
             "arrays": {"y": {"kind": "labels", "ndim": 1}},
             "params": {

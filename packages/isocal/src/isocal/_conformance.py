@@ -96,6 +96,11 @@ def entries() -> list[dict]:
                 "rows": [["predict_proba:probs"], ["probs", "y"]],
                 "order": "equivariant",
                 "params": params,
+                "grid": {"inputs": ["logits"]}
+                if cls in (TemperatureScaling, VectorScaling, MatrixScaling)
+                else {"strategy": ["quantile"]}
+                if cls is HistogramBinningCalibrator
+                else {},
             }
         )
     rng = np.random.default_rng(0)
@@ -125,6 +130,7 @@ def entries() -> list[dict]:
                     "method": {"type": "str", "bad": ["sigmoid-ish"]},
                 },
                 "sklearn": True,
+                "grid": {"ensemble": [False]},
                 "expected_failed": {}
                 if method != "nafir"
                 else {

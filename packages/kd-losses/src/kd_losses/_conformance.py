@@ -45,6 +45,11 @@ def entries() -> list[dict]:
                     "temperature": {"type": "float", "bad": [0.0, -1.0, float("inf")]},
                     "reduction": {"type": "str", "bad": ["batchmean"], "good": "mean"},
                 },
+                "grid": {
+                    # per-token losses follow the tokens' order
+                    "reduction": [{"grid_value": "none", "order": "equivariant"}, "sum"],
+                    **({"detach_weights": [False]} if fn is K.adaptive_kl else {}),
+                },
             }
         )
     out.append(
@@ -70,6 +75,11 @@ def entries() -> list[dict]:
                 "chunk_size": {"type": "int", "bad": [0, -2], "good": 4},
                 "loss": {"type": "str", "bad": ["kl"]},
                 "temperature": {"type": "float", "bad": [0.0]},
+            },
+            "grid": {
+                "loss": ["fkl", "rkl", "jsd", "tvd", "skl", "srkl", "akl"],
+                "reduction": ["sum"],
+                "chunk_size": [2],
             },
             "known": [
                 {

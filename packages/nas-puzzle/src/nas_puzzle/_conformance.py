@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+import nas_puzzle as npz
 from nas_puzzle import DecoderConfig, HeteroDecoder, kl_to_parent, normalized_mse_loss
 
 CFG = DecoderConfig(vocab_size=32, d_model=16, n_layers=2, n_heads=2, n_kv_heads=1, head_dim=8,
@@ -37,10 +38,112 @@ def _nmse(input, target):
     return normalized_mse_loss(torch.as_tensor(input), torch.as_tensor(target)).item()
 
 
+def _llama(**overrides):
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16,
+        attention_bias=False, **overrides,
+    )  # fmt: skip
+    return transformers.LlamaForCausalLM(cfg).eval()
+
+
+_HF: dict = {}
+
+
+def _from_hf(tokens):
+    """Logits of the parent ``from_hf`` reads out of a tiny random LlamaForCausalLM."""
+    if "parent" not in _HF:
+        _HF["llama"] = _llama()
+        _HF["parent"] = npz.from_hf(_HF["llama"])
+    with torch.no_grad():
+        return _HF["parent"](torch.as_tensor(tokens))[0].numpy()
+
+
+def _llama_logits(tokens):
+    _from_hf(tokens[:1])
+    with torch.no_grad():
+        return _HF["llama"](torch.as_tensor(tokens)).logits.numpy()
+
+
+def _child():
+    torch.manual_seed(1)
+    blocks = [npz.BlockConfig.from_name("gqa1/ffn16"), npz.BlockConfig.from_name("linear/noop")]
+    return HeteroDecoder(CFG, blocks).eval()
+
+
+def _write_child(folder):
+    path = folder / "child"
+    npz.to_hf(_child()).save_pretrained(path)
+    return path
+
+
+def _read_hf(path):
+    import transformers
+
+    return transformers.AutoModelForCausalLM.from_pretrained(path).eval()
+
+
+_TOKS = torch.arange(20).reshape(2, 10) % 32
+
+
+def _same_logits(a, b) -> bool:
+    with torch.no_grad():
+        return bool(torch.allclose(a(_TOKS).logits, b(_TOKS).logits, atol=1e-6))
+
+
+def _check_child(model) -> None:
+    with torch.no_grad():
+        diff = (model(_TOKS).logits - _child()(_TOKS)[0]).abs().max().item()
+    assert diff < 1e-5, f"reloaded child's logits differ from the HeteroDecoder's by {diff}"
+
+
+def _export_hf(model, folder):
+    model.save_pretrained(folder)
+    return folder
+
+
+def _safetensors_error():
+    from safetensors import SafetensorError
+
+    return SafetensorError
+
+
+def _drop(name):
+    return lambda path: (path / name).unlink()
+
+
+def _truncate(name):
+    def go(path):
+        data = (path / name).read_bytes()
+        (path / name).write_bytes(data[: len(data) // 2])
+
+    return go
+
+
+def _puzzle(data, val_data, seed=0):
+    """The chained driver end to end on a tiny parent: the realized child's logits."""
+    torch.manual_seed(0)
+    parent = HeteroDecoder(CFG).eval()
+    space = npz.SearchSpace.paper_default(CFG, ffn_ratios=(1.0, 0.5), round_to=8)
+    space = space.restrict(attention=["gqa1", "noop"], ffn=["ffn16", "noop"])
+    pz = npz.Puzzle(parent, space, data=data, val_data=val_data, seed=seed,
+                    scenario=npz.Scenario(batch_sizes=(1,), prefill_len=8, decode_len=8))  # fmt: skip
+    pz.build_library(steps=2, batch_size=2, seq_len=8).score(max_windows=2, seq_len=8).measure()
+    full = pz.costs.model_totals([0] * CFG.n_layers, 1)
+    pz.search(npz.Constraints(memory_max_bytes=0.8 * full["memory_bytes"])).realize()
+    with torch.no_grad():
+        return pz.child(_TOKS)[0].numpy()
+
+
 def entries() -> list[dict]:
     rng = np.random.default_rng(0)
     toks = rng.integers(0, 32, size=(3, 10))
     a, b = rng.normal(size=(6, 32)).astype(np.float32), rng.normal(size=(6, 32)).astype(np.float32)
+    corpus = npz.split_tokens(npz.toy_corpus(1_500, seed=1))
+    corpus = [torch.as_tensor(c) % CFG.vocab_size for c in corpus]  # byte ids into the vocabulary
     return [
         {"name": "HeteroDecoder.forward", "call": _logits, "kwargs": {"tokens": toks},
          "arrays": {"tokens": {"kind": "labels", "ndim": 2}}, "rows": [["tokens"]],
@@ -58,4 +161,22 @@ def entries() -> list[dict]:
          "rows": [["input", "target"]], "order": "invariant",
          "known": [{"kwargs": {"input": np.zeros((2, 4), np.float32), "target": np.ones((2, 4), np.float32)},
                     "check": lambda v: abs(v - 1.0) < 1e-6, "why": "||0 - t||^2 / ||t||^2 = 1"}]},
+        {"name": "from_hf", "call": _from_hf, "kwargs": {"tokens": toks},
+         "arrays": {"tokens": {"kind": "labels", "ndim": 2}}, "rows": [["tokens"]],
+         "order": "equivariant",
+         "known": [{"kwargs": {"tokens": toks},
+                    "check": lambda out: np.abs(out - _llama_logits(toks)).max() < 1e-5,
+                    "why": "the parent gives the LlamaForCausalLM's logits"},
+                   {"kwargs": {"tokens": np.array([[1, 70]])}, "raises": ["tokens"],
+                    "why": "a token id outside the vocabulary"}]},
+        {"name": "to_hf", "kind": "loader", "write": _write_child, "read": _read_hf,
+         "check": _check_child, "export": _export_hf, "same": _same_logits,
+         "corrupt": [("no-config", _drop("config.json")),
+                     ("no-weights", _drop("model.safetensors")),
+                     ("truncated-weights", _truncate("model.safetensors"))],
+         "errors": (ValueError, OSError, _safetensors_error())},
+        {"name": "Puzzle", "call": _puzzle, "kwargs": {"data": corpus[0], "val_data": corpus[1]},
+         "arrays": {"data": {"kind": "labels", "ndim": 1}, "val_data": {"kind": "labels", "ndim": 1}},
+         "rows": [["data"], ["val_data"]], "min_rows": 20,
+         "params": {"seed": {"type": "int", "bad": [True]}}},
     ]  # fmt: skip

@@ -6,11 +6,14 @@ can be re-run for any new scenario or budget ("train once, adapt on demand").
 
 from __future__ import annotations
 
+import numbers
+
 from torch import Tensor
 
 from nas_puzzle.assemble import realize
 from nas_puzzle.bld import BlockLibrary, build_library
 from nas_puzzle.cost import CostTable, Scenario, estimate
+from nas_puzzle.data import as_tokens
 from nas_puzzle.gkd import uptrain
 from nas_puzzle.mip import Constraints, Solution, solve, sweep_batch_sizes
 from nas_puzzle.model import HeteroDecoder
@@ -56,6 +59,13 @@ class Puzzle:
             raise TypeError(f"parent must be a HeteroDecoder, got {type(parent).__name__}")
         if data is None or val_data is None:
             raise ValueError("data and val_data are required")
+        for name, toks in (("data", data), ("val_data", val_data)):
+            n = as_tokens(toks, name).numel()  # names the argument: dtype, ndim, empty
+            if n < 2:
+                raise ValueError(f"{name} holds {n} token: next-token scoring needs at least 2")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        seed = int(seed)
         self.parent = parent
         self.space = space or SearchSpace.paper_default(parent.cfg)
         half = parent.cfg.max_seq_len // 2

@@ -78,6 +78,9 @@ def entries() -> list[dict]:
                     "local_window": {"type": "int", "bad": [0]},
                     "backend": {"type": "str", "bad": ["cuda-only"]},
                     "gqa_pooling": {"type": "str", "bad": ["mean"]}},
+         "grid": {"backend": ["blocksparse", "flex", "torch", "reference"],
+                  "gqa_pooling": ["shared"], "window_rule": ["paper"],
+                  "return_stats": [True]},
          "known": [{"kwargs": {**qkv, "group_size": 4, "local_window": 8},
                     "check": lambda out: torch.allclose(out, ref, atol=1e-10),
                     "why": "equals the naive per-query CCA of the paper's Eqs. 1-4"}]},
@@ -87,6 +90,7 @@ def entries() -> list[dict]:
          "params": {"region_size": {"type": "int", "bad": [0]},
                     "top_k": {"type": "int", "bad": [0]},
                     "score": {"type": "str", "bad": ["max"]}},
+         "grid": {"include_own_region": [False], "return_stats": [True]},
          "known": [{"kwargs": {**qkv, "region_size": 8, "top_k": 5},
                     "check": lambda out: torch.allclose(
                         out, dense_attention(q, k, v, is_causal=False), atol=1e-10),

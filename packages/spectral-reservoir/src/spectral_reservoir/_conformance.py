@@ -51,6 +51,12 @@ def entries() -> list[dict]:
             "order": "equivariant",
             "min_rows": {"X": 2},
             "params": params,
+            "grid": {
+                "bidirectional": [False],
+                "period_mode": ["base", "all-50"],
+                "period_source": ["first"],
+                "normalize": ["offset", "series", False],
+            },
             "known": [
                 {
                     "kwargs": {"X": X + 1e6},
@@ -75,6 +81,7 @@ def entries() -> list[dict]:
             "rows": [["transform:X"], ["X"]],
             "order": "equivariant",
             "params": {"top_k": {"type": "int", "bad": [0]}},
+            "grid": {"bidirectional": [False], "normalize": ["series", False]},
         },
         {
             "name": "extract_periods",
@@ -83,5 +90,6 @@ def entries() -> list[dict]:
             "arrays": {"X": {"kind": "float", "ndim": (2, 3)}},
             "rows": [["X"]],
             "params": {"mode": {"type": "str", "bad": ["nope"]}},
+            "grid": {"mode": ["extended-100", "all-50"], "wavelet": ["haar", "sym5"]},
         },
     ]

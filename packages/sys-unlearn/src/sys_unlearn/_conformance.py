@@ -32,6 +32,12 @@ _BINARY_ONLY = {
 }
 
 
+def init_keys(cls) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(cls).parameters)
+
+
 def entries() -> list[dict]:
     X, y = make_margin_stream(300, 5, margin=0.05, random_state=0)
     X_test, _ = make_margin_stream(40, 5, margin=0.05, random_state=1)
@@ -78,6 +84,7 @@ def entries() -> list[dict]:
                 "params": params,
                 "sklearn": True,
                 "expected_failed": _BINARY_ONLY.get(cls.__name__, {}),
+                "grid": {"fit_intercept": [False]} if "fit_intercept" in init_keys(cls) else {},
             }
         )
     out.append(

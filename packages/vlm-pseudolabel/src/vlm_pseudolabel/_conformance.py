@@ -56,6 +56,22 @@ def _mismatch(X, text_features):
     return np.asarray(detect_mismatch(X, text_features, t=1, n_init=1)[0])
 
 
+def _coop_point() -> dict:
+    """prompt='coop' learns context tokens through a CLIP text tower: a tiny random one."""
+    import tempfile
+
+    from vlm_pseudolabel.backbones import HFCLIPBackbone, encode_task
+    from vlm_pseudolabel.testing import tiny_hf_clip
+
+    bb = HFCLIPBackbone(*tiny_hf_clip(tempfile.mkdtemp(prefix="aware-ml-clip-")))
+    imgs = torch.rand(30, 3, 32, 32, generator=torch.Generator().manual_seed(3))
+    task = encode_task(bb, imgs[:20], imgs[20:], np.arange(10) % 3, ["cat", "dog", "car"],
+                       templates=("a photo of a {}.",))  # fmt: skip
+    X = task.X_test
+    return {"grid_value": "coop", "fit": {"task": task}, "known": [],
+            "methods": {"predict_proba": {"X": X}, "predict": {"X": X}}}  # fmt: skip
+
+
 def entries() -> list[dict]:
     task = _task()
     rng = np.random.default_rng(0)
@@ -161,6 +177,16 @@ def entries() -> list[dict]:
             "init": FAST,
             "fit": {"task": task},
             "not_sklearn": "fit(task) takes a zero-shot task (class text embeddings, unlabeled images)",
+            "grid": {
+                "delta": ["linear"],
+                "prompt": ["class_offset", "linear_probe", _coop_point()],
+                "removal": ["reference"],
+                "fill": ["reference"],
+                "use_alignment": [False],
+                "use_margin": [False],
+                "independent_adapters": [False],
+                "alignment_gate": [True],
+            },
             "methods": {"predict_proba": {"X": X}, "predict": {"X": X}},
             "arrays": {"predict_proba:X": {"kind": "float", "ndim": 2}},
             "rows": [["predict_proba:X"]],
