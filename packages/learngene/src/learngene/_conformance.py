@@ -99,12 +99,125 @@ def _drop_classifier(path):
               path / "model.safetensors")  # fmt: skip
 
 
+_TAL: dict = {}
+TAL_KW = dict(hid=8, layers=1, heads=2, lora_r=2, max_shape=16, task_dim=4, c_max=64, verbose=0)
+TAL_SPEC = ViTSpec(depth=1, width=8, heads=2, mlp_ratio=2, patch=4, img=8, in_chans=3)
+
+
+def _tal(use_tsl=True, scale="timm", standardize_embeddings=True):
+    """A TAL after one step of each stage on tiny generated tasks (cached per setting)."""
+    from learngene import TAL, ViTSpace, make_mini_decathlon, make_proxy_task
+
+    key = (use_tsl, scale, standardize_embeddings)
+    if key not in _TAL:
+        torch.set_num_threads(1)
+        proxy = make_proxy_task(0, n_per_class=1, n_test_per_class=1)
+        tasks = make_mini_decathlon(0, n_train=8, n_test=4)
+        tasks = {k: tasks[k] for k in ("shapes", "counting")}
+        space = ViTSpace(depth=(1, 1), width=(8,), heads=(2,))
+        emb = {k: np.random.default_rng(i).normal(size=4) for i, k in enumerate(tasks)}
+        tal = TAL(**TAL_KW, use_tsl=use_tsl, scale=scale,
+                  standardize_embeddings=standardize_embeddings)  # fmt: skip
+        tal.fit_stage1(proxy, None, space, steps=1, meta_batch=1, batch_size=4, kd_alpha=0.0)
+        tal.fit_stage2(tasks, emb, space, steps=1, meta_batch=1, batch_size=4)
+        _TAL[key] = tal
+    return _TAL[key]
+
+
+_X3 = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+
+
+def _tal_predict(task_emb, n_classes=3, use_tsl=True, scale="timm", standardize_embeddings=True):
+    """Logits of the network TAL.predict initialises for ``task_emb`` on fixed images."""
+    tal = _tal(use_tsl, scale, standardize_embeddings)
+    net = tal.predict(TAL_SPEC, task_emb, n_classes)
+    with torch.no_grad():
+        return net(_X3).numpy()
+
+
+def _tal_write(folder):
+    path = folder / "tal.pt"
+    _tal().save(path)
+    return path
+
+
+def _tal_read(path):
+    from learngene import TAL
+
+    return TAL.load(path)
+
+
+def _tal_same(a, b) -> bool:
+    e = np.linspace(-1, 1, 4)
+    pa, pb = a.predict_parameters(TAL_SPEC, e, 3), b.predict_parameters(TAL_SPEC, e, 3)
+    return pa.keys() == pb.keys() and all(torch.equal(pa[k], pb[k]) for k in pa)
+
+
+def _tal_export(tal, folder):
+    folder.mkdir(exist_ok=True)
+    tal.save(folder / "again.pt")
+    return folder / "again.pt"
+
+
+def _timm_vit(**overrides):
+    from timm.models.vision_transformer import VisionTransformer
+
+    torch.manual_seed(0)
+    kw = dict(img_size=8, patch_size=4, in_chans=3, num_classes=3, global_pool="token",
+              embed_dim=8, depth=1, num_heads=2, mlp_ratio=2.0)  # fmt: skip
+    return VisionTransformer(**{**kw, **overrides}).eval()
+
+
+def _from_timm(x):
+    from learngene import from_timm
+
+    with torch.no_grad():
+        return from_timm(_timm_vit())(torch.as_tensor(x)).numpy()
+
+
+def _timm_logits(x):
+    with torch.no_grad():
+        return _timm_vit()(torch.as_tensor(x)).numpy()
+
+
+def _net3():
+    return RandInit(0).predict(TAL_SPEC, n_classes=3)
+
+
+def _to_timm(x, net=None):
+    """The exported timm model's logits (the exporter takes a net, not arrays: ``x`` is fixed)."""
+    from learngene import to_timm
+
+    with torch.no_grad():
+        return to_timm(_net3() if net is None else net)(torch.as_tensor(x)).numpy()
+
+
+def _to_hf(x, net=None):
+    from learngene import to_hf
+
+    with torch.no_grad():
+        model = to_hf(_net3() if net is None else net)
+        return model(pixel_values=torch.as_tensor(x)).logits.numpy()
+
+
+def _net3_logits(x):
+    with torch.no_grad():
+        return _net3()(torch.as_tensor(x)).numpy()
+
+
+def _avg_pool_vit():
+    from learngene import from_timm
+
+    return from_timm(_timm_vit(global_pool="avg"))
+
+
 def entries() -> list[dict]:
     rng = np.random.default_rng(0)
     X = rng.random((6, 1, 8, 8)).astype(np.float32)
     y = np.array([0, 1, 2, 0, 1, 2])
     logits = rng.normal(size=(6, 3)).astype(np.float32)
     fs, ft = rng.normal(size=(6, 4)).astype(np.float32), rng.normal(size=(6, 4)).astype(np.float32)
+    X3 = rng.random((5, 3, 8, 8)).astype(np.float32)
     return [
         {"name": "TinyViT.forward", "call": _logits, "kwargs": {"x": X},
          "arrays": {"x": {"kind": "float", "ndim": 4}}, "rows": [["x"]], "order": "equivariant"},
@@ -137,4 +250,28 @@ def entries() -> list[dict]:
          "corrupt": [("tanh-gelu", lambda p: _set_config(p, hidden_act="gelu_new")),
                      ("odd-mlp", lambda p: _set_config(p, intermediate_size=24)),
                      ("backbone-only", _drop_classifier)]},
+        {"name": "TAL.predict", "call": _tal_predict, "kwargs": {"task_emb": np.linspace(-1, 1, 4)},
+         "arrays": {"task_emb": {"kind": "float", "ndim": 1}},
+         "params": {"n_classes": {"type": "int", "bad": [0, 65]}},
+         "grid": {"use_tsl": [False], "scale": ["fan_in"], "standardize_embeddings": [False]},
+         "known": [{"kwargs": {"task_emb": np.zeros(5)}, "raises": ["task_emb"],
+                    "why": "an embedding of the wrong size"}]},
+        {"name": "TAL.save", "kind": "loader", "write": _tal_write, "read": _tal_read,
+         "check": lambda t: _tal_same(t, _tal()) and t.get_params() == _tal().get_params(),
+         "export": _tal_export, "same": _tal_same,
+         "corrupt": ["truncate", "empty", "header"]},
+        {"name": "from_timm", "call": _from_timm, "kwargs": {"x": X3},
+         "arrays": {"x": {"kind": "float", "ndim": 4}}, "rows": [["x"]], "order": "equivariant",
+         "known": [{"kwargs": {"x": X3}, "check": lambda out: np.abs(out - _timm_logits(X3)).max() < 1e-5,
+                    "why": "the TinyViT gives the timm model's logits"}]},
+        {"name": "to_timm", "call": _to_timm, "kwargs": {"x": X3},
+         "known": [{"kwargs": {"x": X3}, "check": lambda out: np.abs(out - _net3_logits(X3)).max() < 1e-5,
+                    "why": "the timm model gives the TinyViT's logits"},
+                   {"kwargs": {"net": torch.nn.Linear(2, 2)}, "raises": ["net"],
+                    "why": "only a TinyViT is exported"}]},
+        {"name": "to_hf", "call": _to_hf, "kwargs": {"x": X3},
+         "known": [{"kwargs": {"x": X3}, "check": lambda out: np.abs(out - _net3_logits(X3)).max() < 1e-5,
+                    "why": "the ViTForImageClassification gives the TinyViT's logits"},
+                   {"kwargs": {"net": torch.nn.Linear(2, 2)}, "raises": ["net"],
+                    "why": "only a TinyViT is exported"}]},
     ]  # fmt: skip

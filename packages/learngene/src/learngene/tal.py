@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
+import pickle
 import time
 from collections.abc import Sequence
 
@@ -497,8 +498,23 @@ class TAL:
 
     @classmethod
     def load(cls, path) -> TAL:
-        """Read a model written by ``save``."""
-        blob = torch.load(path, weights_only=True)
+        """Read a model written by ``save``.
+
+        A file that is not such a checkpoint (truncated, empty, another pickle) raises
+        ``ValueError``; weights are read with ``weights_only=True``, never by unpickling code.
+        """
+        try:
+            blob = torch.load(path, weights_only=True)
+        except (EOFError, pickle.UnpicklingError, RuntimeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ValueError(
+                f"path: {path} is not a checkpoint written by TAL.save ({first})"
+            ) from exc
+        keys = {"params", "state", "stages"}
+        if not isinstance(blob, dict) or not keys <= set(blob):
+            raise ValueError(
+                f"path: {path} is not a checkpoint written by TAL.save (it lacks {sorted(keys)})"
+            )
         model = cls(**blob["params"])
         model.ghn_.load_state_dict(_upgrade_state(blob, model.ghn_.state_dict()))
         model.stage1_done_, model.stage2_done_ = blob["stages"]
