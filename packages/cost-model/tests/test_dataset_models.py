@@ -124,7 +124,9 @@ def test_hom_knobs_missing_on_one_hardware_go_to_its_mapper(data) -> None:  # ty
     assert m.mapper_sizes["sim-accel"] == tgt.het_sizes
     hom, het = m._config_inputs(src, np.arange(5))
     assert bool((hom[:, 4] == 0).all()) and het.shape[1] == len(src.het_sizes) + 1
-    assert np.all(np.isfinite(m.score(tgt)))
+    with pytest.raises(RuntimeError, match="not fitted"):
+        m.score(tgt)  # before fit: the scalars would be standardised on the scored data
+    assert np.all(np.isfinite(m.fit(src, epochs=1).score(tgt)))
 
 
 def test_mse_log_loss_trains(data) -> None:  # type: ignore[no-untyped-def]

@@ -10,7 +10,14 @@ import scipy.io
 import scipy.sparse as sp
 import torch
 
-from cost_model import MatrixFeaturizer, generate, load_mtx, load_mtx_folder, pairwise_rank_loss
+from cost_model import (
+    CognateModel,
+    MatrixFeaturizer,
+    generate,
+    load_mtx,
+    load_mtx_folder,
+    pairwise_rank_loss,
+)
 from cost_model.matrices import check_matrix
 
 
@@ -40,12 +47,51 @@ def _write_suitesparse(folder):
     return folder
 
 
+def _cost_data():
+    import cost_model as C
+
+    ms = C.MatrixSet.synthetic(6, seed=0, rows=(128, 256), nnz=(300, 900))
+    feat = C.MatrixFeaturizer(8)
+    ds = C.collect(C.SimAccelBackend(), "spmm", ms, n_configs=6, seed=0, featurizer=feat)
+    return ds.split(test_frac=0.34, seed=0)
+
+
+class _Oracle:
+    """A 'model' whose scores are the simulator's own costs (a perfect ranking)."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def predict(self, A, configs, *, space, hardware, dense_width=64):
+        return self.backend.cost("spmm", A, configs, dense_width)
+
+
+_A = generate("uniform", 256, 256, 0.02, seed=0)
+
+
+def _tune(budget, include_default=True, op="spmm", model=None):
+    """The measured result of model-guided tuning on the simulated accelerator."""
+    from cost_model import SimAccelBackend, tune
+
+    be = SimAccelBackend()
+    res = tune(model or _Oracle(be), _A, be, op, budget=budget, include_default=include_default)
+    return {"config": res.config, "runtime_s": res.runtime_s, "n": len(res.measurements)}
+
+
+def _best_cost():
+    from cost_model import SimAccelBackend
+
+    be = SimAccelBackend()
+    return float(be.cost("spmm", _A, be.space("spmm").enumerate(), 64).min())
+
+
 def entries() -> list[dict]:
     rng = np.random.default_rng(0)
     dense = np.where(rng.random((12, 10)) < 0.3, rng.normal(size=(12, 10)), 0.0)
     s = torch.as_tensor(rng.normal(size=8))
     t = torch.as_tensor(rng.normal(size=8))
     g = torch.as_tensor([0, 0, 0, 1, 1, 1, 2, 2])
+    tr, te = _cost_data()
     return [
         {"name": "check_matrix", "call": _dense, "kwargs": {"A": dense},
          "arrays": {"A": {"kind": "float", "ndim": 2}}, "rows": [["A"]],
@@ -76,4 +122,25 @@ def entries() -> list[dict]:
              np.array_equal(A.toarray(), np.eye(3) * 2) for A in ms.matrices),
          "corrupt": [("garbled-member", lambda p: (p / "b1" / "b1.mtx").write_text("no\n")),
                      ("no-matrix", lambda p: [f.unlink() for f in p.rglob("*.mtx")])]},
+        {"name": "CognateModel", "kind": "estimator", "cls": CognateModel,
+         "init": {"het_sizes": {tr.hardware: tr.het_sizes}, "resolution": 8, "embed_dim": 8,
+                  "het_dim": 4},
+         "fit": {"ds": tr, "epochs": 1},
+         "not_sklearn": "fit(ds) takes a CostDataset of (matrix, configuration, runtime) rows",
+         "methods": {"score": {"ds": te}},
+         "params": {"resolution": {"type": "int", "bad": [0]},
+                    "embed_dim": {"type": "int", "bad": [0]},
+                    "margin": {"type": "float", "bad": [float("nan"), -1.0]},
+                    "loss": {"type": "str", "bad": ["hinge"]},
+                    "mapper": {"type": "str", "bad": ["linear"]}},
+         "grid": {"loss": ["mse_log"], "mapper": ["naive"]}},
+        {"name": "tune", "call": _tune, "kwargs": {"budget": 3},
+         "params": {"budget": {"type": "int", "bad": [0, 10**6]},
+                    "op": {"type": "str", "bad": ["gemm"]}},
+         "grid": {"include_default": [False]},
+         "known": [{"kwargs": {"budget": 1, "include_default": False},
+                    "check": lambda r: r["n"] == 1 and r["runtime_s"] == _best_cost(),
+                    "why": "a perfect model finds the fastest configuration with one measurement"},
+                   {"kwargs": {"model": object()}, "raises": ["model"],
+                    "why": "an object without predict"}]},
     ]  # fmt: skip

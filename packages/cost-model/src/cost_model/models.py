@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import numbers
 from collections.abc import Sequence
 
@@ -198,6 +199,19 @@ class CognateModel:
             raise ValueError(f"mapper must be 'cognate' or 'naive', got {mapper!r}")
         if not het_sizes:
             raise ValueError("het_sizes must name at least one hardware")
+        for name, value in (("resolution", resolution), ("n_scalars", n_scalars),
+                            ("n_workload", n_workload), ("embed_dim", embed_dim),
+                            ("het_dim", het_dim), ("seed", seed)):  # fmt: skip
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+            if value < (0 if name == "seed" else 1):
+                raise ValueError(f"{name} must be >= {0 if name == 'seed' else 1}, got {value}")
+        if (
+            isinstance(margin, bool)
+            or not isinstance(margin, numbers.Real)
+            or not (math.isfinite(margin) and margin >= 0)
+        ):
+            raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
         torch.manual_seed(seed)
         self.loss, self.margin, self.seed = loss, float(margin), seed
         self.resolution = int(resolution)
@@ -412,6 +426,10 @@ class CognateModel:
     @torch.no_grad()
     def score(self, ds: CostDataset) -> np.ndarray:
         """Scores of every row of a dataset (lower = predicted faster), shape (N,)."""
+        if self.scal_mean is None:  # scoring first would take the scalars' statistics from ds
+            raise RuntimeError(
+                "CognateModel is not fitted: call fit (or pretrain_matrix_encoder) first"
+            )
         self._check_ds(ds)
         self.net.eval()
         return self._scores(ds, np.arange(len(ds))).numpy().astype(np.float64)
