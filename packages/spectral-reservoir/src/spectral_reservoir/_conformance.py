@@ -9,10 +9,69 @@ import numpy as np
 
 from spectral_reservoir import (
     SARCClassifier,
+    load_archive,
     SARCTransformer,
     extract_periods,
     make_lag_sign,
 )
+
+
+_TS_HEADER = """@problemName Toy
+@timeStamps false
+@missing false
+@univariate true
+@equalLength true
+@seriesLength 6
+@classLabel true a b
+@data
+"""
+
+
+def _write_ts(folder):
+    """A UCR archive folder holding Toy/Toy_TRAIN.ts (4 series of length 6, labels a/b)."""
+    (folder / "Toy").mkdir()
+    rows = [",".join(f"{v:.2f}" for v in np.sin(np.arange(6) + i)) + f":{'ab'[i % 2]}"
+            for i in range(4)]  # fmt: skip
+    path = folder / "Toy" / "Toy_TRAIN.ts"
+    path.write_text(_TS_HEADER + "\n".join(rows) + "\n")
+    return path
+
+
+def _write_tsv(folder):
+    """The older UCR 2018 layout: Toy/Toy_TRAIN.tsv, the label first on each row."""
+    (folder / "Toy").mkdir()
+    rows = [f"{i % 2 + 1}\t" + "\t".join(f"{v:.2f}" for v in np.cos(np.arange(6) + i))
+            for i in range(4)]  # fmt: skip
+    path = folder / "Toy" / "Toy_TRAIN.tsv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _drop_data_tag(path):
+    path.write_text(path.read_text().replace("@data\n", ""))
+
+
+def _cut_mid_row(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: data.rindex(b"\t")])  # the last row loses its last value
+
+
+def _read_archive(path):
+    return load_archive(path.parent.parent, "Toy", "train")
+
+
+def _check_ts(out):
+    X, y = out
+    assert np.asarray(X).shape == (4, 1, 6), np.asarray(X).shape
+    assert list(y) == ["a", "b", "a", "b"], list(y)
+    np.testing.assert_allclose(np.asarray(X)[1, 0], np.round(np.sin(np.arange(6) + 1), 2))
+
+
+def _check_tsv(out):
+    X, y = out
+    assert np.asarray(X).shape == (4, 1, 6), np.asarray(X).shape
+    assert y.tolist() == [1, 2, 1, 2], y
+    np.testing.assert_allclose(np.asarray(X)[2, 0], np.round(np.cos(np.arange(6) + 2), 2))
 
 
 def entries() -> list[dict]:
@@ -91,5 +150,23 @@ def entries() -> list[dict]:
             "rows": [["X"]],
             "params": {"mode": {"type": "str", "bad": ["nope"]}},
             "grid": {"mode": ["extended-100", "all-50"], "wavelet": ["haar", "sym5"]},
+        },
+        {
+            "name": "load_archive(ts)",
+            "kind": "loader",
+            "write": _write_ts,
+            "read": _read_archive,
+            "check": _check_ts,
+            # the first line (@problemName) is informational: the "header" corruption of a
+            # .ts file is its @data tag
+            "corrupt": ["truncate", ("no-data-tag", _drop_data_tag), "empty"],
+        },
+        {
+            "name": "load_archive(tsv)",
+            "kind": "loader",
+            "write": _write_tsv,
+            "read": _read_archive,
+            "check": _check_tsv,
+            "corrupt": [("cut-mid-row", _cut_mid_row), "header", "empty", "delimiter"],
         },
     ]

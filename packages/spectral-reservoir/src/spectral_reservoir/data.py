@@ -155,6 +155,31 @@ def archive_names(root: str | Path) -> list[str]:
     ]
 
 
+def _check_archive_text(f: Path, y) -> None:
+    """What aeon's readers let through: ragged .tsv rows (a cut file) and .ts labels outside
+    the header's ``@classLabel`` list (a cut last row leaves its values as the label)."""
+    text = f.read_text(errors="replace")
+    if f.suffix == ".tsv":
+        counts = {line.count("\t") for line in text.splitlines() if line.strip()}
+        if len(counts) > 1:
+            raise ValueError(
+                f"{f.name}: rows with different numbers of fields {sorted(c + 1 for c in counts)} "
+                "(UCR .tsv rows are NaN-padded to one length: truncated?)"
+            )
+        return
+    for line in text.splitlines():
+        words = line.strip().split()
+        if len(words) > 2 and words[0].lower() == "@classlabel" and words[1].lower() == "true":
+            bad = sorted({str(v) for v in np.asarray(y)} - set(words[2:]))
+            if bad:
+                raise ValueError(
+                    f"{f.name}: labels {bad[:5]} are not among @classLabel {words[2:]} (truncated?)"
+                )
+            return
+        if words and words[0].lower() == "@data":
+            return
+
+
 def load_archive(root: str | Path, name: str, split: str = "train"):
     """One split of a problem from a local UCR/UEA archive copy (aeon's readers; no download).
 
@@ -189,6 +214,13 @@ def load_archive(root: str | Path, name: str, split: str = "train"):
     X, y = (load_from_ts_file if f.suffix == ".ts" else load_from_tsv_file)(str(f))
     if len(X) == 0 or len(X) != len(y):
         raise ValueError(f"{f.name}: {len(X)} series for {len(y)} labels")
+    _check_archive_text(f, y)
+    lengths = {np.shape(x)[-1] for x in X}
+    if min(lengths) == 0 or min(np.size(x) for x in X) == 0:  # e.g. a .tsv whose separator is not a tab: all in the label column
+        raise ValueError(f"{f.name}: series with no values (is it {f.suffix[1:]}-formatted?)")
+    if f.suffix == ".tsv" and len(lengths) > 1:
+        # the UCR 2018 .tsv layout pads unequal lengths with NaN: ragged rows are a cut file
+        raise ValueError(f"{f.name}: rows of different lengths {sorted(lengths)} (truncated?)")
     y = np.asarray(y)
     if y.dtype.kind == "f":
         # .tsv class labels written "1.0" come back as floats: whole numbers are class labels,
