@@ -73,6 +73,46 @@ def _export_exact(_):
     )  # fmt: skip
 
 
+_SWITCH = {"quant_start_step": 1, "sma_start_step": 1, "swa_start_step": 1, "swa_freq": 1}
+
+
+def _trained(algorithm, x, y, **hparams):
+    """``algorithm`` after three DomainBed updates on (x, y) halves as two source domains, its
+    regime switch (QAT, SMA, SWA) at step 1; the predictions on fixed images."""
+    from qat_dg import default_hparams, get_algorithm_class
+
+    torch.manual_seed(0)
+    hp = {**default_hparams(algorithm), **hparams}
+    hp.update({k: v for k, v in _SWITCH.items() if k in hp})
+    algo = get_algorithm_class(algorithm)((1, 8, 8), 3, 2, hp)
+    x, y = torch.as_tensor(x), torch.as_tensor(y)
+    half = len(x) // 2
+    batches = [(x[:half], y[:half]), (x[half:], y[half:])] if x.ndim and y.ndim else [(x, y)]
+    for _ in range(3):
+        algo.update(batches)
+        algo.on_checkpoint(x, y)  # SWAD's loss-valley segments
+    if hasattr(algo, "finalize"):
+        algo.finalize(x, y)
+    with torch.no_grad():
+        return algo.eval().predict(torch.as_tensor(_X_FIXED)).numpy()
+
+
+_X_FIXED = np.random.default_rng(7).random((4, 1, 8, 8)).astype(np.float32)
+
+
+def _qtdog(x, y, bits=7, per_channel=True, symmetric=False, freeze_quantized_after_switch=False):
+    return _trained("QTDoG", x, y, bits=bits, per_channel=per_channel, symmetric=symmetric,
+                    freeze_quantized_after_switch=freeze_quantized_after_switch)  # fmt: skip
+
+
+def _algorithm(name):
+    def call(x, y):
+        return _trained(name, x, y)
+
+    call.__name__ = f"_{name}"
+    return call
+
+
 def _folders(folder):
     from PIL import Image
 
@@ -91,7 +131,40 @@ def entries() -> list[dict]:
     rng = np.random.default_rng(0)
     W = rng.normal(size=(6, 5)).astype(np.float32)
     X = rng.random((5, 1, 8, 8)).astype(np.float32)
+    Xtr = rng.random((8, 1, 8, 8)).astype(np.float32)
+    ytr = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    train = {
+        "kwargs": {"x": Xtr, "y": ytr},
+        "arrays": {"x": {"kind": "float", "ndim": 4}, "y": {"kind": "labels", "ndim": 1}},
+        "rows": [["x", "y"]],
+        "min_rows": 2,
+    }
     out = [
+        {
+            "name": "QTDoG.update",
+            "call": _qtdog,
+            **train,
+            "params": {"bits": {"type": "int", "bad": [1, 17]}},
+            "grid": {
+                "bits": [4, 8],
+                "per_channel": [False],
+                "symmetric": [True],
+                "freeze_quantized_after_switch": [True],
+            },
+        },
+        *[
+            {"name": f"{name}.update", "call": _algorithm(name), **train}
+            for name in (
+                "SAM",
+                "ERM_SMA",
+                "NoiseInjection",
+                "PTQ",
+                "FrozenFP",
+                "TorchQAT",
+                "SWA",
+                "SWAD",
+            )
+        ],  # fmt: skip
         {
             "name": "lsq_fake_quant",
             "call": _fq,

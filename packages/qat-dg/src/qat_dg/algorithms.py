@@ -185,20 +185,29 @@ class Algorithm(nn.Module):
         return False
 
     def _check_minibatches(self, minibatches: list[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor]:
+        """Every (x, y): x a finite float batch (B, *input_shape), y integer labels (B,) in
+        [0, num_classes); x cast to the network's dtype."""
         if not isinstance(minibatches, list | tuple) or len(minibatches) == 0:
             raise ValueError("minibatches must be a non-empty list of (x, y) pairs")
+        xs, ys = [], []
         for x, y in minibatches:
-            if x.shape[0] != y.shape[0] or x.shape[0] == 0:
-                raise ValueError("minibatches: each x and y must have the same non-zero length")
-            if tuple(x.shape[1:]) != self.input_shape:
+            try:  # names x: dtype, shape, empty, NaN/inf
+                x = check_batch(x, self, self.input_shape)
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"minibatches: {err}") from err
+            if not isinstance(y, Tensor):
+                raise TypeError(f"minibatches: y must be a torch.Tensor, got {type(y).__name__}")
+            if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+                raise TypeError(f"minibatches: y must hold integer class labels, got {y.dtype}")
+            if y.ndim != 1 or len(y) != len(x):
                 raise ValueError(
-                    f"minibatches: x has shape {tuple(x.shape[1:])}, expected {self.input_shape}"
+                    f"minibatches: y must have shape ({len(x)},) like x, got {tuple(y.shape)}"
                 )
-        x = torch.cat([x for x, _ in minibatches])
-        y = torch.cat([y for _, y in minibatches])
-        if not torch.isfinite(x).all():
-            raise ValueError("minibatches: x contains NaN or inf")
-        return x, y
+            if int(y.min()) < 0 or int(y.max()) >= self.num_classes:
+                raise ValueError(f"minibatches: y holds labels outside [0, {self.num_classes})")
+            xs.append(x)
+            ys.append(y.long())
+        return torch.cat(xs), torch.cat(ys)
 
     def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
         """One optimisation step on one minibatch per training domain; returns logged values."""
@@ -616,6 +625,7 @@ class SWA(ERM):
 
     def finalize(self, x_source: Tensor, y_source: Tensor) -> None:
         """BatchNorm statistics of the averaged weights (skipped with ``freeze_bn``)."""
+        x_source, _ = self._check_minibatches([(x_source, y_source)])
         if not self.averaging:
             self.network_swa.update_parameters(self.network)
         if not self.hparams["freeze_bn"]:
@@ -687,6 +697,7 @@ class SWAD(ERM):
 
     def on_checkpoint(self, x_val: Tensor, y_val: Tensor) -> None:
         """Close the segment: record its average weights and their source-validation loss."""
+        x_val, y_val = self._check_minibatches([(x_val, y_val)])
         if self._sum is None:
             return
         mean = [a / self._count for a in self._sum]

@@ -216,7 +216,9 @@ def load_archive(root: str | Path, name: str, split: str = "train"):
         raise ValueError(f"{f.name}: {len(X)} series for {len(y)} labels")
     _check_archive_text(f, y)
     lengths = {np.shape(x)[-1] for x in X}
-    if min(lengths) == 0 or min(np.size(x) for x in X) == 0:  # e.g. a .tsv whose separator is not a tab: all in the label column
+    if (
+        min(lengths) == 0 or min(np.size(x) for x in X) == 0
+    ):  # e.g. a .tsv whose separator is not a tab: all in the label column
         raise ValueError(f"{f.name}: series with no values (is it {f.suffix[1:]}-formatted?)")
     if f.suffix == ".tsv" and len(lengths) > 1:
         # the UCR 2018 .tsv layout pads unequal lengths with NaN: ragged rows are a cut file
