@@ -164,7 +164,7 @@ def entries() -> list[dict]:
                 "SWA",
                 "SWAD",
             )
-        ],  # fmt: skip
+        ],
         {
             "name": "lsq_fake_quant",
             "call": _fq,

@@ -9,12 +9,11 @@ import numpy as np
 
 from spectral_reservoir import (
     SARCClassifier,
-    load_archive,
     SARCTransformer,
     extract_periods,
+    load_archive,
     make_lag_sign,
 )
-
 
 _TS_HEADER = """@problemName Toy
 @timeStamps false
