@@ -5,6 +5,8 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 
@@ -123,10 +125,13 @@ def _truncate(name):
     return go
 
 
+torch.manual_seed(0)
+_PARENT = HeteroDecoder(CFG).eval()
+
+
 def _puzzle(data, val_data, seed=0):
     """The chained driver end to end on a tiny parent: the realized child's logits."""
-    torch.manual_seed(0)
-    parent = HeteroDecoder(CFG).eval()
+    parent = copy.deepcopy(_PARENT)  # built outside any device context, like a user's model
     space = npz.SearchSpace.paper_default(CFG, ffn_ratios=(1.0, 0.5), round_to=8)
     space = space.restrict(attention=["gqa1", "noop"], ffn=["ffn16", "noop"])
     pz = npz.Puzzle(parent, space, data=data, val_data=val_data, seed=seed,
@@ -135,7 +140,7 @@ def _puzzle(data, val_data, seed=0):
     full = pz.costs.model_totals([0] * CFG.n_layers, 1)
     pz.search(npz.Constraints(memory_max_bytes=0.8 * full["memory_bytes"])).realize()
     with torch.no_grad():
-        return pz.child(_TOKS)[0].numpy()
+        return pz.child(_TOKS)[0].float().numpy()
 
 
 def entries() -> list[dict]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
+
 from nas_puzzle.bld import BlockLibrary, _check_parent_lib
 from nas_puzzle.config import BlockConfig
 from nas_puzzle.mip import Solution
@@ -35,7 +37,9 @@ def realize(
     blocks = [BlockConfig.from_name(b) if isinstance(b, str) else b for b in blocks]
     if len(blocks) != parent.cfg.n_layers:
         raise ValueError(f"choice has {len(blocks)} layers, expected {parent.cfg.n_layers}")
-    child = HeteroDecoder(parent.cfg, blocks)
+    ref = next(parent.parameters())
+    with torch.device(ref.device):  # the child is built where the parent is
+        child = HeteroDecoder(parent.cfg, blocks).to(ref.dtype)
     for i, b in enumerate(blocks):
         child.blocks[i].load_state_dict(lib.block(i, b).state_dict())
     child.embed.load_state_dict(parent.embed.state_dict())

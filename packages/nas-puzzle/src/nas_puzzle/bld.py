@@ -47,6 +47,7 @@ def parent_activations(parent: HeteroDecoder, tokens: Tensor) -> tuple[list[Tens
     mids : list of L tensors (B, T, d)
         Residual stream after layer i's attention (the FFN input).
     """
+    tokens = tokens.to(parent.embed.weight.device)  # CPU text windows, a parent on a GPU
     h = parent.embed(tokens)
     t = tokens.shape[1]
     cos, sin = parent.rope_cos[:t], parent.rope_sin[:t]
@@ -56,6 +57,12 @@ def parent_activations(parent: HeteroDecoder, tokens: Tensor) -> tuple[list[Tens
         inputs.append(h)
         mids.append(mid)
     return inputs, mids
+
+
+def _device_of(state: dict) -> torch.device:
+    """The device of a stored state_dict's tensors (CPU for one without tensors)."""
+    t = next((v for v in state.values() if isinstance(v, Tensor)), None)
+    return t.device if t is not None else torch.device("cpu")
 
 
 def _key(layer: int, kind: str, variant: object) -> str:
@@ -88,15 +95,19 @@ class BlockLibrary:
     def attention(self, layer: int, variant: AttentionConfig) -> AttentionSubblock:
         """A fresh attention subblock module with the library weights."""
         self._check(layer, variant)
-        mod = AttentionSubblock(self.cfg, variant)
-        mod.load_state_dict(self.entries[_key(layer, "attention", variant)])
+        state = self.entries[_key(layer, "attention", variant)]
+        with torch.device(_device_of(state)):  # where the library's tensors are
+            mod = AttentionSubblock(self.cfg, variant)
+        mod.load_state_dict(state)
         return mod
 
     def ffn(self, layer: int, variant: FFNConfig) -> FFNSubblock:
         """A fresh FFN subblock module with the library weights."""
         self._check(layer, variant)
-        mod = FFNSubblock(self.cfg, variant)
-        mod.load_state_dict(self.entries[_key(layer, "ffn", variant)])
+        state = self.entries[_key(layer, "ffn", variant)]
+        with torch.device(_device_of(state)):
+            mod = FFNSubblock(self.cfg, variant)
+        mod.load_state_dict(state)
         return mod
 
     def block(self, layer: int, variant: BlockConfig | str) -> DecoderBlock:
@@ -105,8 +116,9 @@ class BlockLibrary:
             variant = BlockConfig.from_name(variant)
         if not isinstance(variant, BlockConfig):
             raise TypeError(f"variant must be a BlockConfig, got {type(variant).__name__}")
-        blk = DecoderBlock(self.cfg, variant)
         key = _key(layer, "block", variant)
+        with torch.device(_device_of(next(iter(self.entries.values()), {}))):
+            blk = DecoderBlock(self.cfg, variant)
         if key in self.entries:
             blk.load_state_dict(self.entries[key])
         else:
@@ -186,7 +198,9 @@ def _make_units(
             elif kind == "ffn":
                 mod = init_ffn(pblk.ffn, v, calib_mids[i])
             else:
-                mod = DecoderBlock(parent.cfg, v)
+                ref = next(parent.parameters())
+                with torch.device(ref.device):
+                    mod = DecoderBlock(parent.cfg, v).to(ref.dtype)
                 mod.attn = init_attention(pblk.attn, v.attention)
                 mod.ffn = init_ffn(pblk.ffn, v.ffn, calib_mids[i])
             units.append(_Unit(i, kind, v, mod))

@@ -192,8 +192,13 @@ def sample_batch(
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     if seq_len <= 0 or tokens.numel() < seq_len + 1:
         raise ValueError(f"seq_len={seq_len} needs at least seq_len + 1 tokens")
-    starts = torch.randint(0, tokens.numel() - seq_len, (batch_size,), generator=generator)
-    return tokens[starts[:, None] + torch.arange(seq_len + 1)]
+    # draws on the generator's device (CPU by default), gathers on the tokens' device
+    where = generator.device if generator is not None else tokens.device
+    starts = torch.randint(
+        0, tokens.numel() - seq_len, (batch_size,), generator=generator, device=where
+    )
+    idx = starts[:, None] + torch.arange(seq_len + 1, device=where)
+    return tokens[idx.to(tokens.device)]
 
 
 def batch_iter(
@@ -221,5 +226,5 @@ def eval_windows(data: str | Tensor, seq_len: int, max_windows: int | None = Non
         raise ValueError(f"data has {toks.numel()} tokens, fewer than seq_len + 1 = {seq_len + 1}")
     if max_windows is not None:
         n = min(n, max_windows)
-    idx = torch.arange(n)[:, None] * seq_len + torch.arange(seq_len + 1)
-    return toks[idx]
+    idx = torch.arange(n, device=toks.device)[:, None] * seq_len
+    return toks[idx + torch.arange(seq_len + 1, device=toks.device)]

@@ -49,7 +49,9 @@ def _new_child(parent, variant, config_cls: type, subblock_cls: type, parent_kin
         raise TypeError(f"variant must be an {config_cls.__name__}, got {type(variant).__name__}")
     if parent.variant.kind != parent_kind:
         raise ValueError(f"parent must be a {what} subblock")
-    child = subblock_cls(parent.cfg, variant)
+    ref = next(parent.parameters())
+    with torch.device(ref.device):  # the child lives where the parent does (a GPU parent too)
+        child = subblock_cls(parent.cfg, variant).to(ref.dtype)
     if variant.kind != "noop":
         child.norm.weight.copy_(parent.norm.weight)
     return child
@@ -104,7 +106,7 @@ def init_ffn(parent: FFNSubblock, variant: FFNConfig, calib: Tensor | None = Non
             f"variant intermediate={width} exceeds the parent's {parent.variant.intermediate}"
         )
     if width == parent.variant.intermediate:
-        keep = torch.arange(width)
+        keep = torch.arange(width, device=parent.gate_proj.weight.device)
     else:
         if calib is None:
             raise ValueError("calib is required to prune FFN channels (Channel Contribution)")

@@ -11,7 +11,9 @@ import numpy as np
 import torch
 
 from sparse_attn import (
+    CCAAttention,
     QuerentMIL,
+    SelfAttention,
     cca_attention,
     dense_attention,
     grid_regions,
@@ -59,6 +61,37 @@ def _truncate_h5(path):
     path.write_bytes(data[: len(data) // 2])
 
 
+_KERNEL_OPTIONS = {"dense": {}, "cca": {"group_size": 2, "local_window": 4},
+                   "sliding": {"window": 3}, "sink": {"num_sink": 1, "window": 3}}  # fmt: skip
+
+
+@functools.cache
+def _layer(kind: str) -> torch.nn.Module:
+    torch.manual_seed(0)
+    if kind == "cca":  # the public drop-in class
+        layer = CCAAttention(16, 4, 2, group_size=2, local_window=4)
+    else:
+        layer = SelfAttention(16, 4, 2, kind=kind, **_KERNEL_OPTIONS[kind])
+    return layer.double().eval()
+
+
+def _attend(x, kind="cca"):
+    """One attention layer's output on x (B, L, 16) with the ``kind`` kernel."""
+    with torch.no_grad():
+        return _layer(kind)(x)[0]
+
+
+def _decoded(x, kind="cca"):
+    """The same layer fed one token at a time through its KV cache."""
+    layer = _layer(kind)
+    cache, out = None, []
+    with torch.no_grad():
+        for t in range(x.shape[1]):
+            y, cache = layer(x[:, t : t + 1], cache=cache, use_cache=True)
+            out.append(y)
+    return torch.cat(out, 1)
+
+
 def entries() -> list[dict]:
     q, k, v = _qkv()
     qkv = {"q": q, "k": k, "v": v}
@@ -70,6 +103,9 @@ def entries() -> list[dict]:
     feats = torch.randn(30, 4, generator=gen, dtype=torch.float64)
     coords = torch.stack(torch.meshgrid(torch.arange(6), torch.arange(5), indexing="ij"), -1)
     coords = coords.reshape(30, 2)
+    hidden = torch.randn(2, 11, 16, generator=gen, dtype=torch.float64)
+    for kind in _KERNEL_OPTIONS:  # built here, outside any device context the suite sets
+        _layer(kind)
     return [
         {"name": "cca_attention", "call": cca_attention,
          "kwargs": {**qkv, "group_size": 4, "local_window": 8},
@@ -95,6 +131,18 @@ def entries() -> list[dict]:
                     "check": lambda out: torch.allclose(
                         out, dense_attention(q, k, v, is_causal=False), atol=1e-10),
                     "why": "top_k = every region is dense bidirectional attention"}]},
+        {"name": "CCAAttention.forward", "call": _attend, "kwargs": {"x": hidden},
+         "arrays": {"x": {"kind": "float", "ndim": 3}}, "rows": [["x"]], "order": "equivariant",
+         "known": [{"kwargs": {"x": hidden},
+                    "check": lambda out: torch.allclose(out, _decoded(hidden), atol=1e-10),
+                    "why": "token-by-token decoding through the CCA cache equals the prefill"}]},
+        {"name": "SelfAttention.forward", "call": _attend, "kwargs": {"x": hidden, "kind": "dense"},
+         "arrays": {"x": {"kind": "float", "ndim": 3}}, "rows": [["x"]], "order": "equivariant",
+         "grid": {"kind": ["sliding", "sink"]},
+         "known": [{"kwargs": {"x": hidden, "kind": k},
+                    "check": lambda out, k=k: torch.allclose(out, _decoded(hidden, k), atol=1e-10),
+                    "why": f"decoding through the {k} cache equals the prefill"}
+                   for k in ("dense", "sliding", "sink")]},
         {"name": "dense_attention", "call": dense_attention, "kwargs": dict(qkv),
          "arrays": arrays, "rows": rows, "order": "equivariant"},
         {"name": "sliding_window_attention", "call": sliding_window_attention,

@@ -191,6 +191,15 @@ class SelfAttention(nn.Module):
         """
         if not isinstance(x, torch.Tensor) or x.ndim != 3:
             raise ValueError(f"x must have shape (B, L, hidden), got {getattr(x, 'shape', x)}")
+        if not x.is_floating_point():
+            raise TypeError(f"x must be a floating-point tensor, got {x.dtype}")
+        if x.shape[-1] != self.q_proj.in_features or x.numel() == 0:
+            raise ValueError(
+                f"x must be a non-empty (B, L, {self.q_proj.in_features}) tensor, got {tuple(x.shape)}"
+            )
+        if not torch.isfinite(x).all():
+            raise ValueError("x contains NaN or inf")
+        x = x.to(self.q_proj.weight.dtype)  # e.g. float16 activations into a float32 layer
         bsz, length, _ = x.shape
         if use_cache and cache is None:
             cache = make_cache(self.kind, self.options, self.layer_idx + 1)
