@@ -53,6 +53,28 @@ def test_tau_and_rank_behaviour():
     assert local_pca(k, rank=2)[2].item() == 2
 
 
+def test_batch_rank_gives_every_element_the_largest_rank():
+    # element 0 lies on a line, element 1 on a plane: own ranks 1 and 2
+    line, _, _ = _plane_samples(b=1, r=1, seed=2)
+    plane, _, _ = _plane_samples(b=1, r=2, seed=3)
+    x = torch.cat([line, plane])
+    assert local_pca(x, tau=0.99)[2].tolist() == [1, 2]
+    noisy = x + 1e-3 * torch.randn(x.shape, generator=torch.Generator().manual_seed(4))
+    mean, basis, n = local_pca(noisy, tau=0.99, batch_rank=True)
+    assert n.tolist() == [2, 2] and basis.shape[2] == 2
+    # the line's second direction is its largest noise direction, orthonormal to the first,
+    # as the released compute_pca keeps it
+    np.testing.assert_allclose((basis[0].T @ basis[0]).numpy(), np.eye(2), atol=1e-5)
+    # an exact line has no second direction: a zero-variance column is dropped, not invented
+    basis_exact = local_pca(x, tau=0.99, batch_rank=True)[1]
+    assert torch.all(basis_exact[0, :, 1] == 0) and basis_exact[1, :, 1].norm() > 0.99
+    # coincident neighbours keep rank 0 (the projection is the common point)
+    same = torch.ones(1, 4, 7)
+    assert local_pca(torch.cat([same, x[:, :4]]), batch_rank=True)[2][0] == 0
+    with pytest.raises(TypeError, match="batch_rank"):
+        local_pca(x, batch_rank=1)
+
+
 def test_local_pca_bad_input():
     x = torch.randn(2, 5, 3)
     with pytest.raises(ValueError, match="rank"):

@@ -135,7 +135,7 @@ def entries() -> list[dict]:
                 "tau": {"type": "float", "bad": [0.0, 1.5]},
                 "metric": {"type": "str", "bad": ["manhattan"]},
             },
-            "grid": {"metric": ["euclidean"], "backend": ["kdtree", "auto"]},
+            "grid": {"metric": ["euclidean"], "backend": ["kdtree", "auto"], "batch_rank": [True]},
         },
         {
             "name": "LoMAP.project",

@@ -27,7 +27,7 @@ OFFICIAL_PROJ_RANGE = {"umaze": (0.3, 0.8), "medium": (0.3, 0.4), "large": (0.5,
 
 
 def local_pca(
-    samples: torch.Tensor, tau: float = 0.99, rank: int | None = None
+    samples: torch.Tensor, tau: float = 0.99, rank: int | None = None, batch_rank: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Batched PCA of local neighbourhoods.
 
@@ -40,6 +40,12 @@ def local_pca(
         reaches ``tau`` (ignored when ``rank`` is given).
     rank : int, optional
         Fixed number of components, ``1 <= rank <= min(k - 1, d)``.
+    batch_rank : bool, default=False
+        Give every element the largest rank found in the batch, as the released code's
+        ``LocalManifold.compute_pca`` does (``max_pca``): an element's projection then depends
+        on the other elements of its batch. False keeps each element's own rank (the paper's
+        per-sample rule). Directions of numerically zero variance are dropped (the released
+        code's are scaled to near zero), so elements whose neighbours coincide keep rank 0.
 
     Returns
     -------
@@ -77,9 +83,16 @@ def local_pca(
     else:
         n_comp = torch.full((b,), rank, dtype=torch.long, device=samples.device)
     n_comp = n_comp.clamp(max=min(k - 1, var.shape[1]))
+    if not isinstance(batch_rank, bool):
+        raise TypeError(f"batch_rank must be a bool, got {type(batch_rank).__name__}")
+    if batch_rank:
+        n_comp = n_comp.amax().expand(b).clone()
     n_comp = torch.where(flat, torch.zeros_like(n_comp), n_comp)
     r_max = int(n_comp.max())
     keep = torch.arange(r_max, device=samples.device)[None] < n_comp[:, None]  # (b, r_max)
+    if batch_rank:  # a direction of (numerically) zero variance is not in the span: drop it
+        keep = keep & (var[:, :r_max] > 1e-10 * var[:, :1])
+        n_comp = keep.sum(1)
     basis = vh[:, :r_max].transpose(1, 2) * keep[:, None].to(vh.dtype)
     return mean, basis, n_comp
 
@@ -136,6 +149,9 @@ class LoMAP:
         :meth:`for_layout`), which no outer product can express.
     search_kwargs : dict, optional
         Passed to :class:`~lomap_planner.neighbors.NeighborIndex` (e.g. ``nprobe``).
+    batch_rank : bool, default=False
+        Every sample of a batch keeps the largest PCA rank of the batch, as the released code
+        does (see :func:`local_pca`); False: each sample its own (per-sample ``tau``).
     """
 
     @classmethod
@@ -184,6 +200,7 @@ class LoMAP:
         time_weights: np.ndarray | None = None,
         dim_weights: np.ndarray | None = None,
         search_kwargs: dict | None = None,
+        batch_rank: bool = False,
     ) -> None:
         w = torch.as_tensor(
             np.asarray(windows) if not isinstance(windows, torch.Tensor) else windows
@@ -239,6 +256,9 @@ class LoMAP:
             if not (tw > 0).any():
                 raise ValueError("time_weights must have at least one positive entry")
             self.time_weights = tw
+        if not isinstance(batch_rank, bool):
+            raise TypeError(f"batch_rank must be a bool, got {type(batch_rank).__name__}")
+        self.batch_rank = batch_rank
         self.n_neighbors, self.tau, self.rank = int(n_neighbors), float(tau), rank
         self.proj_range = (float(lo), float(hi))
         if dim_weights is None:
@@ -318,6 +338,11 @@ class LoMAP:
         nb = alpha_bar**0.5 * nb + (1.0 - alpha_bar) ** 0.5 * eps.to(nb)
         if condition is not None:
             nb = condition(nb)
-        mean, basis, ranks = local_pca(nb.reshape(b, k, -1), tau=self.tau, rank=self.rank)
+        mean, basis, ranks = local_pca(
+            nb.reshape(b, k, -1),
+            tau=self.tau,
+            rank=self.rank,
+            batch_rank=getattr(self, "batch_rank", False),  # objects pickled before it existed
+        )
         self.last_ranks = ranks
         return project_affine(x.reshape(b, -1), mean, basis).reshape(x.shape).to(dtype)
