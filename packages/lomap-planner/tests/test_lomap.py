@@ -60,7 +60,7 @@ def test_batch_rank_gives_every_element_the_largest_rank():
     x = torch.cat([line, plane])
     assert local_pca(x, tau=0.99)[2].tolist() == [1, 2]
     noisy = x + 1e-3 * torch.randn(x.shape, generator=torch.Generator().manual_seed(4))
-    mean, basis, n = local_pca(noisy, tau=0.99, batch_rank=True)
+    _, basis, n = local_pca(noisy, tau=0.99, batch_rank=True)
     assert n.tolist() == [2, 2] and basis.shape[2] == 2
     # the line's second direction is its largest noise direction, orthonormal to the first,
     # as the released compute_pca keeps it
