@@ -13,6 +13,7 @@ from lomap_planner import (
     PointMazeEnv,
     collect_maze2d_dataset,
     d4rl_sparse_rewards,
+    from_d4rl_frame,
     get_layout,
     infeasible_plan_fraction,
     load_hdf5,
@@ -64,6 +65,15 @@ def entries() -> list[dict]:
             g.create_dataset("terminations", data=np.zeros(50, bool))
             g.create_dataset("truncations", data=np.zeros(50, bool))
         return path
+
+    def write_package(folder):
+        path = folder / "umaze-package.hdf5"
+        save_hdf5(data, path, layout="umaze", frame="package")  # attributes: read back as written
+        return path
+
+    def frame_round_trip(observations):
+        d4rl = to_d4rl_frame({"observations": observations})
+        return d4rl["observations"], from_d4rl_frame(d4rl)["observations"]
 
     def same_data(a, b):
         return all(np.allclose(a[k], b[k], atol=1e-5) for k in ("observations", "actions"))
@@ -164,6 +174,44 @@ def entries() -> list[dict]:
                 "empty",
                 ("wrong-frame", lambda p: _shift_file(p, 0.45)),
             ],
+        },
+        {
+            "name": "save_hdf5",
+            "kind": "loader",
+            "write": write_package,
+            "read": load_hdf5,
+            "check": lambda d: np.testing.assert_allclose(
+                d["observations"], data["observations"], atol=1e-5
+            ),
+            "corrupt": ["truncate", "empty", ("wrong-frame", lambda p: _shift_file(p, 0.45))],
+        },
+        {
+            "name": "to_d4rl_frame",
+            "call": frame_round_trip,
+            "kwargs": {"observations": data["observations"][:20]},
+            "arrays": {"observations": {"kind": "float", "ndim": 2}},
+            "rows": [["observations"]],
+            "order": "equivariant",
+            "known": [
+                {
+                    "kwargs": {"observations": data["observations"][:20]},
+                    "check": lambda out: (
+                        np.allclose(out[0][:, :2], data["observations"][:20, :2] - 0.2)
+                        and np.allclose(out[1], data["observations"][:20])
+                    ),
+                    "why": "D4RL qpos = package position - 0.2; from_d4rl_frame inverts it",
+                }
+            ],
+        },
+        {
+            "name": "from_d4rl_frame",
+            "call": lambda observations: from_d4rl_frame({"observations": observations})[
+                "observations"
+            ],
+            "kwargs": {"observations": to_d4rl_frame(data)["observations"][:20]},
+            "arrays": {"observations": {"kind": "float", "ndim": 2}},
+            "rows": [["observations"]],
+            "order": "equivariant",
         },
         {
             "name": "load_minari",

@@ -58,12 +58,24 @@ _POSITION_KEYS = ("infos/goal", "infos/qpos")
 
 
 def _shift(data: dict[str, Any], delta: float) -> dict[str, np.ndarray]:
+    if not isinstance(data, dict):
+        raise TypeError(f"data must be a dict of arrays, got {type(data).__name__}")
     out = {k: np.array(v, copy=True) for k, v in data.items()}
-    if "observations" in out:
-        out["observations"][:, :2] += delta
-    for k in _POSITION_KEYS:
-        if k in out:
-            out[k][:, :2] += delta
+    for k in ("observations", *_POSITION_KEYS):
+        if k not in out:
+            continue
+        v = out[k]
+        if v.dtype.kind not in "iuf":  # bool, object, strings: not positions
+            raise TypeError(f"{k} must hold numbers, got dtype {v.dtype}")
+        if v.ndim != 2 or v.shape[0] == 0 or v.shape[1] < 2:
+            raise ValueError(f"{k} must be a non-empty (n, >= 2) array, got shape {v.shape}")
+        if not np.isfinite(v).all():
+            raise ValueError(f"{k} contains NaN or inf")
+        v = v.astype(
+            np.result_type(v.dtype, np.float32), copy=False
+        )  # integer grids: a float shift
+        v[:, :2] += delta
+        out[k] = v
     return out
 
 

@@ -14,6 +14,7 @@ from pareto_merge import (
     check_preference,
     hypervolume,
     load_state_dict,
+    load_state_dicts,
     pareto_mask,
     save_state_dict,
     simplex_grid,
@@ -65,6 +66,31 @@ def _write_sharded(folder):
     theta0, _ = _models()
     save_state_dict(theta0, folder / "ckpt", max_shard_bytes=16)
     return folder / "ckpt"
+
+
+def _write_pair(folder):
+    """Two fine-tuned checkpoints in one folder, as a merge reads them."""
+    _, ft = _models()
+    for i, sd in enumerate(ft[:2]):
+        save_state_dict(sd, folder / f"task{i}.safetensors")
+    return folder
+
+
+def _read_pair(folder):
+    return load_state_dicts([folder / "task0.safetensors", folder / "task1.safetensors"])
+
+
+def _cut_second(folder):
+    f = folder / "task1.safetensors"
+    f.write_bytes(f.read_bytes()[:40])
+
+
+def _write_reordered(folder):
+    """A state_dict whose key order is not sorted, with user metadata: both must come back."""
+    theta0, _ = _models()
+    sd = dict(reversed(list(theta0.items())))
+    save_state_dict(sd, folder / "m.safetensors", metadata={"preference": "[0.3, 0.7]"})
+    return folder / "m.safetensors"
 
 
 def _same(a, b):
@@ -152,4 +178,12 @@ def entries() -> list[dict]:
          "read": load_state_dict, "check": lambda sd: _same(sd, _models()[0]),
          "corrupt": [("lost-shard", lambda p: sorted(p.glob("model-*.safetensors"))[0].unlink()),
                      ("empty-index", lambda p: (p / "model.safetensors.index.json").write_text("{}"))]},
+        {"name": "load_state_dicts", "kind": "loader", "write": _write_pair, "read": _read_pair,
+         "check": lambda sds: len(sds) == 2 and all(_same(a, b) for a, b in zip(sds, _models()[1])),
+         "corrupt": [("cut-second-file", _cut_second),
+                     ("missing-second-file", lambda p: (p / "task1.safetensors").unlink())]},
+        {"name": "save_state_dict", "kind": "loader", "write": _write_reordered,
+         "read": load_state_dict,
+         "check": lambda sd: _same(sd, dict(reversed(list(_models()[0].items())))),
+         "export": _export, "same": _same, "corrupt": ["truncate", "empty"]},
     ]  # fmt: skip
