@@ -15,6 +15,7 @@ from causal_ts import (
     PCAReconstruction,
     VARGrangerDiscoverer,
     VARResidual,
+    load_daphnet,
     load_mtsad,
     make_var,
     sliding_windows,
@@ -132,6 +133,24 @@ CAROTS_SKIPS = {
 }
 
 
+def _daphnet(folder):
+    """An original UCI Daphnet file: time (ms), 9 channels (mg), annotation 0/1/2; 16 ms steps."""
+    rng = np.random.default_rng(0)
+    ann = [0] * 3 + [1] * 6 + [2] * 4 + [1] * 3
+    rows = [f"{15 + 16 * i} " + " ".join(str(v) for v in rng.integers(-1200, 1200, 9)) + f" {a}"
+            for i, a in enumerate(ann)]  # fmt: skip
+    path = folder / "S01R01.txt"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _daphnet_ok(b):
+    assert b.X.shape == (16, 9) and b.X.dtype == np.float64
+    assert b.y.tolist() == [0] * 9 + [1] * 4 + [0] * 3
+    assert b.in_experiment.tolist() == [False] * 3 + [True] * 13
+    assert b.time_ms[0] == 15 and np.all(np.diff(b.time_ms) == 16)
+
+
 def entries() -> list[dict]:
     data = make_var(n_vars=4, n_train=200, n_test=400, seed=0)
     Xtr, Xte = data.X_train, data.X_test[:40]
@@ -222,6 +241,18 @@ def entries() -> list[dict]:
             "min_rows": {"fit:X": 12},
         }
     )
+    out.append(
+        {
+            "name": "load_daphnet",
+            "kind": "loader",
+            "write": _daphnet,
+            "read": load_daphnet,
+            "check": _daphnet_ok,
+            "corrupt": ["truncate", "header", "empty", ("comma-separated", lambda p: p.write_text(p.read_text().replace(" ", ","))),
+                        ("bad-annotation", lambda p: p.write_text(p.read_text().replace(" 1\n", " 7\n", 1))),
+                        ("concatenated", lambda p: p.write_text(p.read_text() * 2))],
+        }
+    )  # fmt: skip
     out.append(
         {
             "name": "load_mtsad(psm)",
