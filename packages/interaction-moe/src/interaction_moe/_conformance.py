@@ -11,6 +11,8 @@ import numpy as np
 
 from interaction_moe import (
     I2MoEClassifier,
+    load_breast_cancer_groups,
+    load_digits_halves,
     load_multibench_pickle,
     load_multimodal_npz,
     make_interaction_data,
@@ -91,6 +93,36 @@ def entries() -> list[dict]:
                     "why": "modalities of different lengths",
                 },
                 {"kwargs": {"X": [xs[0]]}, "raises": ["X"], "why": "one modality only"},
+            ],
+        },
+        {
+            "name": "load_breast_cancer_groups",
+            "call": load_breast_cancer_groups,
+            "kwargs": {},
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda out: (
+                        [x.shape for x in out[0]] == [(569, 10)] * 3
+                        and set(out[1].tolist()) == {0, 1}
+                    ),
+                    "why": "mean / error / worst feature groups of the 569 tumours",
+                }
+            ],
+        },
+        {
+            "name": "load_digits_halves",
+            "call": load_digits_halves,
+            "kwargs": {},
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda out: (
+                        [x.shape for x in out[0]] == [(1797, 32)] * 2
+                        and float(max(x.max() for x in out[0])) <= 1.0
+                    ),
+                    "why": "top and bottom halves of the 8x8 digits, scaled to [0, 1]",
+                }
             ],
         },
         {

@@ -12,6 +12,7 @@ from spectral_reservoir import (
     SARCTransformer,
     extract_periods,
     load_archive,
+    load_bundled,
     make_lag_sign,
 )
 
@@ -149,6 +150,22 @@ def entries() -> list[dict]:
             "rows": [["X"]],
             "params": {"mode": {"type": "str", "bad": ["nope"]}},
             "grid": {"mode": ["extended-100", "all-50"], "wavelet": ["haar", "sym5"]},
+        },
+        {
+            "name": "load_bundled",
+            "call": load_bundled,
+            "kwargs": {"name": "ArrowHead"},
+            "params": {
+                "name": {"type": "str", "bad": ["NotAProblem"]},
+                "split": {"type": "str", "bad": ["valid"]},
+            },
+            "known": [
+                {
+                    "kwargs": {"name": "ArrowHead", "split": "test"},
+                    "check": lambda out: np.asarray(out[0]).shape == (175, 1, 251),
+                    "why": "ArrowHead's test split as aeon ships it: 175 series of length 251",
+                }
+            ],
         },
         {
             "name": "load_archive(ts)",
