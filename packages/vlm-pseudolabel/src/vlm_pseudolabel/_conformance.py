@@ -12,6 +12,12 @@ import torch
 
 from vlm_pseudolabel import (
     CAP,
+    CPL,
+    FPL,
+    GRIP,
+    IFPL,
+    FixMatchST,
+    Oracle,
     ZeroShot,
     detect_mismatch,
     evaluate,
@@ -70,6 +76,16 @@ def _coop_point() -> dict:
     X = task.X_test
     return {"grid_value": "coop", "fit": {"task": task}, "known": [],
             "methods": {"predict_proba": {"X": X}, "predict": {"X": X}}}  # fmt: skip
+
+
+def _init_keys(cls) -> set[str]:
+    import inspect
+
+    keys = set()
+    for klass in cls.__mro__:  # **kwargs pass on to the parent's keywords
+        if "__init__" in vars(klass):
+            keys |= set(inspect.signature(klass.__init__).parameters) - {"self", "kwargs"}
+    return keys
 
 
 def entries() -> list[dict]:
@@ -206,4 +222,31 @@ def entries() -> list[dict]:
             ],
         }
     )
+    base = {"epochs": 2, "iters_per_epoch": 2, "n_main": 2}
+    for cls, extra, params in (
+        (FPL, {}, {}),
+        (IFPL, {"n_rounds": 2}, {"n_rounds": {"type": "int", "bad": [0]}}),
+        (GRIP, {"n_rounds": 2}, {"n_rounds": {"type": "int", "bad": [0]}}),
+        (FixMatchST, {}, {"tau": {"type": "float", "bad": [1.5, float("nan")]}}),
+        (Oracle, {}, {}),
+        (CPL, {}, {}),
+    ):
+        init = {k: v for k, v in {**base, **extra}.items() if k in _init_keys(cls)}
+        out.append(
+            {
+                "name": cls.__name__,
+                "kind": "estimator",
+                "cls": cls,
+                "init": init,
+                "fit": {"task": task},
+                "not_sklearn": "fit(task) takes a zero-shot task, as CAP",
+                "methods": {"predict_proba": {"X": X}, "predict": {"X": X}},
+                "arrays": {"predict_proba:X": {"kind": "float", "ndim": 2}},
+                "rows": [["predict_proba:X"]],
+                "order": "equivariant",
+                "params": {**params, "epochs": {"type": "int", "bad": [0]}}
+                if "epochs" in _init_keys(cls)
+                else params,
+            }
+        )
     return out  # fmt: skip

@@ -14,6 +14,8 @@ Every trained baseline runs ``epochs x iters_per_epoch`` SGD steps in total, lik
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import torch
 
@@ -35,6 +37,13 @@ class ZeroShot(PseudolabelEstimator):
 
     def _fit(self, task: VLMTask) -> None:
         self.model_ = PromptModel(task.text_features, "class_offset", logit_scale=task.logit_scale)
+
+
+def _check_rounds(n_rounds) -> None:
+    if isinstance(n_rounds, bool) or not isinstance(n_rounds, numbers.Integral):
+        raise TypeError(f"n_rounds must be an int, got {n_rounds!r}")
+    if n_rounds < 1:
+        raise ValueError(f"n_rounds must be >= 1, got {n_rounds}")
 
 
 class _Trained(CAP):
@@ -125,6 +134,7 @@ class IFPL(_Trained):
         self.n_rounds = n_rounds
 
     def _fit(self, task: VLMTask) -> None:
+        _check_rounds(self.n_rounds)
         self.model_ = self._new_model(task)
         per = max(1, self.epochs // self.n_rounds)
         self.history_ = []
@@ -143,6 +153,7 @@ class GRIP(_Trained):
         self.n_rounds = n_rounds
 
     def _fit(self, task: VLMTask) -> None:
+        _check_rounds(self.n_rounds)
         per = max(1, self.epochs // self.n_rounds)
         n_cls = int(allowed_classes(task).sum())
         step = max(1, len(task.X_unlabeled) // (self.n_rounds * n_cls))
