@@ -7,7 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from brain_gcl import CIAGCL, GIN, CIGALike, FCLogReg, infer_environments
+from brain_gcl import (
+    CIAGCL,
+    FCSVM,
+    GCN,
+    GIN,
+    BrainNetCNN,
+    CIGALike,
+    FCLogReg,
+    GraphCL,
+    infer_environments,
+)
 from brain_gcl.data import (
     build_graphs,
     connectivity_from_vectors,
@@ -88,6 +98,15 @@ def entries() -> list[dict]:
                     "C": {"type": "float", "bad": [0.0, float("inf")]}}},
         {"name": "FCLogReg", "kind": "estimator", "cls": FCLogReg, "init": {},
          "params": {"C": {"type": "float", "bad": [0.0, -1.0]}}, **common},
+        {"name": "FCSVM", "kind": "estimator", "cls": FCSVM, "init": {},
+         "params": {"C": {"type": "float", "bad": [0.0, -1.0]}}, **common},
+        {"name": "GCN", "kind": "estimator", "cls": GCN, "init": net, "params": train, **common},
+        {"name": "BrainNetCNN", "kind": "estimator", "cls": BrainNetCNN, "init": net,
+         "params": train, **common},
+        {"name": "GraphCL", "kind": "estimator", "cls": GraphCL, "init": net,
+         "params": {**train, "edge_drop": {"type": "float", "bad": [1.0, -0.1]},
+                    "feature_mask": {"type": "float", "bad": [1.0, -0.1]},
+                    "tau": {"type": "float", "bad": [0.0, float("nan")]}}, **common},
         {"name": "build_graphs", "call": _build_graphs,
          "kwargs": {"fc": d.fc, "density": 0.3},
          "arrays": {"fc": {"kind": "float", "ndim": (2, 3)}}, "rows": [["fc"]],

@@ -71,6 +71,19 @@ class GraphCL(GIN):
             tau,
         )
 
+    def _check_params(self):
+        super()._check_params()
+        for name in ("edge_drop", "feature_mask"):  # a drop rate of 1 removes everything
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < 1:
+                raise ValueError(f"{name} must be in [0, 1), got {v!r}")
+        for name, low in (("lambda_con", 0.0), ("tau", None)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+            if (low is None and v <= 0) or (low is not None and v < low):
+                raise ValueError(f"{name} must be {'> 0' if low is None else '>= 0'}, got {v!r}")
+
     def _build(self, n, d):
         return _Net(GraphEncoder(n, d, self.hidden, self.layers), proj=True)
 
