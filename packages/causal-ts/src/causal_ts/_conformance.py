@@ -11,8 +11,11 @@ import numpy as np
 
 from causal_ts import (
     CAROTS,
+    GivenGraphDiscoverer,
     IsolationForestWindows,
+    NeuralGrangerDiscoverer,
     PCAReconstruction,
+    PlainOneClassContrastive,
     VARGrangerDiscoverer,
     VARResidual,
     load_daphnet,
@@ -222,6 +225,44 @@ def entries() -> list[dict]:
                 "grid": GRIDS.get(cls.__name__, {}),
             }
         )
+    graph = np.eye(Xtr.shape[1], dtype=bool) | np.eye(Xtr.shape[1], k=1, dtype=bool)
+    for cls, init, params in (
+        (GivenGraphDiscoverer, {"graph": graph, "lag": 2}, {"lag": {"type": "int", "bad": [0]}}),
+        (NeuralGrangerDiscoverer, {"lag": 2, "hidden_dim": 4, "epochs": 5},
+         {"lag": {"type": "int", "bad": [0]}, "epochs": {"type": "int", "bad": [0]},
+          "threshold": {"type": "float", "bad": [float("nan")]}}),
+    ):  # fmt: skip
+        out.append(
+            {
+                "name": cls.__name__,
+                "kind": "estimator",
+                "cls": cls,
+                "init": init,
+                "not_sklearn": "fit(X) reads one multivariate time series; sklearn's checks "
+                "shuffle and subsample rows, which are time steps here",
+                "fit": {"X": Xtr},
+                "methods": {"predict_next": {"prefix": sliding_windows(Xte, 5)}},
+                "arrays": {"fit:X": {"kind": "float", "ndim": 2}},
+                "min_rows": {"fit:X": 12},
+                "params": params,
+            }
+        )
+    out.append(
+        {
+            "name": "PlainOneClassContrastive",
+            "kind": "estimator",
+            "cls": PlainOneClassContrastive,
+            "init": {k: v for k, v in {**TINY, "random_state": 0}.items()
+                     if k in PlainOneClassContrastive().get_params()},
+            "not_sklearn": "as CAROTS (windowed scores; the sklearn checks run on CAROTS)",
+            "fit": {"X": Xtr},
+            "methods": {"decision_function": {"X": Xte}},
+            "arrays": {"fit:X": {"kind": "float", "ndim": 2},
+                       "decision_function:X": {"kind": "float", "ndim": 2}},
+            "min_rows": {"fit:X": 12, "decision_function:X": 6},
+            "params": {"epochs": {"type": "int", "bad": [0]}, "window": {"type": "int", "bad": [0]}},
+        }
+    )  # fmt: skip
     out.append(
         {
             "name": "VARGrangerDiscoverer",
