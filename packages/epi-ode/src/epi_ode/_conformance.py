@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from epi_ode import EARTHForecaster
+from epi_ode import EARTHForecaster, NeuralCDEForecaster
 from epi_ode.baselines import ARRidge, GRUForecaster, Persistence
 from epi_ode.data import load_colagnn, load_ilinet, read_wide_csv, save_colagnn
 from epi_ode.metrics import evaluate
@@ -65,6 +65,12 @@ def entries() -> list[dict]:
          "params": {"hidden": {"type": "int", "bad": [0]},
                     "epochs": {"type": "int", "bad": [0]},
                     "batch_size": {"type": "int", "bad": [0]}}, **common},
+        {"name": "NeuralCDEForecaster", "kind": "estimator", "cls": NeuralCDEForecaster,
+         "init": {"window": 8, "horizon": 2, "hidden": 4, "epochs": 1, "batch_size": 4},
+         "params": {"hidden": {"type": "int", "bad": [0]},
+                    "epochs": {"type": "int", "bad": [0]},
+                    "solver": {"type": "str", "bad": ["rk45"]}},
+         "grid": {"output": ["trajectory"]}, **common},
         {"name": "EARTHForecaster", "kind": "estimator", "cls": EARTHForecaster,
          "init": {"window": 8, "horizon": 2, "epochs": 1, "hidden": 8, "heads": 2,
                   "dtw_neighbors": 1, "output": "trajectory"},

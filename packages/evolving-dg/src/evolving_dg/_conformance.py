@@ -60,6 +60,7 @@ def entries() -> list[dict]:
                                   "width": {"type": "int", "bad": [0]}}),
         (edg.LSSAE, {"z_dim": 4}, {}),
         (edg.IRM, {}, {"penalty_weight": {"type": "float", "bad": [-1.0]}}),
+        (edg.ERMLast, {"fraction": 0.5}, {"fraction": {"type": "float", "bad": [0.0, 1.5]}}),
     ):  # fmt: skip
         out.append(
             {
