@@ -11,6 +11,34 @@ import torch
 import kd_losses as K
 
 
+def _module_call(cls, fn):
+    """``cls(...)(student_logits, teacher_logits)`` with the constructor options as keywords."""
+
+    def call(student_logits, teacher_logits, temperature=1.0, reduction="mean", chunk_size=None):
+        mod = cls(temperature=temperature, reduction=reduction, chunk_size=chunk_size)
+        return mod(student_logits, teacher_logits)
+
+    call.__name__ = f"{cls.__name__}.forward"
+    return call
+
+
+_LM: dict = {}
+
+
+def _tiny_lm(ids):
+    if "m" not in _LM:
+        torch.manual_seed(0)
+        _LM["m"] = K.TinyLM(13, d_model=8, n_layers=1, n_heads=2, max_len=16).eval()
+    with torch.no_grad():
+        return _LM["m"](torch.as_tensor(ids))
+
+
+def _fused_module(student_hidden, student_weight, teacher_hidden, teacher_weight, loss="bdl"):
+    return K.FusedKDLoss(loss=loss)(
+        student_hidden, student_weight, teacher_hidden=teacher_hidden, teacher_weight=teacher_weight
+    )
+
+
 def entries() -> list[dict]:
     g = torch.Generator().manual_seed(0)
     zs = torch.randn(6, 11, generator=g, requires_grad=True)
@@ -52,6 +80,82 @@ def entries() -> list[dict]:
                 },
             }
         )
+    for cls, fn in (
+        (K.ForwardKL, K.forward_kl),
+        (K.ReverseKL, K.reverse_kl),
+        (K.JSDivergence, K.js_divergence),
+        (K.TotalVariation, K.total_variation),
+        (K.SkewKL, K.skew_kl),
+        (K.SkewReverseKL, K.skew_reverse_kl),
+        (K.AdaptiveKL, K.adaptive_kl),
+        (K.BidirectionalDiscrepancyLoss, K.bidirectional_discrepancy_loss),
+    ):
+        out.append(
+            {
+                "name": f"{cls.__name__}.forward",
+                "call": _module_call(cls, fn),
+                "kwargs": {"student_logits": zs, "teacher_logits": zt, "temperature": 2.0},
+                "arrays": logits_arrays,
+                "rows": [["student_logits", "teacher_logits"]],
+                "order": "invariant",
+                "params": {
+                    "temperature": {"type": "float", "bad": [0.0, -1.0, float("inf")]},
+                    "reduction": {"type": "str", "bad": ["batchmean"]},
+                    "chunk_size": {"type": "int", "bad": [0, -2], "good": 4},
+                },
+                "grid": {
+                    "reduction": [{"grid_value": "none", "order": "equivariant"}, "sum"],
+                    "chunk_size": [2],
+                },
+                "known": [
+                    {
+                        "kwargs": {"student_logits": zs, "teacher_logits": zt, "temperature": 2.0},
+                        "check": lambda out, fn=fn: torch.allclose(
+                            out, fn(zs, zt, temperature=2.0), atol=1e-6
+                        ),
+                        "why": "the module equals its functional form",
+                    }
+                ],
+            }
+        )
+    ids = np.arange(24).reshape(3, 8) % 13
+    out.append(
+        {
+            "name": "TinyLM.forward",
+            "call": _tiny_lm,
+            "kwargs": {"ids": ids},
+            "arrays": {"ids": {"kind": "labels", "ndim": 2}},
+            "rows": [["ids"]],
+            "order": "equivariant",
+            "known": [
+                {"kwargs": {"ids": np.array([[1, 20]])}, "raises": ["ids"],
+                 "why": "a token id outside the vocabulary"},
+                {"kwargs": {"ids": np.zeros((1, 17), int)}, "raises": ["ids"],
+                 "why": "longer than max_len"},
+            ],
+        }
+    )  # fmt: skip
+    out.append(
+        {
+            "name": "FusedKDLoss.forward",
+            "call": _fused_module,
+            "kwargs": {"student_hidden": hs, "student_weight": ws, "teacher_hidden": ht,
+                       "teacher_weight": wt},
+            "arrays": {"student_hidden": {"kind": "float", "ndim": (2, 3)},
+                       "teacher_hidden": {"kind": "float", "ndim": (2, 3)}},
+            "rows": [["student_hidden", "teacher_hidden"]],
+            "order": "invariant",
+            "params": {"loss": {"type": "str", "bad": ["kl"]}},
+            "grid": {"loss": ["fkl", "rkl", "jsd", "tvd", "skl", "srkl", "akl"]},
+            "known": [
+                {"kwargs": {"student_hidden": hs, "student_weight": ws, "teacher_hidden": ht,
+                            "teacher_weight": wt},
+                 "check": lambda out: torch.allclose(
+                     out, K.bidirectional_discrepancy_loss(hs @ ws.T, ht @ wt.T), atol=1e-5),
+                 "why": "the fused head equals BDL on the materialised logits"},
+            ],
+        }
+    )  # fmt: skip
     out.append(
         {
             "name": "fused_kd_loss",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import nn
 
@@ -59,9 +61,13 @@ class DistillLoss(nn.Module):
         self.temperature = check_temperature(temperature)
         self.reduction = check_reduction(reduction)
         self.ignore_index = int(ignore_index)
-        if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        if chunk_size is not None and (
+            isinstance(chunk_size, bool)
+            or not isinstance(chunk_size, numbers.Integral)
+            or chunk_size < 1
+        ):
             raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}")
-        self.chunk_size = chunk_size
+        self.chunk_size = None if chunk_size is None else int(chunk_size)
 
     def _extra(self) -> dict[str, float]:
         return {} if self._param is None else {self._param: getattr(self, self._param)}

@@ -75,8 +75,17 @@ class TinyLM(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """Return next-token logits for every position."""
-        if ids.ndim != 2:
-            raise ValueError(f"ids must have shape (batch, seq), got {tuple(ids.shape)}")
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError(f"ids must be a torch.Tensor, got {type(ids).__name__}")
+        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+            raise TypeError(f"ids must hold integer token ids, got {ids.dtype}")
+        if ids.ndim != 2 or ids.numel() == 0:
+            raise ValueError(
+                f"ids must have a non-empty shape (batch, seq), got {tuple(ids.shape)}"
+            )
+        vocab = self.tok.num_embeddings
+        if int(ids.min()) < 0 or int(ids.max()) >= vocab:
+            raise ValueError(f"ids holds token ids outside [0, {vocab})")
         t = ids.shape[1]
         if t > self.max_len:
             raise ValueError(f"ids has length {t} > max_len {self.max_len}")
