@@ -19,10 +19,15 @@ from isocal import (
     SCIRCalibrator,
     TemperatureScaling,
     VectorScaling,
+    accuracy,
     adaptive_ece,
     brier_score,
     classwise_ece,
+    isotonic_regression_rank2d,
     log_loss,
+    normalized_isotonic_logloss,
+    sorted_cumulative,
+    tie_groups,
     top_label_ece,
 )
 
@@ -181,4 +186,98 @@ def entries() -> list[dict]:
                 "order": "invariant" if fn is not adaptive_ece else None,
             }
         )
+    out.append(
+        {
+            "name": "accuracy",
+            "call": accuracy,
+            "kwargs": {"y": y, "probs": P},
+            "arrays": fit_arrays,
+            "rows": [["y", "probs"]],
+            "order": "invariant",
+            "known": [
+                {
+                    "kwargs": {"y": np.array([0, 1]), "probs": np.array([[0.9, 0.1], [0.7, 0.3]])},
+                    "check": lambda a: a == 0.5,
+                    "why": "one of two argmax predictions right",
+                }
+            ],
+        }
+    )
+    out.append(
+        {
+            "name": "sorted_cumulative",
+            "call": lambda P: sorted_cumulative(P),
+            "kwargs": {"P": P},
+            "arrays": {"P": {"kind": "float", "ndim": 2}},
+            "rows": [["P"]],
+            "order": "equivariant",
+            "known": [
+                {
+                    "kwargs": {"P": np.array([[0.2, 0.5, 0.3]])},
+                    "check": lambda out: (
+                        out[0].tolist() == [[1, 2, 0]] and np.allclose(out[1], [[0.5, 0.8, 1.0]])
+                    ),
+                    "why": "ranks by decreasing probability and their running sums",
+                }
+            ],
+        }
+    )
+    out.append(
+        {
+            "name": "tie_groups",
+            "call": tie_groups,
+            "kwargs": {"sorted_P": -np.sort(-P, axis=1)},
+            "arrays": {"sorted_P": {"kind": "float", "ndim": 2}},
+            "rows": [["sorted_P"]],
+            "order": "equivariant",
+            "known": [
+                {
+                    "kwargs": {"sorted_P": np.array([[0.4, 0.3, 0.3]])},
+                    "check": lambda out: (
+                        out[0].tolist() == [[0, 1, 1]] and out[1].tolist() == [[0, 2, 2]]
+                    ),
+                    "why": "ranks 1 and 2 tie",
+                },
+                {
+                    "kwargs": {"sorted_P": np.array([[0.2, 0.5, 0.3]])},
+                    "raises": ["sorted_P"],
+                    "why": "a row that is not sorted in decreasing order",
+                },
+            ],
+        }
+    )
+    rank = rng_rank = np.random.default_rng(3).integers(0, 3, 30)
+    value = np.random.default_rng(4).random(30)
+    target = (value + 0.3 * rank > 0.8).astype(float)
+    out.append(
+        {
+            "name": "isotonic_regression_rank2d",
+            "call": isotonic_regression_rank2d,
+            "kwargs": {"rank": rng_rank, "value": value, "y": target},
+            "arrays": {"rank": {"kind": "labels", "ndim": 1}, "value": {"kind": "float", "ndim": 1},
+                       "y": {"kind": "float", "ndim": 1}},
+            "rows": [["rank", "value", "y"]],
+            "order": "equivariant",
+            "known": [
+                {
+                    "kwargs": {"rank": np.zeros(3, int), "value": np.array([0.1, 0.2, 0.3]),
+                               "y": np.array([1.0, 0.0, 2.0])},
+                    "check": lambda g: np.allclose(g, [0.5, 0.5, 2.0]),
+                    "why": "one rank: 1-D isotonic regression (pool the violating pair)",
+                }
+            ],
+        }
+    )  # fmt: skip
+    out.append(
+        {
+            "name": "normalized_isotonic_logloss",
+            "call": lambda P, y, max_iter=50: normalized_isotonic_logloss(P, y, max_iter=max_iter)[
+                0
+            ],
+            "kwargs": {"P": P, "y": y},
+            "arrays": {"P": {"kind": "float", "ndim": 2}, "y": {"kind": "labels", "ndim": 1}},
+            "rows": [["P", "y"]],
+            "params": {"max_iter": {"type": "int", "bad": [0]}},
+        }
+    )
     return out

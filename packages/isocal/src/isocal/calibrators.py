@@ -10,7 +10,12 @@ from sklearn.isotonic import IsotonicRegression
 
 from isocal._base import BaseCalibrator, renormalize
 from isocal._binning import quantile_bins
-from isocal._validation import check_nonnegative_float, check_positive_int
+from isocal._validation import (
+    check_nonnegative_float,
+    check_positive_int,
+    check_probs,
+    check_scores,
+)
 from isocal.isotonic2d import isotonic_regression_rank2d
 from isocal.normalized_isotonic import normalized_isotonic_logloss
 
@@ -213,6 +218,7 @@ def sorted_cumulative(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ``cumulative[i, r] = sum of the r + 1 largest probabilities``; the last
         column is exactly 1.
     """
+    P = check_probs(P, "P")
     order = np.argsort(-P, axis=1, kind="stable")
     cumulative = np.cumsum(np.take_along_axis(P, order, axis=1), axis=1)
     cumulative = np.minimum(cumulative, 1.0)
@@ -233,6 +239,9 @@ def tie_groups(sorted_P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first, last : ndarray of shape (n, K), int
         ``first[i, r] <= r <= last[i, r]``: the ranks sharing row ``i``'s value at ``r``.
     """
+    sorted_P = check_scores(sorted_P, "sorted_P")
+    if np.any(np.diff(sorted_P, axis=1) > 0):
+        raise ValueError("sorted_P: every row must be sorted in decreasing order")
     n, K = sorted_P.shape
     ranks = np.broadcast_to(np.arange(K), (n, K))
     new = np.ones((n, K), dtype=bool)

@@ -109,7 +109,14 @@ def isotonic_regression_rank2d(
     rank = np.asarray(rank)
     value = np.asarray(value, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
+    if y.ndim != 1:
+        raise ValueError(f"y: expected a 1-D array, got shape {y.shape}")
     n = y.shape[0]
+    if rank.dtype.kind == "f":  # integer ranks stored as floats: whole numbers only
+        if not np.all(np.isfinite(rank)) or np.any(rank != np.round(rank)):
+            raise ValueError("rank: must hold integers (whole, finite numbers)")
+    elif rank.dtype.kind not in "iub":
+        raise TypeError(f"rank: expected integers, got dtype {rank.dtype}")
     if rank.shape != (n,) or value.shape != (n,):
         raise ValueError("rank, value: must have the same length as y")
     if n == 0:

@@ -40,6 +40,13 @@ from scipy.special import logsumexp
 from sklearn.isotonic import isotonic_regression
 
 from isocal._binning import quantile_bins
+from isocal._validation import (
+    check_labels,
+    check_nonnegative_float,
+    check_positive_int,
+    check_probs,
+    check_sample_weight,
+)
 
 __all__ = ["normalized_isotonic_logloss", "normalized_isotonic_objective"]
 
@@ -91,7 +98,7 @@ def normalized_isotonic_logloss(
     Parameters
     ----------
     P : ndarray of shape (n, K)
-        Probabilities (validated by the caller).
+        Probabilities (rows on the simplex).
     y : ndarray of shape (n,), int
         Labels in ``[0, K)``; classes may be absent.
     sample_weight : ndarray of shape (n,), optional
@@ -117,8 +124,14 @@ def normalized_isotonic_logloss(
     info : dict
         ``objective`` (weighted mean smoothed log loss), ``n_iter``, ``success``.
     """
+    P = check_probs(P, "P")  # public entry: validated here too (a cheap copy)
     n, K = P.shape
-    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    y = check_labels(y, n, K, require_all=False)
+    w = check_sample_weight(sample_weight, n)
+    max_iter = check_positive_int(max_iter, "max_iter")
+    prior_count = check_nonnegative_float(prior_count, "prior_count")
+    if max_bins is not None:
+        max_bins = check_positive_int(max_bins, "max_bins", 2)
     knots, flat = quantile_bins(
         P.ravel(), max_bins, np.repeat(w, K), focus=P[np.arange(n), y], focus_weights=w
     )
