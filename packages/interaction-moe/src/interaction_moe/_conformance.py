@@ -16,6 +16,9 @@ from interaction_moe import (
     load_multibench_pickle,
     load_multimodal_npz,
     make_interaction_data,
+    redundancy_loss,
+    synergy_loss,
+    uniqueness_loss,
 )
 
 
@@ -34,6 +37,17 @@ def _mosi(folder):
     path = folder / "mosi_raw.pkl"
     path.write_bytes(pickle.dumps(parts))
     return path
+
+
+def _outputs(seed: int = 0, M: int = 3):
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    clean = torch.randn(6, 4, generator=g, dtype=torch.float64)
+    return clean, [torch.randn(6, 4, generator=g, dtype=torch.float64) for _ in range(M)]
+
+
+_PERTURBED = _outputs()[1]
 
 
 def entries() -> list[dict]:
@@ -122,6 +136,51 @@ def entries() -> list[dict]:
                         and float(max(x.max() for x in out[0])) <= 1.0
                     ),
                     "why": "top and bottom halves of the 8x8 digits, scaled to [0, 1]",
+                }
+            ],
+        },
+        {
+            "name": "uniqueness_loss",
+            "call": lambda clean, perturbed=_PERTURBED, m=1, margin=1.0: uniqueness_loss(
+                clean, perturbed, m, margin
+            ),
+            "kwargs": {"clean": _outputs()[0]},
+            "arrays": {"clean": {"kind": "float", "ndim": 2}},
+            "params": {
+                "m": {"type": "int", "bad": [3, -1]},
+                "margin": {"type": "float", "bad": [-1.0]},
+            },
+            "known": [
+                {
+                    "kwargs": {"clean": _outputs()[0], "perturbed": [_outputs()[0]] * 3},
+                    "check": lambda v: abs(float(v) - 1.0) < 1e-6,
+                    "why": "all outputs equal: every triplet costs the margin",
+                }
+            ],
+        },
+        {
+            "name": "synergy_loss",
+            "call": lambda clean, perturbed=_PERTURBED: synergy_loss(clean, perturbed),
+            "kwargs": {"clean": _outputs()[0]},
+            "arrays": {"clean": {"kind": "float", "ndim": 2}},
+            "known": [
+                {
+                    "kwargs": {"clean": _outputs()[0], "perturbed": [_outputs()[0]] * 2},
+                    "check": lambda v: abs(float(v) - 1.0) < 1e-9,
+                    "why": "removals that change nothing: cosine 1",
+                }
+            ],
+        },
+        {
+            "name": "redundancy_loss",
+            "call": lambda clean, perturbed=_PERTURBED: redundancy_loss(clean, perturbed),
+            "kwargs": {"clean": _outputs()[0]},
+            "arrays": {"clean": {"kind": "float", "ndim": 2}},
+            "known": [
+                {
+                    "kwargs": {"clean": _outputs()[0], "perturbed": [-_outputs()[0]]},
+                    "check": lambda v: abs(float(v) - 2.0) < 1e-9,
+                    "why": "a removal that flips the output: 1 - cos = 2",
                 }
             ],
         },

@@ -6,6 +6,8 @@ modality ``j`` replaced by noise. All losses average over the batch.
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 import torch.nn.functional as F
 
@@ -18,6 +20,26 @@ __all__ = [
 ]
 
 
+def _check_outputs(clean, perturbed) -> None:
+    """``clean`` a finite float (B, K) tensor, ``perturbed`` a non-empty list shaped like it."""
+    if not isinstance(clean, torch.Tensor) or not clean.is_floating_point():
+        raise TypeError(f"clean must be a floating-point tensor, got {type(clean).__name__}")
+    if clean.ndim != 2 or clean.shape[0] == 0:
+        raise ValueError(f"clean must be a non-empty (B, K) tensor, got {tuple(clean.shape)}")
+    if not isinstance(perturbed, list | tuple) or not perturbed:
+        raise ValueError("perturbed must be a non-empty list of tensors (one per modality)")
+    for j, p in enumerate(perturbed):
+        if not isinstance(p, torch.Tensor) or p.shape != clean.shape:
+            raise ValueError(
+                f"perturbed[{j}] must be a tensor shaped like clean {tuple(clean.shape)}, got "
+                f"{tuple(getattr(p, 'shape', ()))}"
+            )
+    if not bool(torch.isfinite(clean).all()) or not all(
+        bool(torch.isfinite(p).all()) for p in perturbed
+    ):
+        raise ValueError("clean or perturbed contains NaN or inf")
+
+
 def uniqueness_loss(
     clean: torch.Tensor, perturbed: list[torch.Tensor], m: int, margin: float = 1.0
 ) -> torch.Tensor:
@@ -27,7 +49,11 @@ def uniqueness_loss(
     ``(1 / (M-1)) sum_{j != m} TripletMargin(anchor=clean, positive=perturbed[j],
     negative=perturbed[m], margin)`` (``p = 2``, ``eps = 1e-7`` as ``nn.TripletMarginLoss``).
     """
+    _check_outputs(clean, perturbed)
     M = len(perturbed)
+    if isinstance(m, bool) or not isinstance(m, numbers.Integral):
+        raise TypeError(f"m must be an int, got {m!r}")
+    m = int(m)
     if M < 2 or not 0 <= m < M:
         raise ValueError(f"need >= 2 perturbed outputs and 0 <= m < {M}, got m={m}")
     if margin < 0:
@@ -47,11 +73,13 @@ def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def synergy_loss(clean: torch.Tensor, perturbed: list[torch.Tensor]) -> torch.Tensor:
     """Synergy expert: ``(1/M) sum_j mean_b cos(clean, perturbed[j])`` (push every removal away)."""
+    _check_outputs(clean, perturbed)
     return torch.stack([_cos(clean, p).mean() for p in perturbed]).mean()
 
 
 def redundancy_loss(clean: torch.Tensor, perturbed: list[torch.Tensor]) -> torch.Tensor:
     """Redundancy expert: ``(1/M) sum_j mean_b (1 - cos(clean, perturbed[j]))`` (stay the same)."""
+    _check_outputs(clean, perturbed)
     return torch.stack([(1 - _cos(clean, p)).mean() for p in perturbed]).mean()
 
 
