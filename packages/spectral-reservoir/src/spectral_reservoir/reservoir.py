@@ -157,7 +157,10 @@ def _rational_tanh(x):  # pragma: no cover - compiled by numba
     return x * p / q
 
 
-def _kernel(U, W_s, W_c, periods, leaky, tanh):  # pragma: no cover - compiled by numba
+_tanh = _rational_tanh  # rebound to its compiled form below; the kernel reads the global
+
+
+def _kernel(U, W_s, W_c, periods, leaky):  # pragma: no cover - compiled by numba
     """Series innermost, so every update is a vector operation over the batch."""
     L, H, B = U.shape
     P = periods.shape[0]
@@ -182,22 +185,25 @@ def _kernel(U, W_s, W_c, periods, leaky, tanh):  # pragma: no cover - compiled b
                             tmp[b] += w * h[t - per, j, b]
                 if t >= 1:
                     for b in range(B):
-                        h[t, i, b] = (1.0 - leaky) * tanh(tmp[b]) + leaky * h[t - 1, i, b]
+                        h[t, i, b] = (1.0 - leaky) * _tanh(tmp[b]) + leaky * h[t - 1, i, b]
                 else:
                     for b in range(B):
-                        h[t, i, b] = (1.0 - leaky) * tanh(tmp[b])
+                        h[t, i, b] = (1.0 - leaky) * _tanh(tmp[b])
     return out
 
 
 try:  # numba compiles the recursion; the numpy loop is the fallback and the reference
     import numba
 
+    # a global, not an argument: a dispatcher passed as an argument enters the cache key with
+    # its identity, so every process compiled (and cached) a new specialisation, and a stale
+    # index entry then failed to load ("underlying object has vanished")
     _tanh = numba.njit(fastmath=True, inline="always", cache=True)(_rational_tanh)
     _compiled = numba.njit(fastmath=True, cache=True)(_kernel)
 
     def _numba_run(U, W_s, W_c, periods, leaky):
         Ut = np.ascontiguousarray(U.transpose(1, 2, 0))  # (L, H, B)
-        out = _compiled(Ut, W_s, W_c, periods, leaky, _tanh)
+        out = _compiled(Ut, W_s, W_c, periods, leaky)
         return np.ascontiguousarray(out.transpose(3, 0, 1, 2))  # (B, P, L, H)
 except ImportError:  # pragma: no cover - numba is a declared dependency
     _numba_run = None
