@@ -12,6 +12,8 @@ from pareto_merge import (
     LazyStateDict,
     ParetoMerger,
     check_preference,
+    check_state_dicts,
+    dominates,
     hypervolume,
     load_state_dict,
     load_state_dicts,
@@ -19,6 +21,10 @@ from pareto_merge import (
     save_state_dict,
     simplex_grid,
     task_arithmetic,
+    task_vectors,
+    ties_merge,
+    weight_average,
+    weighted_task_arithmetic,
 )
 
 
@@ -49,6 +55,45 @@ def _merge(preference, n_steps=3, nan_objective=False):
     merger = ParetoMerger(theta0, ft, rank=1, base="task_arithmetic", n_steps=n_steps)
     merger.fit(objectives)
     return _flat(merger.merge(preference))
+
+
+def _nan_ft():
+    _, ft = _models()
+    bad = [dict(ft[0]), ft[1]]
+    bad[0]["w"] = bad[0]["w"].clone()
+    bad[0]["w"][0, 0] = float("nan")
+    return bad
+
+
+def _missing_key_ft():
+    _, ft = _models()
+    return [{"w": ft[0]["w"]}, ft[1]]
+
+
+def _wa(finetuned=None):
+    theta0, ft = _models()
+    return _flat(weight_average(theta0, ft if finetuned is None else finetuned))
+
+
+def _wta(preference, scale=0.3):
+    theta0, ft = _models()
+    return _flat(weighted_task_arithmetic(theta0, ft, preference, scale=scale))
+
+
+def _ties(density=0.5, scale=1.0, finetuned=None):
+    theta0, ft = _models()
+    return _flat(ties_merge(theta0, ft if finetuned is None else finetuned, density, scale))
+
+
+def _tv(finetuned=None):
+    theta0, ft = _models()
+    return [_flat(t) for t in task_vectors(theta0, ft if finetuned is None else finetuned)]
+
+
+def _check(finetuned=None):
+    theta0, ft = _models()
+    check_state_dicts(theta0, ft if finetuned is None else finetuned)
+    return True
 
 
 def _ta(scale=0.3):
@@ -186,4 +231,37 @@ def entries() -> list[dict]:
          "read": load_state_dict,
          "check": lambda sd: _same(sd, dict(reversed(list(_models()[0].items())))),
          "export": _export, "same": _same, "corrupt": ["truncate", "empty"]},
+        {"name": "weight_average", "call": _wa, "kwargs": {},
+         "known": [{"kwargs": {}, "check": lambda v: np.allclose(
+                        v, (_flat(_models()[1][0]) + _flat(_models()[1][1])) / 2, atol=1e-6),
+                    "why": "the mean of the fine-tuned weights"},
+                   {"kwargs": {"finetuned": _nan_ft()}, "raises": ["finetuned"],
+                    "why": "a NaN weight in a fine-tuned model"}]},
+        {"name": "weighted_task_arithmetic", "call": _wta,
+         "kwargs": {"preference": np.array([0.25, 0.75])},
+         "arrays": {"preference": {"kind": "float", "ndim": 1}},
+         "params": {"scale": {"type": "float", "bad": [float("nan"), float("inf")]}},
+         "known": [{"kwargs": {"preference": np.array([0.5, 0.5]), "scale": 0.3},
+                    "check": lambda v: np.allclose(v, _ta(0.3), atol=1e-6),
+                    "why": "the uniform preference is task arithmetic at the same scale"}]},
+        {"name": "ties_merge", "call": _ties, "kwargs": {},
+         "params": {"density": {"type": "float", "bad": [0.0, 1.5, float("nan")]},
+                    "scale": {"type": "float", "bad": [float("nan")]}},
+         "known": [{"kwargs": {"finetuned": _nan_ft()}, "raises": ["finetuned"],
+                    "why": "a NaN weight in a fine-tuned model"}]},
+        {"name": "task_vectors", "call": _tv, "kwargs": {},
+         "known": [{"kwargs": {"finetuned": _missing_key_ft()}, "raises": ["finetuned"],
+                    "why": "a fine-tuned model without the bias"}]},
+        {"name": "check_state_dicts", "call": _check, "kwargs": {},
+         "known": [{"kwargs": {"finetuned": _missing_key_ft()}, "raises": ["finetuned"],
+                    "why": "a missing key"},
+                   {"kwargs": {"finetuned": _nan_ft()}, "raises": ["finetuned"],
+                    "why": "a NaN weight"}]},
+        {"name": "dominates", "call": dominates, "kwargs": {"a": np.array([1.0, 2.0]), "b": np.array([1.0, 3.0])},
+         "arrays": {"a": {"kind": "float", "ndim": 1, "inf_ok": True},
+                    "b": {"kind": "float", "ndim": 1, "inf_ok": True}},  # an infinite loss compares
+         "known": [{"kwargs": {"a": np.array([1.0, 2.0]), "b": np.array([1.0, 3.0])},
+                    "check": lambda v: v is True, "why": "no worse, better in one objective"},
+                   {"kwargs": {"a": np.array([1.0, 2.0]), "b": np.array([1.0, 2.0])},
+                    "check": lambda v: v is False, "why": "equal points do not dominate"}]},
     ]  # fmt: skip

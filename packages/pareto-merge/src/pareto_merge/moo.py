@@ -22,6 +22,8 @@ def dominates(a: ArrayLike, b: ArrayLike) -> bool:
         raise ValueError(
             f"a, b: expected two vectors of the same length, got {a.shape} and {b.shape}"
         )
+    if np.isnan(a).any() or np.isnan(b).any():  # NaN compares False: it would never dominate
+        raise ValueError("a, b: NaN objective values cannot be compared")
     return bool((a <= b).all() and (a < b).any())
 
 
