@@ -18,11 +18,18 @@ from causal_ts import (
     PlainOneClassContrastive,
     VARGrangerDiscoverer,
     VARResidual,
+    alpha_schedule,
+    inject_anomalies,
     load_daphnet,
     load_mtsad,
+    make_lorenz96,
     make_var,
+    point_adjust,
     sliding_windows,
+    soc_loss,
+    window_labels,
 )
+from causal_ts.metrics import evaluate as _evaluate
 
 TINY = {
     "window": 6,
@@ -225,6 +232,57 @@ def entries() -> list[dict]:
                 "grid": GRIDS.get(cls.__name__, {}),
             }
         )
+    labels = np.zeros(30, int)
+    labels[5:9] = 1
+    labels[20:22] = 1
+    pred = np.zeros(30, int)
+    pred[7] = 1
+    scores = np.random.default_rng(0).random(30) + labels
+    z = __import__("torch").randn(
+        8,
+        4,
+        generator=__import__("torch").Generator().manual_seed(0),
+        dtype=__import__("torch").float64,
+    )
+    out += [
+        {"name": "point_adjust", "call": point_adjust, "kwargs": {"pred": pred, "labels": labels},
+         "arrays": {"pred": {"kind": "labels", "ndim": 1}, "labels": {"kind": "labels", "ndim": 1}},
+         "rows": [["pred", "labels"]],
+         "known": [{"kwargs": {"pred": pred, "labels": labels},
+                    "check": lambda v: v[5:9].tolist() == [1] * 4 and v[20:22].tolist() == [0, 0],
+                    "why": "one hit marks its whole true segment, a missed segment stays 0"}]},
+        {"name": "window_labels", "call": window_labels, "kwargs": {"labels": labels, "window": 4},
+         "arrays": {"labels": {"kind": "labels", "ndim": 1}}, "rows": [["labels"]],
+         "min_rows": 4, "params": {"window": {"type": "int", "bad": [0, 31]}},
+         "known": [{"kwargs": {"labels": np.array([0, 0, 1, 0, 0]), "window": 2},
+                    "check": lambda v: v.tolist() == [0, 1, 1, 0],
+                    "why": "a window is anomalous iff any of its points is"}]},
+        {"name": "evaluate", "call": _evaluate, "kwargs": {"scores": scores, "labels": labels},
+         "arrays": {"scores": {"kind": "float", "ndim": 1}, "labels": {"kind": "labels", "ndim": 1}},
+         "rows": [["scores", "labels"]], "order": "invariant"},
+        {"name": "soc_loss", "call": lambda z, alpha=0.5, temperature=0.1: soc_loss(z, alpha, temperature)[0],
+         "kwargs": {"z": z}, "arrays": {"z": {"kind": "float", "ndim": 2}}, "rows": [["z"]],
+         "min_rows": 2,
+         "params": {"alpha": {"type": "float", "bad": [1.5, float("nan")]},
+                    "temperature": {"type": "float", "bad": [0.0, -1.0]}}},
+        {"name": "alpha_schedule", "call": alpha_schedule,
+         "kwargs": {"alpha": (0.5, 0.9), "epoch": 2, "n_epochs": 5},
+         "params": {"epoch": {"type": "int", "bad": [-1, 5]}, "n_epochs": {"type": "int", "bad": [0]}},
+         "known": [{"kwargs": {"alpha": (0.5, 0.9), "epoch": 2, "n_epochs": 5},
+                    "check": lambda a: abs(a - 0.7) < 1e-12, "why": "linear from 0.5 to 0.9"}]},
+        {"name": "make_var", "call": lambda **kw: make_var(**kw).X_test,
+         "kwargs": {"n_vars": 3, "n_train": 50, "n_test": 200, "seed": 0},
+         "params": {"n_vars": {"type": "int", "bad": [0]}, "n_train": {"type": "int", "bad": [0]},
+                    "kind": {"type": "str", "bad": ["spikes"]}}},
+        {"name": "make_lorenz96", "call": lambda **kw: make_lorenz96(**kw).X_test,
+         "kwargs": {"n_vars": 5, "n_train": 50, "n_test": 200, "seed": 0, "F": 10.0},
+         "params": {"n_vars": {"type": "int", "bad": [0]}, "F": {"type": "float", "bad": [float("nan")]},
+                    "kind": {"type": "str", "bad": ["spikes"]}}},
+        {"name": "inject_anomalies", "call": lambda X, kind="spike", ratio=0.05: inject_anomalies(
+            X, kind, ratio=ratio, seed=0)[0],
+         "kwargs": {"X": Xte}, "arrays": {"X": {"kind": "float", "ndim": 2}},
+         "params": {"ratio": {"type": "float", "bad": [0.0, 1.5]}, "kind": {"type": "str", "bad": ["meteor"]}}},
+    ]  # fmt: skip
     graph = np.eye(Xtr.shape[1], dtype=bool) | np.eye(Xtr.shape[1], k=1, dtype=bool)
     for cls, init, params in (
         (GivenGraphDiscoverer, {"graph": graph, "lag": 2}, {"lag": {"type": "int", "bad": [0]}}),

@@ -11,6 +11,7 @@ effect variable stops following its parents while keeping a plausible marginal.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -712,6 +713,8 @@ def make_lorenz96(
     causal-break replacement comes from a Lorenz-96 run started from a different initial
     state.
     """
+    if isinstance(F, bool) or not isinstance(F, numbers.Real) or not np.isfinite(F):
+        raise ValueError(f"F must be a finite number, got {F!r}")
 
     def simulate(T: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         X, graph = simulate_lorenz96(n_vars, T, F=F, seed=rng)

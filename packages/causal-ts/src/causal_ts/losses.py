@@ -12,6 +12,7 @@ the encoder learns, so ever more diverse normal samples are pulled together.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -63,8 +64,11 @@ def soc_loss(
         raise ValueError(f"z must have shape (2P, D) with P >= 2; got {tuple(z.shape)}")
     if not torch.is_floating_point(z):
         raise TypeError(f"z must be floating point; got {z.dtype}")
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or alpha != alpha:
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or alpha != alpha:
         raise TypeError(f"alpha must be a real number; got {alpha!r}")
+    alpha = float(alpha)
+    if not bool(torch.isfinite(z).all()):
+        raise ValueError("z contains NaN or inf (the encoder diverged?)")
     if alpha > 1:
         raise ValueError(f"alpha must be <= 1 (cosine similarity); got {alpha}")
     if not temperature > 0:
@@ -105,7 +109,14 @@ def alpha_schedule(alpha: float | tuple[float, float], epoch: int, n_epochs: int
     float
         ``a0 + (a1 - a0) * epoch / (n_epochs - 1)`` (``a0`` when ``n_epochs == 1``).
     """
-    if isinstance(alpha, int | float):
+    for name, v in (("epoch", epoch), ("n_epochs", n_epochs)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name} must be an int; got {v!r}")
+    if n_epochs < 1 or not 0 <= epoch < n_epochs:
+        raise ValueError(
+            f"epoch must be in [0, n_epochs) with n_epochs >= 1; got {epoch}, {n_epochs}"
+        )
+    if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
         return float(alpha)
     a0, a1 = (float(a) for a in alpha)
     if n_epochs <= 1:
