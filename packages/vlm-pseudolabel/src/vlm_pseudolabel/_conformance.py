@@ -21,8 +21,13 @@ from vlm_pseudolabel import (
     ZeroShot,
     detect_mismatch,
     evaluate,
+    expected_calibration_error,
+    growth_k,
+    harmonic_mean,
     make_synthetic_vlm_task,
     margin_cross_entropy,
+    margin_matrix,
+    pseudolabel_report,
     topk_pseudolabels,
     zero_shot_proba,
 )
@@ -222,6 +227,44 @@ def entries() -> list[dict]:
             ],
         }
     )
+    yt = task.y_unlabeled
+    pr = zero_shot_proba(task.X_unlabeled, T, 30.0)
+    counts = np.bincount(yt, minlength=T.shape[0]).astype(float)
+    protos = np.stack([task.X_unlabeled[yt == c].mean(0) if (yt == c).any() else T[c]
+                       for c in range(T.shape[0])])  # fmt: skip
+    out += [
+        {"name": "expected_calibration_error", "call": expected_calibration_error,
+         "kwargs": {"y_true": yt, "proba": pr, "n_bins": 5},
+         "arrays": {"y_true": {"kind": "labels", "ndim": 1}, "proba": {"kind": "float", "ndim": 2}},
+         "rows": [["y_true", "proba"]], "order": "invariant",
+         "params": {"n_bins": {"type": "int", "bad": [0]}},
+         "known": [{"kwargs": {"y_true": np.array([0, 1]), "proba": np.array([[1.0, 0.0], [0.0, 1.0]])},
+                    "check": lambda v: v == 0.0, "why": "confident and right: no gap"}]},
+        {"name": "harmonic_mean", "call": harmonic_mean, "kwargs": {"acc_seen": 0.6, "acc_unseen": 0.3},
+         "params": {"acc_seen": {"type": "float", "bad": [float("nan"), -0.1, 1.5]},
+                    "acc_unseen": {"type": "float", "bad": [float("nan"), -0.1, 1.5]}},
+         "known": [{"kwargs": {"acc_seen": 0.6, "acc_unseen": 0.3},
+                    "check": lambda h: abs(h - 0.4) < 1e-12, "why": "2 * 0.18 / 0.9"}]},
+        {"name": "pseudolabel_report", "call": pseudolabel_report,
+         "kwargs": {"pseudo": yt[::-1].copy(), "truth": yt},
+         "arrays": {"pseudo": {"kind": "labels", "ndim": 1}, "truth": {"kind": "labels", "ndim": 1}},
+         "rows": [["pseudo", "truth"]], "order": "invariant",
+         "known": [{"kwargs": {"pseudo": yt, "truth": yt},
+                    "check": lambda r: r["accuracy"] == 1.0, "why": "pseudolabels equal to the truth"}]},
+        {"name": "growth_k", "call": growth_k,
+         "kwargs": {"epoch": 3, "n_epochs": 10, "k0": 2, "n_pool": 100, "n_classes": 5},
+         "params": {"epoch": {"type": "int", "bad": [-1]}, "n_epochs": {"type": "int", "bad": [0]},
+                    "k0": {"type": "int", "bad": [0]}, "n_classes": {"type": "int", "bad": [0]},
+                    "max_ratio": {"type": "float", "bad": [0.0, 1.5]}}},
+        {"name": "margin_matrix", "call": margin_matrix,
+         "kwargs": {"counts": counts, "visual_prototypes": protos, "text_features": T},
+         "arrays": {"counts": {"kind": "float", "ndim": 1},
+                    "visual_prototypes": {"kind": "float", "ndim": 2},
+                    "text_features": {"kind": "float", "ndim": 2}},
+         "params": {"scale": {"type": "float", "bad": [float("nan")]},
+                    "delta": {"type": "str", "bad": ["cosine"]}},
+         "grid": {"delta": ["linear"]}},
+    ]  # fmt: skip
     base = {"epochs": 2, "iters_per_epoch": 2, "n_main": 2}
     for cls, extra, params in (
         (FPL, {}, {}),

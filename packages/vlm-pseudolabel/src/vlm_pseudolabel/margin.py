@@ -94,7 +94,7 @@ def margin_matrix(
     counts = np.asarray(counts, dtype=np.float64)
     vp = np.asarray(visual_prototypes, dtype=np.float64)
     tf = np.asarray(text_features, dtype=np.float64)
-    c = len(counts)
+    c = len(counts) if counts.ndim == 1 else 0
     if counts.ndim != 1 or c < 2 or (counts < 0).any() or not np.isfinite(counts).all():
         raise ValueError("counts must be a 1-D array of >= 2 finite non-negative numbers")
     if vp.shape[0] != c or tf.shape[0] != c or vp.shape != tf.shape:

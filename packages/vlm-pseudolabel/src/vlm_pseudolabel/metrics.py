@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 __all__ = ["evaluate", "expected_calibration_error", "harmonic_mean", "pseudolabel_report"]
@@ -9,6 +11,9 @@ __all__ = ["evaluate", "expected_calibration_error", "harmonic_mean", "pseudolab
 
 def harmonic_mean(acc_seen: float, acc_unseen: float) -> float:
     """``H = 2 a_s a_u / (a_s + a_u)`` (0 when both are 0)."""
+    for name, v in (("acc_seen", acc_seen), ("acc_unseen", acc_unseen)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v <= 1:
+            raise ValueError(f"{name} must be an accuracy in [0, 1], got {v!r}")
     s = acc_seen + acc_unseen
     return 0.0 if s == 0 else 2 * acc_seen * acc_unseen / s
 
@@ -115,6 +120,22 @@ def expected_calibration_error(y_true: np.ndarray, proba: np.ndarray, n_bins: in
     return float(gap.sum() / len(y)) if n_b.sum() else 0.0
 
 
+def _int_labels(a, name: str) -> np.ndarray:
+    """A non-empty 1-D array of non-negative integer class ids (whole floats accepted)."""
+    a = np.asarray(a)
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of class ids, got shape {a.shape}")
+    if a.dtype.kind == "f":
+        if not np.isfinite(a).all() or np.any(a != np.round(a)):
+            raise ValueError(f"{name} must hold whole class ids (no NaN or fractions)")
+        a = a.astype(np.int64)
+    elif a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer class ids, got dtype {a.dtype}")
+    if (a < 0).any():
+        raise ValueError(f"{name} holds negative class ids")
+    return a
+
+
 def pseudolabel_report(pseudo: np.ndarray, truth: np.ndarray, n_classes: int | None = None) -> dict:
     """Balance and quality of a set of pseudolabels.
 
@@ -124,8 +145,8 @@ def pseudolabel_report(pseudo: np.ndarray, truth: np.ndarray, n_classes: int | N
         ``counts``, ``max_min_ratio``, ``kl_to_uniform`` of the label histogram, ``accuracy``,
         ``min_recall`` (worst class's share of its true images that got the right pseudolabel).
     """
-    pseudo, truth = np.asarray(pseudo), np.asarray(truth)
-    if pseudo.shape != truth.shape or pseudo.ndim != 1:
+    pseudo, truth = _int_labels(pseudo, "pseudo"), _int_labels(truth, "truth")
+    if pseudo.shape != truth.shape:
         raise ValueError("pseudo and truth must be 1-D arrays of the same length")
     c = int(n_classes or (max(pseudo.max(initial=0), truth.max(initial=0)) + 1))
     counts = np.bincount(pseudo, minlength=c)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 __all__ = ["grow_main_samples", "growth_k", "topk_pseudolabels"]
@@ -61,6 +63,18 @@ def growth_k(
 ) -> int:
     """Main-sample size per class at ``epoch``: ``k0`` rising linearly to ``min(1000,
     floor(max_ratio * N / C))`` at 70 % of training (the released schedule)."""
+    for name, v, low in (("epoch", epoch, 0), ("n_epochs", n_epochs, 1), ("k0", k0, 1),
+                         ("n_pool", n_pool, 0), ("n_classes", n_classes, 1)):  # fmt: skip
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name} must be an int, got {v!r}")
+        if v < low:
+            raise ValueError(f"{name} must be >= {low}, got {v}")
+    if (
+        isinstance(max_ratio, bool)
+        or not isinstance(max_ratio, numbers.Real)
+        or not (0 < max_ratio <= 1)
+    ):
+        raise ValueError(f"max_ratio must be in (0, 1], got {max_ratio!r}")
     k_max = min(1000, int(max_ratio * n_pool / n_classes))
     k_max = max(k_max, k0)
     frac = min(1.0, epoch / (0.7 * max(n_epochs, 1)))
