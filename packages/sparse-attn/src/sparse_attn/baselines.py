@@ -6,6 +6,8 @@ form; unlike StreamingLLM's cache it keeps the tokens' original positions.
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 import torch.nn.functional as F
 
@@ -151,6 +153,7 @@ def sink_window_attention(
     torch.Tensor
         (B, Hq, L, Dv).
     """
-    if isinstance(num_sink, bool) or not isinstance(num_sink, int) or num_sink < 0:
+    if isinstance(num_sink, bool) or not isinstance(num_sink, numbers.Integral) or num_sink < 0:
         raise ValueError(f"num_sink must be an int >= 0, got {num_sink!r}")
+    num_sink = int(num_sink)
     return _local_attention(q, k, v, window, num_sink, scale, enable_gqa, chunk_size)

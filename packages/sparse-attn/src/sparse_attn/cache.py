@@ -20,6 +20,7 @@ tokens are per KV head too; ``"per_query_head"`` (the authors' code) keeps them 
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
@@ -442,6 +443,11 @@ class CCAKVCache(KVCache):
 
 def analytic_cache_entries(length: int, group_size: int, local_window: int) -> int:
     """Steady-state CCA cache entries (visible + pending cores + raw) after ``length`` tokens."""
+    if isinstance(length, bool) or not isinstance(length, numbers.Integral) or length < 0:
+        raise ValueError(f"length must be an int >= 0, got {length!r}")
+    group_size = check_positive_int(group_size, "group_size")
+    local_window = check_positive_int(local_window, "local_window")
+    length = int(length)
     nv = max(0, (length - local_window) // group_size)
     complete = length // group_size
     return complete + (length - nv * group_size)

@@ -81,6 +81,9 @@ def cca_num_visible_cores(
     torch.Tensor
         Long tensor of shape (L,).
     """
+    length = check_positive_int(length, "length")
+    group_size = check_positive_int(group_size, "group_size")
+    local_window = check_positive_int(local_window, "local_window")
     m = _num_core(length, group_size, local_window)
     t = torch.arange(length, device=device)
     return torch.div(t + 1 - local_window, group_size, rounding_mode="floor").clamp(0, m)
@@ -397,7 +400,8 @@ def _pick_backend(backend: str, q: torch.Tensor, overlap: int) -> str:
 
 def cca_stats(length: int, group_size: int, local_window: int) -> CCAStats:
     """Analytic work counts of one CCA forward over ``length`` tokens (see :class:`CCAStats`)."""
-    n = cca_num_visible_cores(length, group_size, local_window)
+    n = cca_num_visible_cores(length, group_size, local_window)  # validates all three
+    length, group_size = int(length), int(group_size)
     t = torch.arange(length)
     window = t + 1 - n * group_size
     return CCAStats(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import nn
@@ -76,6 +77,24 @@ def make_cache(kind: str, options: dict, num_layers: int) -> KVCache:
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
     """Rotary position embedding (rotate-half convention) of x (B, H, L, D) at ``positions`` (L,)."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point tensor, got {getattr(x, 'dtype', type(x))}")
+    if x.ndim != 4 or x.numel() == 0 or x.shape[-1] % 2:
+        raise ValueError(
+            f"x must be a non-empty (B, H, L, D) tensor with even D, got {tuple(x.shape)}"
+        )
+    if not isinstance(positions, torch.Tensor) or positions.shape != (x.shape[2],):
+        raise ValueError(
+            f"positions must be a ({x.shape[2]},) tensor, got {getattr(positions, 'shape', None)}"
+        )
+    if (
+        isinstance(theta, bool)
+        or not isinstance(theta, numbers.Real)
+        or not (math.isfinite(theta) and theta > 0)
+    ):
+        raise ValueError(f"theta must be a finite number > 0, got {theta!r}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x contains NaN or inf")
     d = x.shape[-1]
     inv = 1.0 / theta ** (torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d)
     ang = positions.to(torch.float32)[:, None] * inv[None, :]
