@@ -13,9 +13,14 @@ from spectral_reservoir import (
     SARCClassifierCV,
     SARCTransformer,
     extract_periods,
+    hp_filter,
     load_archive,
     load_bundled,
     make_lag_sign,
+    make_periodic_motifs,
+    make_weights,
+    states_batch,
+    wavelet_components,
 )
 
 _TS_HEADER = """@problemName Toy
@@ -74,6 +79,15 @@ def _check_tsv(out):
     assert np.asarray(X).shape == (4, 1, 6), np.asarray(X).shape
     assert y.tolist() == [1, 2, 1, 2], y
     np.testing.assert_allclose(np.asarray(X)[2, 0], np.round(np.cos(np.arange(6) + 2), 2))
+
+
+_W = None
+
+
+def _states(X, leaky=0.0):
+    global _W
+    _W = _W or make_weights(1, [3, 5], n_reservoir=4, rng=0)
+    return states_batch(X, _W, leaky=leaky)
 
 
 def entries() -> list[dict]:
@@ -181,6 +195,71 @@ def entries() -> list[dict]:
             "rows": [["X"]],
             "params": {"mode": {"type": "str", "bad": ["nope"]}},
             "grid": {"mode": ["extended-100", "all-50"], "wavelet": ["haar", "sym5"]},
+        },
+        {
+            "name": "hp_filter",
+            "call": hp_filter,
+            "kwargs": {"u": X[:6, 0]},
+            "arrays": {"u": {"kind": "float", "ndim": (1, 2)}},
+            "rows": [["u"]],
+            "order": "equivariant",
+            "params": {"lamb": {"type": "float", "bad": [-1.0, float("nan")]}},
+            "known": [
+                {
+                    "kwargs": {"u": np.linspace(0, 1, 20)},
+                    "check": lambda out: np.allclose(out[0], 0, atol=1e-8),
+                    "why": "a straight line is all trend: its cycle is 0",
+                }
+            ],
+        },
+        {
+            "name": "wavelet_components",
+            "call": wavelet_components,
+            "kwargs": {"c": X[:6, 0]},
+            "arrays": {"c": {"kind": "float", "ndim": (1, 2)}},
+            "rows": [["c"]],
+            "order": "equivariant",
+            "params": {"wavelet": {"type": "str", "bad": ["nope"]}},
+            "known": [
+                {
+                    "kwargs": {"c": X[:6, 0]},
+                    "check": lambda bands: np.allclose(sum(bands), X[:6, 0], atol=1e-8),
+                    "why": "the bands sum to the signal (perfect reconstruction)",
+                }
+            ],
+        },
+        {
+            "name": "make_weights",
+            "call": lambda n_inputs=2, n_reservoir=4, input_scaling=1.0: (
+                make_weights(
+                    n_inputs, [3, 5], n_reservoir=n_reservoir, input_scaling=input_scaling, rng=0
+                ).W_s
+            ),
+            "kwargs": {},
+            "params": {
+                "n_inputs": {"type": "int", "bad": [0]},
+                "n_reservoir": {"type": "int", "bad": [0]},
+                "input_scaling": {"type": "float", "bad": [0.0, float("nan")]},
+            },
+        },
+        {
+            "name": "states_batch",
+            "call": _states,
+            "kwargs": {"X": X[:5, :1]},
+            "arrays": {"X": {"kind": "float", "ndim": 3}},
+            "rows": [["X"]],
+            "order": "equivariant",
+            "params": {"leaky": {"type": "float", "bad": [1.0, -0.1]}},
+        },
+        {
+            "name": "make_periodic_motifs",
+            "call": lambda n=10, L=80, noise=0.3: make_periodic_motifs(n, L=L, noise=noise)[0],
+            "kwargs": {},
+            "params": {
+                "n": {"type": "int", "bad": [0]},
+                "L": {"type": "int", "bad": [0]},
+                "noise": {"type": "float", "bad": [-1.0, float("nan")]},
+            },
         },
         {
             "name": "load_bundled",

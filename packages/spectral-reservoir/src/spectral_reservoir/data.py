@@ -3,6 +3,7 @@ copy of the archive."""
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,12 @@ def make_periodic_motifs(
     X : ndarray (n, 1, L)
     y : ndarray (n,) of int
     """
+    if (
+        isinstance(noise, bool)
+        or not isinstance(noise, numbers.Real)
+        or not (np.isfinite(noise) and noise >= 0)
+    ):
+        raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
     if n < 2 or L < 3 or len(periods) < 2 or min(periods) < 2:
         raise ValueError("need n >= 2, L >= 3 and at least two periods >= 2")
     rng = np.random.default_rng(seed)

@@ -29,7 +29,7 @@ def hp_filter(u: np.ndarray, lamb: float = 1600.0) -> tuple[np.ndarray, np.ndarr
     cycle, trend : ndarray, shaped like ``u``
     """
     u = np.asarray(u, dtype=np.float64)
-    if u.ndim not in (1, 2) or u.shape[-1] < 3 or not np.isfinite(u).all():
+    if u.ndim not in (1, 2) or u.shape[-1] < 3 or u.size == 0 or not np.isfinite(u).all():
         raise ValueError("u must be finite, of shape (L,) or (n, L), with L >= 3")
     if not lamb > 0:
         raise ValueError(f"lamb must be > 0, got {lamb!r}")
@@ -46,6 +46,8 @@ def wavelet_components(c: np.ndarray, wavelet: str = "db4") -> list[np.ndarray]:
     the length of ``c``). The bands sum to ``c`` (perfect reconstruction).
     """
     c = np.asarray(c, dtype=np.float64)
+    if c.ndim not in (1, 2) or c.size == 0 or c.shape[-1] < 2 or not np.isfinite(c).all():
+        raise ValueError(f"c must be finite, of shape (L,) or (n, L) with L >= 2, got {c.shape}")
     L = c.shape[-1]
     level = pywt.dwt_max_level(L, pywt.Wavelet(wavelet).dec_len)
     coeffs = pywt.wavedec(c, wavelet, level=max(level, 1), axis=-1)

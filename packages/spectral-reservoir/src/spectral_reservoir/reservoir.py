@@ -7,6 +7,7 @@ with its own ``W_s, W_c`` (``W_in`` shared) and is reversed back.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +62,15 @@ def make_weights(
 
     ``connectivity`` defaults to ``min(1, 10 / n_reservoir)``; ``cyclic=False`` sets ``W_c = 0``.
     """
+    for name, v in (("n_inputs", n_inputs), ("n_reservoir", n_reservoir)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    if (
+        isinstance(input_scaling, bool)
+        or not isinstance(input_scaling, numbers.Real)
+        or not (np.isfinite(input_scaling) and input_scaling > 0)
+    ):
+        raise ValueError(f"input_scaling must be a finite number > 0, got {input_scaling!r}")
     rng = np.random.default_rng(rng)
     H = int(n_reservoir)
     q = min(1.0, 10.0 / H) if connectivity is None else float(connectivity)
@@ -226,6 +236,15 @@ def states_batch(
     ndarray (B, P, L, D * H)
         States, zero at pad positions.
     """
+    X = np.asarray(X)
+    if X.ndim != 3 or X.size == 0 or X.shape[1] != weights.W_in.shape[1]:
+        raise ValueError(
+            f"X must be a non-empty (B, {weights.W_in.shape[1]}, L) array, got shape {X.shape}"
+        )
+    if X.dtype.kind not in "fiu" or not np.isfinite(X).all():
+        raise ValueError("X must hold finite numbers")
+    if isinstance(leaky, bool) or not isinstance(leaky, numbers.Real) or not 0 <= leaky < 1:
+        raise ValueError(f"leaky must be in [0, 1), got {leaky!r}")
     L = X.shape[2]
     U = np.einsum("hc,bcl->blh", weights.W_in, X)
     outs = [_run(U, weights.W_s[0], weights.W_c[0], weights.periods, leaky)]
