@@ -5,6 +5,8 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import math
+
 import networkx as nx
 import numpy as np
 import torch
@@ -15,13 +17,19 @@ from gfn_symmetry import (
     IsoClassCache,
     cliques_log_reward,
     count_automorphisms,
+    cycle_reward,
+    density_reward,
     detailed_balance_loss,
     featurize,
     l1_distance,
     log_count_automorphisms,
+    log_wl_automorphism_bound,
     molecule_reward,
     pearson_correlation,
+    random_walk_pe,
+    subtrajectory_balance_loss,
     trajectory_balance_loss,
+    uniform_reward,
     wl_automorphism_bound,
 )
 
@@ -164,6 +172,77 @@ def entries() -> list[dict]:
             },
             "rows": [["log_pf", "log_pb", "log_reward", "lengths"]],
             "order": "invariant",
+        },
+        {
+            "name": "subtrajectory_balance_loss",
+            "call": subtrajectory_balance_loss,
+            "kwargs": {
+                "log_flow": log_pf.clone(),
+                "log_pf": log_pf,
+                "log_pb": log_pb,
+                "log_reward": log_r,
+                "lengths": lengths,
+            },
+            "arrays": {
+                "log_flow": {"kind": "float", "ndim": 2},
+                "log_pf": {"kind": "float", "ndim": 2},
+                "log_reward": {"kind": "float", "ndim": 1},
+            },
+            "rows": [["log_flow", "log_pf", "log_pb", "log_reward", "lengths"]],
+            "order": "invariant",
+            "params": {"lamda": {"type": "float", "bad": [0.0, -1.0, float("nan")]}},
+        },
+        {
+            "name": "uniform_reward",
+            "call": uniform_reward,
+            "kwargs": {"graph": c4},
+            "known": [{"kwargs": {}, "check": lambda r: r == 1.0, "why": "R = 1"}],
+        },
+        {
+            "name": "cycle_reward",
+            "call": cycle_reward,
+            "kwargs": {"graph": c4},
+            "known": [{"kwargs": {}, "check": lambda r: r == 2.0, "why": "C4 has one cycle"}],
+        },
+        {
+            "name": "density_reward",
+            "call": density_reward,
+            "kwargs": {"graph": c4, "beta": 1.0},
+            "params": {"beta": {"type": "float", "bad": [float("nan"), float("inf")]}},
+            "known": [
+                {
+                    "kwargs": {"beta": 1.0},
+                    "check": lambda r: abs(r - math.e) < 1e-12,
+                    "why": "exp(e - n + 1) = exp(1) for C4",
+                }
+            ],
+        },
+        {
+            "name": "log_wl_automorphism_bound",
+            "call": log_wl_automorphism_bound,
+            "kwargs": {"graph": c4, "iterations": 3},
+            "params": {**attr_params, "iterations": {"type": "int", "bad": [-1]}},
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda v: v >= math.log(8) - 1e-12,
+                    "why": "an upper bound on log |Aut(C4)| = log 8",
+                }
+            ],
+        },
+        {
+            "name": "random_walk_pe",
+            "call": random_walk_pe,
+            "kwargs": {"graph": c4, "node_type": np.zeros(4, int), "length": 4},
+            "arrays": {"node_type": {"kind": "labels", "ndim": 1}},
+            "params": {"length": {"type": "int", "bad": [0]}},
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda pe: np.allclose(pe, pe[0]),
+                    "why": "every node of a cycle has the same encoding",
+                }
+            ],
         },
         {
             "name": "detailed_balance_loss",

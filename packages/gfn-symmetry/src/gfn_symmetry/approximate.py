@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections import Counter
 
 import networkx as nx
@@ -165,10 +166,16 @@ def random_walk_pe(graph: nx.Graph, node_type: np.ndarray, length: int = 8) -> n
     ndarray, shape (n, L)
     """
     _check(graph)
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+    if isinstance(length, bool) or not isinstance(length, numbers.Integral) or length < 1:
         raise ValueError(f"length must be a positive int, got {length!r}")
     n = graph.number_of_nodes()
     types = np.asarray(node_type)
+    if types.dtype.kind == "f":  # whole-number floats are type ids; NaN or fractions are not
+        if not np.isfinite(types).all() or np.any(types != np.round(types)):
+            raise ValueError("node_type must hold integer type ids")
+        types = types.astype(np.int64)
+    elif types.dtype.kind not in "iub":
+        raise TypeError(f"node_type must hold integer type ids, got dtype {types.dtype}")
     if types.shape != (n,):
         raise ValueError(f"node_type must have shape ({n},), got {types.shape}")
     if n == 0:

@@ -19,6 +19,9 @@ SubTB all pairs weighted by :math:`\\lambda^{j-i}` (Madan et al., 2023).
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 
 __all__ = [
@@ -176,7 +179,9 @@ def subtrajectory_balance_loss(
         )
     if not bool(torch.isfinite(log_flow[_mask(lengths, log_pf.shape[1])]).all()):
         raise ValueError("log_flow contains NaN or inf within the trajectories' lengths")
-    if not (isinstance(lamda, int | float) and lamda > 0 and lamda == lamda):
+    if isinstance(lamda, bool) or not (
+        isinstance(lamda, numbers.Real) and lamda > 0 and math.isfinite(lamda)
+    ):
         raise ValueError(f"lamda must be a positive float, got {lamda!r}")
     B, T = log_pf.shape
     m = _mask(lengths, T)

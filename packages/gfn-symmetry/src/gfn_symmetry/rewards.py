@@ -82,6 +82,8 @@ def cycle_reward(graph: nx.Graph) -> float:
 
 def density_reward(graph: nx.Graph, beta: float = 2.0) -> float:
     """:math:`R(x) = \\exp(\\beta\\,(e - n + 1))`: sharply favours dense graphs (few modes)."""
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not math.isfinite(beta):
+        raise ValueError(f"beta must be a finite number, got {beta!r}")
     return math.exp(beta * (graph.number_of_edges() - graph.number_of_nodes() + 1))
 
 
