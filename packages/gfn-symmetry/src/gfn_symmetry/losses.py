@@ -186,12 +186,12 @@ def subtrajectory_balance_loss(
     B, T = log_pf.shape
     m = _mask(lengths, T)
     step = torch.where(m, log_pf - log_pb, torch.zeros_like(log_pf))
-    cum = torch.cat([torch.zeros(B, 1, dtype=step.dtype), step.cumsum(1)], dim=1)  # (B, T+1)
+    cum = torch.cat([step.new_zeros(B, 1), step.cumsum(1)], dim=1)  # (B, T+1)
     ext = _extended_flow(log_flow, log_reward, lengths)
     # res[b, i, j] = F_i + cum_j - cum_i - F_j
     a = ext - cum
     res = a.unsqueeze(2) - a.unsqueeze(1)
-    idx = torch.arange(T + 1)
+    idx = torch.arange(T + 1, device=step.device)
     gap = (idx.unsqueeze(0) - idx.unsqueeze(1)).to(step.dtype)  # j - i
     valid = (gap > 0).unsqueeze(0) & (idx.view(1, 1, -1) <= lengths.view(-1, 1, 1))
     w = torch.where(valid, float(lamda) ** gap.unsqueeze(0), torch.zeros_like(res))

@@ -5,6 +5,7 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import numpy as np
 from sklearn.kernel_approximation import RBFSampler
 
 from sys_unlearn import (
@@ -13,8 +14,10 @@ from sys_unlearn import (
     RetrainingClassifier,
     SelectiveSamplingClassifier,
     SISAClassifier,
+    audit_unlearning,
     make_margin_stream,
     memory_bound,
+    states_equal,
 )
 
 _BINARY_ONLY = {
@@ -30,6 +33,40 @@ _BINARY_ONLY = {
         )
     },
 }
+
+
+_AUDIT: dict = {}
+
+
+def _unlearned():
+    if "m" not in _AUDIT:
+        X, y = make_margin_stream(120, 4, margin=0.05, random_state=2)
+        m = SelectiveSamplingClassifier(kappa=0.3).fit(X, y)
+        stored = m.stored_ids_[:3]
+        _AUDIT.update(m=m.unlearn(stored), X=X, y=y, deleted=stored)
+    return _AUDIT
+
+
+def _audit(X, y, deleted_ids=None):
+    a = _unlearned()
+    import copy
+
+    return audit_unlearning(copy.deepcopy(a["m"]), X, y,
+                            a["deleted"] if deleted_ids is None else deleted_ids)  # fmt: skip
+
+
+def _states(atol=1e-8, nan=False):
+    state = _unlearned()["m"].stored_state()
+    other = {k: np.array(v, copy=True) for k, v in state.items()}
+    if nan:
+        key = next(
+            k
+            for k, v in other.items()
+            if np.asarray(v).dtype.kind == "f" and k not in ("X", "Y", "y")
+        )
+        other[key] = other[key].astype(float)
+        other[key].reshape(-1)[0] = np.nan
+    return states_equal(state, other, atol)
 
 
 def init_keys(cls) -> set[str]:
@@ -64,6 +101,30 @@ def entries() -> list[dict]:
           "horizon": {"type": "int", "bad": [0], "good": 300}}),
     ]  # fmt: skip
     out = []
+    a = _unlearned()
+    out.append(
+        {
+            "name": "audit_unlearning",
+            "call": _audit,
+            "kwargs": {"X": a["X"], "y": a["y"]},
+            "arrays": {"X": {"kind": "float", "ndim": 2},
+                       "y": {"kind": "labels", "ndim": (1, 2)}},  # a column vector warns
+            "rows": [["X", "y"]],
+            "min_rows": 2,
+            "known": [{"kwargs": {}, "check": lambda r: r.exact and r.deleted_still_stored == 0,
+                       "why": "exact unlearning: the state equals a refit without the deletions"}],
+        }
+    )  # fmt: skip
+    out.append(
+        {
+            "name": "states_equal",
+            "call": _states,
+            "kwargs": {},
+            "params": {"atol": {"type": "float", "bad": [-1.0, float("nan")]}},
+            "known": [{"kwargs": {}, "check": lambda r: r == (True, 0.0), "why": "a state equals its copy"},
+                      {"kwargs": {"nan": True}, "raises": ["a, b"], "why": "a NaN in a stored state"}],
+        }
+    )  # fmt: skip
     for cls, init, params in models:
         methods = {"predict": {"X": X_test}}
         if hasattr(cls, "decision_function"):

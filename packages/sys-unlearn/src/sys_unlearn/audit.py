@@ -1,5 +1,6 @@
 """Audit: does a model after ``unlearn`` hold exactly the state of a learner that never saw ``U``?"""
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +51,14 @@ def states_equal(a: dict, b: dict, atol: float = 1e-8) -> tuple[bool, float]:
     max_diff : float
         Largest absolute difference over float fields (inf on a shape mismatch).
     """
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        raise TypeError("a, b: expected two stored_state() dicts")
+    if (
+        isinstance(atol, bool)
+        or not isinstance(atol, numbers.Real)
+        or not (np.isfinite(atol) and atol >= 0)
+    ):
+        raise ValueError(f"atol must be a finite number >= 0, got {atol!r}")
     if a.keys() != b.keys():
         return False, float("inf")
     worst, equal = 0.0, True
@@ -58,6 +67,8 @@ def states_equal(a: dict, b: dict, atol: float = 1e-8) -> tuple[bool, float]:
         if va.shape != vb.shape:
             return False, float("inf")
         if va.dtype.kind == "f" and key not in ("X", "Y", "y"):
+            if not (np.isfinite(va).all() and np.isfinite(vb).all()):
+                raise ValueError(f"a, b: field {key!r} holds NaN or inf (a diverged model?)")
             diff = float(np.max(np.abs(va - vb))) if va.size else 0.0
             worst = max(worst, diff)
             equal &= diff <= atol
@@ -104,9 +115,23 @@ def audit_unlearning(
     deleted = check_ids(deleted_ids)
     X_eval = X if X_eval is None else check_X_y(X_eval, np.zeros(len(X_eval)))[0]
     core = model.stored_ids_
+    missing = np.setdiff1d(core, ids)
+    if missing.size:
+        raise ValueError(
+            f"X, sample_ids: the model stores ids {missing[:5].tolist()} that this stream does not "
+            "hold: pass the stream the model was fitted on"
+        )
     rows = np.searchsorted(ids, core, sorter=np.argsort(ids))
     rows = np.argsort(ids)[rows]
     state = model.stored_state()
+    stored_X = np.asarray(state.get("X", np.empty((0, 0))))
+    if core.size and stored_X.shape[0] == core.size:
+        seen = stored_X[:, : X.shape[1]]  # an intercept column, if any, comes last
+        if seen.shape != X[rows].shape or not np.allclose(seen, X[rows], rtol=1e-12, atol=1e-12):
+            raise ValueError(
+                "X: the rows of the stored ids differ from the points the model stored: pass "
+                "the stream the model was fitted on, in its order"
+            )
     if core.size:
         fresh = _refit(model, X[rows], y[rows], core)
         exact, diff = states_equal(state, fresh.stored_state(), atol)
