@@ -6,10 +6,12 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from epi_ode import EARTHForecaster, NeuralCDEForecaster
 from epi_ode.baselines import ARRidge, GRUForecaster, Persistence
 from epi_ode.data import load_colagnn, load_ilinet, read_wide_csv, save_colagnn
+from epi_ode.graph import sym_normalize
 from epi_ode.metrics import evaluate
 
 
@@ -84,6 +86,22 @@ def entries() -> list[dict]:
                   "ar_source": ["time"], "persistence_init": [False], "output": ["direct"],
                   "sir_bias": [False]}, **common},
     ]  # fmt: skip
+    A = torch.tensor([[1.0, 2.0, 0.0], [2.0, 1.0, 1.0], [0.0, 1.0, 1.0]], dtype=torch.float64)
+    out.append(
+        {
+            "name": "sym_normalize",
+            "call": sym_normalize,
+            "kwargs": {"A": A},
+            "arrays": {"A": {"kind": "float", "ndim": (2, 3)}},
+            "known": [
+                {"kwargs": {"A": torch.eye(3, dtype=torch.float64)},
+                 "check": lambda out: torch.allclose(out, torch.eye(3, dtype=torch.float64)),
+                 "why": "the identity is its own normalisation"},
+                {"kwargs": {"A": torch.tensor([[0.0, 1.0], [0.0, 0.0]])}, "raises": ["A"],
+                 "why": "an isolated region (zero row)"},
+            ],
+        }
+    )  # fmt: skip
     out.append(
         {
             "name": "evaluate",

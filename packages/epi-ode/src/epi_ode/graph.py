@@ -11,7 +11,15 @@ __all__ = ["GLTGraph", "sym_normalize"]
 
 def sym_normalize(A: torch.Tensor) -> torch.Tensor:
     """``D^{-1/2} A D^{-1/2}`` with D the row sums (every row must have a positive sum)."""
-    d = A.sum(dim=-1).clamp_min(1e-12).rsqrt()
+    if not isinstance(A, torch.Tensor) or not A.is_floating_point():
+        raise TypeError(f"A must be a floating-point tensor, got {getattr(A, 'dtype', type(A))}")
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.numel() == 0:
+        raise ValueError(f"A must be a non-empty (..., N, N) adjacency, got {tuple(A.shape)}")
+    if not bool(torch.isfinite(A).all()) or bool((A < 0).any()):
+        raise ValueError("A must hold finite, non-negative weights")
+    if bool((A.sum(dim=-1) <= 0).any()):  # a clamped zero degree would scale its column by 1e6
+        raise ValueError("A has a row with no positive weight (an isolated region): add self-loops")
+    d = A.sum(dim=-1).rsqrt()
     return d[..., :, None] * A * d[..., None, :]
 
 

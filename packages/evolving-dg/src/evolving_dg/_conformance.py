@@ -80,6 +80,36 @@ def entries() -> list[dict]:
                 "grid": GRIDS.get(cls.__name__, {}),
             }
         )
+    for fn, kw, params in (
+        (edg.make_circle, {"n_domains": 6, "n_per_domain": 10},
+         {"n_domains": {"type": "int", "bad": [0]}, "n_per_domain": {"type": "int", "bad": [0]},
+          "radius": {"type": "float", "bad": [0.0, float("nan")], "good": 5.0}}),
+        (edg.make_sine, {"n_domains": 6, "n_per_domain": 10},
+         {"n_domains": {"type": "int", "bad": [0]}, "n_per_domain": {"type": "int", "bad": [0]}}),
+        (edg.make_spurious_circle, {"n_domains": 6, "n_per_domain": 10},
+         {"n_domains": {"type": "int", "bad": [0]},
+          "noise": {"type": "float", "bad": [-1.0], "good": 0.5}}),
+    ):  # fmt: skip
+        out.append(
+            {
+                "name": fn.__name__,
+                "call": lambda fn=fn, **k: [(x, y) for x, y in fn(**k).domains],
+                "kwargs": kw,
+                "params": params,
+            }
+        )
+    g = __import__("torch").Generator().manual_seed(0)
+    logits = __import__("torch").randn(8, 3, generator=g, dtype=__import__("torch").float64)
+    out.append(
+        {
+            "name": "irm_penalty",
+            "call": edg.irm_penalty,
+            "kwargs": {"logits": logits, "y": __import__("torch").tensor([0, 1, 2, 0, 1, 2, 0, 1])},
+            "arrays": {"logits": {"kind": "float", "ndim": 2}, "y": {"kind": "labels", "ndim": 1}},
+            "rows": [["logits", "y"]],
+            "order": "invariant",
+        }
+    )  # fmt: skip
     out.append(
         {
             "name": "evolving_report",

@@ -27,7 +27,28 @@ def irm_penalty(logits: Tensor, y: Tensor) -> Tensor:
     logits : Tensor, shape (n, K)
     y : Tensor, shape (n,)
     """
-    w = torch.ones((), requires_grad=True)
+    if not isinstance(logits, Tensor) or not logits.is_floating_point():
+        raise TypeError(
+            f"logits must be a floating-point tensor, got {getattr(logits, 'dtype', logits)}"
+        )
+    if logits.ndim != 2 or logits.shape[0] == 0:
+        raise ValueError(f"logits must be a non-empty (n, K) tensor, got {tuple(logits.shape)}")
+    if (
+        not isinstance(y, Tensor)
+        or y.is_floating_point()
+        or y.is_complex()
+        or y.dtype == torch.bool
+    ):
+        raise TypeError(f"y must be an integer tensor of class ids, got {getattr(y, 'dtype', y)}")
+    if y.shape != (logits.shape[0],):
+        raise ValueError(
+            f"y must have shape ({logits.shape[0]},) like logits, got {tuple(y.shape)}"
+        )
+    if int(y.min()) < 0 or int(y.max()) >= logits.shape[1]:
+        raise ValueError(f"y holds class ids outside [0, {logits.shape[1]})")
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError("logits contains NaN or inf")
+    w = torch.ones((), requires_grad=True, device=logits.device, dtype=logits.dtype)
     (g,) = torch.autograd.grad(F.cross_entropy(logits * w, y), [w], create_graph=True)
     return g.pow(2)
 
