@@ -85,6 +85,30 @@ def _best_cost():
     return float(be.cost("spmm", _A, be.space("spmm").enumerate(), 64).min())
 
 
+def _eval_scores(scores, per_matrix=False):
+    from cost_model import evaluate_scores
+
+    tr, _ = _DATA
+    return evaluate_scores(tr, scores, per_matrix=per_matrix)
+
+
+def _overlap(same=True):
+    from cost_model import matrix_overlap
+
+    tr, te = _DATA
+    return matrix_overlap(tr, tr if same else te)
+
+
+def _agreement(min_agreement=None):
+    from cost_model import cross_run_agreement
+
+    tr, _ = _DATA
+    return cross_run_agreement(tr, tr, min_agreement=min_agreement)
+
+
+_DATA = _cost_data()
+
+
 def entries() -> list[dict]:
     rng = np.random.default_rng(0)
     dense = np.where(rng.random((12, 10)) < 0.3, rng.normal(size=(12, 10)), 0.0)
@@ -134,6 +158,20 @@ def entries() -> list[dict]:
                     "loss": {"type": "str", "bad": ["hinge"]},
                     "mapper": {"type": "str", "bad": ["linear"]}},
          "grid": {"loss": ["mse_log"], "mapper": ["naive"]}},
+        {"name": "evaluate_scores", "call": _eval_scores,
+         "kwargs": {"scores": np.log(_DATA[0].runtime)},
+         "arrays": {"scores": {"kind": "float", "ndim": 1}},
+         "grid": {"per_matrix": [True]},
+         "known": [{"kwargs": {"scores": np.log(_DATA[0].runtime)},
+                    "check": lambda r: r["pair_acc"] == 1.0,
+                    "why": "the true runtimes rank every pair right"}]},
+        {"name": "matrix_overlap", "call": _overlap, "kwargs": {},
+         "known": [{"kwargs": {}, "check": lambda names: sorted(names) == sorted(_DATA[0].matrix_names),
+                    "why": "a dataset overlaps itself entirely"}]},
+        {"name": "cross_run_agreement", "call": _agreement, "kwargs": {},
+         "params": {"min_agreement": {"type": "float", "bad": [1.5, -0.1, float("nan")], "good": 0.5}},
+         "known": [{"kwargs": {}, "check": lambda a: a == 1.0,
+                    "why": "a collection agrees with itself"}]},
         {"name": "tune", "call": _tune, "kwargs": {"budget": 3},
          "params": {"budget": {"type": "int", "bad": [0, 10**6]},
                     "op": {"type": "str", "bad": ["gemm"]}},

@@ -7,6 +7,7 @@ Matrix features are stored once per matrix; configurations as their hom/het code
 from __future__ import annotations
 
 import json
+import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -443,6 +444,12 @@ def cross_run_agreement(a: CostDataset, b: CostDataset, min_agreement: float | N
     float
         The agreement in [0, 1].
     """
+    if min_agreement is not None and (
+        isinstance(min_agreement, bool)
+        or not isinstance(min_agreement, numbers.Real)
+        or not 0 <= min_agreement <= 1
+    ):
+        raise ValueError(f"min_agreement must be in [0, 1] or None, got {min_agreement!r}")
     if not isinstance(a, CostDataset) or not isinstance(b, CostDataset):
         raise TypeError("a, b: expected two CostDataset collections")
     if (a.op, a.hardware) != (b.op, b.hardware):
