@@ -118,6 +118,48 @@ def entries() -> list[dict]:
                 ],
             }
         )
+    for short, fn in (("fkl", K.forward_kl), ("bdl", K.bidirectional_discrepancy_loss)):
+        out.append(
+            {
+                "name": f"distill_loss({short})",
+                "call": lambda student_logits, teacher_logits, name=short, temperature=1.0: (
+                    K.distill_loss(name, student_logits, teacher_logits, temperature=temperature)
+                ),
+                "kwargs": {"student_logits": zs, "teacher_logits": zt},
+                "arrays": logits_arrays,
+                "rows": [["student_logits", "teacher_logits"]],
+                "order": "invariant",
+                "params": {"name": {"type": "str", "bad": ["kl"]},
+                           "temperature": {"type": "float", "bad": [0.0, float("nan")]}},
+                "known": [{"kwargs": {"student_logits": zs, "teacher_logits": zt},
+                           "check": lambda v, fn=fn: torch.allclose(v, fn(zs, zt)),
+                           "why": "dispatch by short name"}],
+            }
+        )  # fmt: skip
+        out.append(
+            {
+                "name": f"make_loss({short})",
+                "call": lambda student_logits, teacher_logits, name=short, temperature=1.0: (
+                    K.make_loss(name, temperature=temperature)(student_logits, teacher_logits)
+                ),
+                "kwargs": {"student_logits": zs, "teacher_logits": zt},
+                "arrays": logits_arrays,
+                "rows": [["student_logits", "teacher_logits"]],
+                "order": "invariant",
+                "params": {"name": {"type": "str", "bad": ["kl"]},
+                           "temperature": {"type": "float", "bad": [0.0, float("nan")]}},
+            }
+        )  # fmt: skip
+    out.append(
+        {
+            "name": "make_corpus",
+            "call": lambda n_seqs=4, seq_len=12, vocab_size=16: K.make_corpus(
+                n_seqs, seq_len, vocab_size, seed=0)[0],
+            "kwargs": {},
+            "params": {"n_seqs": {"type": "int", "bad": [0]}, "seq_len": {"type": "int", "bad": [0]},
+                       "vocab_size": {"type": "int", "bad": [0, 1]}},
+        }
+    )  # fmt: skip
     ids = np.arange(24).reshape(3, 8) % 13
     out.append(
         {

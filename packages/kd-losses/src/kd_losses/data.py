@@ -12,6 +12,8 @@ Every sequence starts with a topic marker and then follows one of three kinds of
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import torch
 
@@ -51,6 +53,9 @@ def make_corpus(
     topic : torch.Tensor of int64, shape (n_seqs,)
         0..n_markov-1 for Markov topics, n_markov for stride, n_markov + 1 for copy.
     """
+    for name, v in (("n_seqs", n_seqs), ("seq_len", seq_len), ("vocab_size", vocab_size)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name} must be an int, got {v!r}")
     if n_seqs < 1:
         raise ValueError(f"n_seqs must be >= 1, got {n_seqs}")
     if seq_len < 8:
