@@ -211,6 +211,12 @@ def _avg_pool_vit():
     return from_timm(_timm_vit(global_pool="avg"))
 
 
+def _arch_nodes(n_classes=8):
+    from learngene import arch_graph
+
+    return arch_graph(TAL_SPEC, n_classes, 4).node_types
+
+
 def entries() -> list[dict]:
     rng = np.random.default_rng(0)
     X = rng.random((6, 1, 8, 8)).astype(np.float32)
@@ -250,6 +256,23 @@ def entries() -> list[dict]:
          "corrupt": [("tanh-gelu", lambda p: _set_config(p, hidden_act="gelu_new")),
                      ("odd-mlp", lambda p: _set_config(p, intermediate_size=24)),
                      ("backbone-only", _drop_classifier)]},
+        {"name": "task_probabilities", "call": lambda sizes, temperature=2.0: __import__(
+            "learngene").task_probabilities(sizes, temperature),
+         "kwargs": {"sizes": np.array([100, 400, 25])},
+         "arrays": {"sizes": {"kind": "float", "ndim": 1}}, "rows": [["sizes"]],
+         "order": "equivariant",
+         "params": {"temperature": {"type": "float", "bad": [0.0, float("nan")]}},
+         "known": [{"kwargs": {"sizes": np.array([100, 400]), "temperature": 1.0},
+                    "check": lambda p: np.allclose(p, [0.2, 0.8]), "why": "T = 1: proportional"},
+                   {"kwargs": {"sizes": np.array([3, 0])}, "raises": ["sizes"],
+                    "why": "an empty dataset"}]},
+        {"name": "spec_from_timm", "call": lambda embed_dim=8: __import__("learngene").spec_from_timm(
+            _timm_vit(embed_dim=embed_dim)),
+         "kwargs": {},
+         "known": [{"kwargs": {}, "check": lambda spec: spec == ViTSpec(1, 8, 2, 2, 4, 8, 3, ln_eps=1e-6),
+                    "why": "the timm model's geometry"}]},
+        {"name": "arch_graph", "call": _arch_nodes, "kwargs": {},
+         "params": {"n_classes": {"type": "int", "bad": [0]}}},
         {"name": "TAL.predict", "call": _tal_predict, "kwargs": {"task_emb": np.linspace(-1, 1, 4)},
          "arrays": {"task_emb": {"kind": "float", "ndim": 1}},
          "params": {"n_classes": {"type": "int", "bad": [0, 65]}},
