@@ -13,11 +13,16 @@ from qat_dg import (
     EoQ,
     SmallCNN,
     accuracy,
+    build_model,
+    default_hparams,
     dequantize_export,
     export_quantized,
+    get_algorithm_class,
     init_step_size,
     load_domainbed,
     lsq_fake_quant,
+    model_size_bits,
+    quant_range,
 )
 from qat_dg.quant import quantize_model
 
@@ -165,6 +170,67 @@ def entries() -> list[dict]:
                 "SWAD",
             )
         ],
+        {
+            "name": "quant_range",
+            "call": quant_range,
+            "kwargs": {"bits": 7},
+            "params": {"bits": {"type": "int", "bad": [1, 17]}},
+            "grid": {"symmetric": [True], "all_positive": [True]},
+            "known": [
+                {"kwargs": {"bits": 4}, "check": lambda r: r == (8, 7), "why": "signed 4-bit"},
+                {
+                    "kwargs": {"bits": 4, "symmetric": True},
+                    "check": lambda r: r == (7, 7),
+                    "why": "symmetric 4-bit",
+                },
+            ],
+        },
+        {
+            "name": "default_hparams",
+            "call": default_hparams,
+            "kwargs": {"algorithm": "QTDoG"},
+            "params": {"algorithm": {"type": "str", "bad": ["FedAvg"]}},
+            "known": [
+                {
+                    "kwargs": {"algorithm": "QTDoG"},
+                    "check": lambda hp: hp["bits"] == 7,
+                    "why": "QT-DoG's 7-bit default",
+                }
+            ],
+        },
+        {
+            "name": "get_algorithm_class",
+            "call": lambda name: get_algorithm_class(name).__name__,
+            "kwargs": {"name": "SWAD"},
+            "params": {"name": {"type": "str", "bad": ["FedAvg"]}},
+        },
+        {
+            "name": "build_model",
+            "call": lambda arch="small_cnn", num_classes=3, width=None: sum(
+                p.numel() for p in build_model(arch, (1, 8, 8), num_classes, width).parameters()
+            ),
+            "kwargs": {},
+            "params": {
+                "arch": {"type": "str", "bad": ["vgg"]},
+                "num_classes": {"type": "int", "bad": [1, 0]},
+            },
+            "grid": {"arch": ["mlp"]},
+        },
+        {
+            "name": "model_size_bits",
+            "call": lambda bits=5: model_size_bits(quantize_model(SmallCNN(1, 3, 8), bits=bits)),
+            "kwargs": {},
+            "params": {"bits": {"type": "int", "bad": [1, 17]}},
+            "known": [
+                {
+                    "kwargs": {"bits": 8},
+                    "check": lambda b: (
+                        b < 32 * sum(p.numel() for p in SmallCNN(1, 3, 8).parameters())
+                    ),
+                    "why": "quantized convs store fewer bits than float32",
+                }
+            ],
+        },
         {
             "name": "lsq_fake_quant",
             "call": _fq,

@@ -763,5 +763,5 @@ def get_algorithm_class(name: str) -> type[Algorithm]:
     """Algorithm class by name: ``ERM``, ``QTDoG``, ``SAM``, ``ERM_SMA``, ``NoiseInjection``,
     ``PTQ``, ``FrozenFP``, ``TorchQAT``, ``SWA``, ``SWAD``."""
     if name not in _REGISTRY:
-        raise ValueError(f"algorithm must be one of {sorted(_REGISTRY)}, got {name!r}")
+        raise ValueError(f"algorithm name must be one of {sorted(_REGISTRY)}, got {name!r}")
     return _REGISTRY[name]
