@@ -12,7 +12,10 @@ from lomap_planner import (
     LoMAP,
     PointMazeEnv,
     collect_maze2d_dataset,
+    cosine_beta_schedule,
+    d4rl_goal,
     d4rl_sparse_rewards,
+    episode_bounds,
     from_d4rl_frame,
     get_layout,
     infeasible_plan_fraction,
@@ -20,10 +23,12 @@ from lomap_planner import (
     load_minari,
     make_windows,
     normalized_score,
+    parse_layout,
     plan_is_infeasible,
     save_hdf5,
     segments_hit_walls,
     to_d4rl_frame,
+    wall_fraction,
 )
 
 
@@ -212,6 +217,79 @@ def entries() -> list[dict]:
             "arrays": {"observations": {"kind": "float", "ndim": 2}},
             "rows": [["observations"]],
             "order": "equivariant",
+        },
+        {
+            "name": "wall_fraction",
+            "call": wall_fraction,
+            "kwargs": {"positions": data["observations"][:50, :2], "walls": walls},
+            "arrays": {"positions": {"kind": "float", "ndim": 2}},
+            "rows": [["positions"]],
+            "order": "invariant",
+            "known": [
+                {
+                    "kwargs": {
+                        "positions": np.array([[1.0, 1.0], [0.0, 0.0], [-40.0, 3.0]]),
+                        "walls": walls,
+                    },
+                    "check": lambda f: abs(f - 2 / 3) < 1e-12,
+                    "why": "a free cell, a wall cell and a point off the map",
+                }
+            ],
+        },
+        {
+            "name": "parse_layout",
+            "call": parse_layout,
+            "kwargs": {"spec": "####\\#OO#\\####"},
+            "known": [
+                {
+                    "kwargs": {"spec": "###\\#O#\\###"},
+                    "check": lambda w: w.tolist() == [[1, 1, 1], [1, 0, 1], [1, 1, 1]],
+                    "why": "walls and one free cell",
+                },
+                {"kwargs": {"spec": "###\\#O\\###"}, "raises": ["spec"], "why": "a ragged row"},
+            ],
+        },
+        {
+            "name": "d4rl_goal",
+            "call": d4rl_goal,
+            "kwargs": {"layout": "umaze"},
+            "params": {"layout": {"type": "str", "bad": ["huge"]}},
+        },
+        {
+            "name": "episode_bounds",
+            "call": lambda timeouts: episode_bounds(
+                {
+                    "observations": np.zeros((len(timeouts), 4)),
+                    "timeouts": timeouts,
+                    "terminals": np.zeros(len(timeouts), bool),
+                    "actions": np.zeros((len(timeouts), 2)),
+                    "rewards": np.zeros(len(timeouts)),
+                }
+            ),
+            "kwargs": {"timeouts": np.array([0, 0, 1, 0, 0, 1], bool)},
+            "known": [
+                {
+                    "kwargs": {"timeouts": np.array([0, 0, 1, 0, 0, 1], bool)},
+                    "check": lambda b: np.asarray(b).tolist() == [[0, 3], [3, 6]],
+                    "why": "two episodes ended by timeouts",
+                },
+            ],
+        },
+        {
+            "name": "cosine_beta_schedule",
+            "call": cosine_beta_schedule,
+            "kwargs": {"n_timesteps": 20},
+            "params": {
+                "n_timesteps": {"type": "int", "bad": [0]},
+                "s": {"type": "float", "bad": [-1.0, float("nan")]},
+            },
+            "known": [
+                {
+                    "kwargs": {"n_timesteps": 20},
+                    "check": lambda b: bool(((b > 0) & (b < 1)).all()) and len(b) == 20,
+                    "why": "20 betas in (0, 1)",
+                }
+            ],
         },
         {
             "name": "load_minari",

@@ -391,7 +391,15 @@ WALL_TOLERANCE = 0.01  # at most 1% of rows may sit in wall cells (or off the ma
 
 def wall_fraction(positions: np.ndarray, walls: np.ndarray) -> float:
     """Fraction of ``(x, y)`` positions inside a wall cell or off the map (package frame)."""
-    p = np.asarray(positions, dtype=float)[:, :2]
+    p = np.asarray(positions, dtype=float)
+    if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] < 2:
+        raise ValueError(f"positions must be a non-empty (n, >= 2) array, got shape {p.shape}")
+    if not np.isfinite(p).all():  # NaN compares False: it would count as a free cell
+        raise ValueError("positions contains NaN or inf")
+    walls = np.asarray(walls)
+    if walls.ndim != 2 or walls.size == 0:
+        raise ValueError(f"walls must be a non-empty 2-D grid, got shape {walls.shape}")
+    p = p[:, :2]
     n_rows, n_cols = walls.shape
     off = (
         (p[:, 0] < -0.5) | (p[:, 1] < -0.5) | (p[:, 0] >= n_rows - 0.5) | (p[:, 1] >= n_cols - 0.5)

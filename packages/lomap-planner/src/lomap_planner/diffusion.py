@@ -10,6 +10,7 @@ the samples at the steps it selects (LoMAP Alg. 1) -- no retraining needed.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 
 import numpy as np
@@ -31,8 +32,12 @@ def cosine_beta_schedule(n_timesteps: int, s: float = 0.008) -> torch.Tensor:
     -------
     Tensor, shape (n_timesteps,), values in (0, 0.999]
     """
+    if isinstance(n_timesteps, bool) or not isinstance(n_timesteps, numbers.Integral):
+        raise TypeError(f"n_timesteps must be an int, got {n_timesteps!r}")
     if n_timesteps < 1:
         raise ValueError(f"n_timesteps must be >= 1, got {n_timesteps}")
+    if isinstance(s, bool) or not isinstance(s, numbers.Real) or not (np.isfinite(s) and s >= 0):
+        raise ValueError(f"s must be a finite number >= 0, got {s!r}")
     steps = np.arange(n_timesteps + 1, dtype=np.float64)
     f = np.cos(((steps / n_timesteps) + s) / (1 + s) * np.pi / 2) ** 2
     betas = 1 - f[1:] / f[:-1]
