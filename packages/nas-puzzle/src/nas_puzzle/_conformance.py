@@ -143,6 +143,27 @@ def _puzzle(data, val_data, seed=0):
         return pz.child(_TOKS)[0].float().numpy()
 
 
+def _split(data, fractions=(0.8, 0.2)):
+    return npz.split_tokens(data, fractions)
+
+
+def _windows(data, seq_len=4, max_windows=None):
+    return npz.eval_windows(data, seq_len, max_windows)
+
+
+def _cos(child, parent):
+    return npz.cosine_hidden_loss([child], [parent])
+
+
+def _infer(drop_layer_1_ffn=False):
+    torch.manual_seed(0)
+    blocks = [npz.BlockConfig.from_name("gqa1/ffn16"), npz.BlockConfig.from_name("linear/noop")]
+    sd = HeteroDecoder(CFG, blocks).state_dict()
+    if drop_layer_1_ffn:
+        sd = {k: v for k, v in sd.items() if not k.startswith("blocks.0.ffn")}
+    return [b.name for b in npz.infer_block_configs(CFG, sd)]
+
+
 def entries() -> list[dict]:
     rng = np.random.default_rng(0)
     toks = rng.integers(0, 32, size=(3, 10))
@@ -166,6 +187,27 @@ def entries() -> list[dict]:
          "rows": [["input", "target"]], "order": "invariant",
          "known": [{"kwargs": {"input": np.zeros((2, 4), np.float32), "target": np.ones((2, 4), np.float32)},
                     "check": lambda v: abs(v - 1.0) < 1e-6, "why": "||0 - t||^2 / ||t||^2 = 1"}]},
+        {"name": "split_tokens", "call": _split, "kwargs": {"data": corpus[1]},
+         "arrays": {"data": {"kind": "labels", "ndim": 1}},
+         "params": {"fractions": {"bad": [(0.0, 1.0), (0.5, 0.6), (float("nan"), 1.0)]}},
+         "known": [{"kwargs": {"data": torch.arange(10)},
+                    "check": lambda parts: [p.tolist() for p in parts] == [list(range(8)), [8, 9]],
+                    "why": "contiguous 80/20 split"}]},
+        {"name": "eval_windows", "call": _windows, "kwargs": {"data": corpus[1]},
+         "arrays": {"data": {"kind": "labels", "ndim": 1}},
+         "params": {"seq_len": {"type": "int", "bad": [0]}, "max_windows": {"type": "int", "bad": [0], "good": 2}},
+         "known": [{"kwargs": {"data": torch.arange(9)},
+                    "check": lambda w: w.tolist() == [[0, 1, 2, 3, 4], [4, 5, 6, 7, 8]],
+                    "why": "non-overlapping windows sharing their boundary token"}]},
+        {"name": "cosine_hidden_loss", "call": _cos,
+         "kwargs": {"child": torch.as_tensor(a), "parent": torch.as_tensor(b)},
+         "known": [{"kwargs": {"child": torch.as_tensor(a), "parent": torch.as_tensor(a)},
+                    "check": lambda v: abs(float(v)) < 1e-6, "why": "identical hidden states"}]},
+        {"name": "infer_block_configs", "call": _infer, "kwargs": {},
+         "known": [{"kwargs": {}, "check": lambda names: names == ["gqa1/ffn16", "linear/noop"],
+                    "why": "the variants read back off the state_dict"},
+                   {"kwargs": {"drop_layer_1_ffn": True}, "check": lambda names: names[0].endswith("noop"),
+                    "why": "a missing FFN reads as a removed (no-op) subblock"}]},
         {"name": "from_hf", "call": _from_hf, "kwargs": {"tokens": toks},
          "arrays": {"tokens": {"kind": "labels", "ndim": 2}}, "rows": [["tokens"]],
          "order": "equivariant",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import numbers
 from collections.abc import Iterator
 
 import numpy as np
@@ -174,7 +175,12 @@ def split_tokens(
     if f.ndim != 1 or f.size == 0 or np.any(f <= 0) or not np.isclose(f.sum(), 1.0):
         raise ValueError(f"fractions must be positive and sum to 1, got {fractions}")
     cuts = np.round(np.cumsum(f)[:-1] * toks.numel()).astype(int)
-    return list(torch.tensor_split(toks, cuts.tolist()))
+    parts = list(torch.tensor_split(toks, cuts.tolist()))
+    if any(p.numel() == 0 for p in parts):
+        raise ValueError(
+            f"data: {toks.numel()} tokens leave an empty part at fractions {tuple(fractions)}"
+        )
+    return parts
 
 
 def sample_batch(
@@ -219,8 +225,16 @@ def eval_windows(data: str | Tensor, seq_len: int, max_windows: int | None = Non
     Tensor, shape (n_windows, seq_len + 1)
     """
     toks = as_tokens(data)
+    if isinstance(seq_len, bool) or not isinstance(seq_len, numbers.Integral):
+        raise TypeError(f"seq_len must be an int, got {seq_len!r}")
     if seq_len <= 0:
         raise ValueError(f"seq_len must be positive, got {seq_len}")
+    if max_windows is not None and (
+        isinstance(max_windows, bool)
+        or not isinstance(max_windows, numbers.Integral)
+        or max_windows < 1
+    ):
+        raise ValueError(f"max_windows must be a positive int or None, got {max_windows!r}")
     n = (toks.numel() - 1) // seq_len
     if n == 0:
         raise ValueError(f"data has {toks.numel()} tokens, fewer than seq_len + 1 = {seq_len + 1}")
