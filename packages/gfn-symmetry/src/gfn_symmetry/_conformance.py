@@ -15,19 +15,25 @@ from gfn_symmetry import (
     DenseGraphEnv,
     GraphEnv,
     IsoClassCache,
+    build_state_space,
     cliques_log_reward,
+    cliques_reward,
     count_automorphisms,
     cycle_reward,
     density_reward,
     detailed_balance_loss,
+    empirical_distribution,
     featurize,
     l1_distance,
     log_count_automorphisms,
+    log_reward,
     log_wl_automorphism_bound,
     molecule_reward,
     pearson_correlation,
     random_walk_pe,
     subtrajectory_balance_loss,
+    target_distribution,
+    top_k_discovered,
     trajectory_balance_loss,
     uniform_reward,
     wl_automorphism_bound,
@@ -39,6 +45,35 @@ def _cycle(n: int, labels=None) -> nx.Graph:
     nx.set_node_attributes(g, {v: (labels[v] if labels else 0) for v in g}, "label")
     nx.set_edge_attributes(g, 0, "kind")
     return g
+
+
+_SPACE: dict = {}
+
+
+def _space():
+    if "s" not in _SPACE:
+        _SPACE["s"] = build_state_space(GraphEnv(max_nodes=3, n_labels=1))
+    return _SPACE["s"]
+
+
+def _states(max_nodes=3, n_labels=1):
+    return len(build_state_space(GraphEnv(max_nodes=max_nodes, n_labels=n_labels)).graphs)
+
+
+def _target(beta=1.0):
+    space = _space()
+    return target_distribution(space, lambda g: math.exp(beta * g.number_of_edges()))
+
+
+def _empirical(copies=2):
+    space = _space()
+    return empirical_distribution(list(space.graphs[1:]) * copies, space)
+
+
+def _top_k(k=2):
+    space = _space()
+    target = _target()
+    return top_k_discovered(list(space.graphs), space, target, k)
 
 
 def entries() -> list[dict]:
@@ -242,6 +277,79 @@ def entries() -> list[dict]:
                     "check": lambda pe: np.allclose(pe, pe[0]),
                     "why": "every node of a cycle has the same encoding",
                 }
+            ],
+        },
+        {
+            "name": "build_state_space",
+            "call": _states,
+            "kwargs": {},
+            "params": {
+                "max_nodes": {"type": "int", "bad": [0]},
+                "n_labels": {"type": "int", "bad": [0]},
+            },
+            "known": [
+                {
+                    "kwargs": {"max_nodes": 3},
+                    "check": lambda n: n == 5,
+                    "why": "empty, K1, K2, the path and the triangle (connected, built node by node)",
+                }
+            ],
+        },
+        {
+            "name": "target_distribution",
+            "call": _target,
+            "kwargs": {},
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda p: abs(p.sum() - 1) < 1e-12 and p[0] == 0,
+                    "why": "a distribution over terminal states, 0 on the start graph",
+                }
+            ],
+        },
+        {
+            "name": "empirical_distribution",
+            "call": _empirical,
+            "kwargs": {},
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda p: abs(p.sum() - 1) < 1e-12,
+                    "why": "a histogram that sums to 1",
+                }
+            ],
+        },
+        {
+            "name": "top_k_discovered",
+            "call": _top_k,
+            "kwargs": {},
+            "params": {"k": {"type": "int", "bad": [0, -1]}},
+            "known": [
+                {
+                    "kwargs": {"k": 2},
+                    "check": lambda n: n == 2,
+                    "why": "every state sampled: both top states found",
+                }
+            ],
+        },
+        {
+            "name": "cliques_reward",
+            "call": cliques_reward,
+            "kwargs": {"graph": c4},
+            "params": {"clique_size": {"type": "int", "bad": [0, 1]}},
+        },
+        {
+            "name": "log_reward",
+            "call": lambda graph, scale=1.0: log_reward(lambda g: scale, graph),
+            "kwargs": {"graph": c4},
+            "known": [
+                {
+                    "kwargs": {"scale": 2.0},
+                    "check": lambda v: abs(v - math.log(2)) < 1e-12,
+                    "why": "log R",
+                },
+                {"kwargs": {"scale": float("nan")}, "raises": ["reward"], "why": "a NaN reward"},
+                {"kwargs": {"scale": -1.0}, "raises": ["reward"], "why": "a negative reward"},
             ],
         },
         {

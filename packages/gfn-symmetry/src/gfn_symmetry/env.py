@@ -58,11 +58,11 @@ class BackwardAction(NamedTuple):
 
 
 def _check_int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < low:
         raise ValueError(f"{name} must be >= {low}, got {value}")
-    return value
+    return int(value)
 
 
 def _bridges(graph: nx.Graph) -> set[tuple[int, int]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import networkx as nx
@@ -53,8 +54,9 @@ def top_k_discovered(
     graphs: Sequence[nx.Graph], space: StateSpace, target: np.ndarray, k: int
 ) -> int:
     """How many of the ``k`` highest-target states appear among ``graphs``."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
         raise ValueError(f"k must be a positive int, got {k!r}")
+    k = int(k)
     target = np.asarray(target, dtype=float)
     if target.shape != (len(space),):
         raise ValueError(f"target must have shape ({len(space)},), got {target.shape}")
