@@ -11,11 +11,13 @@ import numpy as np
 
 from interaction_moe import (
     I2MoEClassifier,
+    interaction_loss,
     load_breast_cancer_groups,
     load_digits_halves,
     load_multibench_pickle,
     load_multimodal_npz,
     make_interaction_data,
+    perturb,
     redundancy_loss,
     synergy_loss,
     uniqueness_loss,
@@ -137,6 +139,38 @@ def entries() -> list[dict]:
                     ),
                     "why": "top and bottom halves of the 8x8 digits, scaled to [0, 1]",
                 }
+            ],
+        },
+        {
+            "name": "interaction_loss",
+            "call": lambda clean, margin=1.0: interaction_loss(
+                [clean] * 4, [list(_PERTURBED[:2])] * 4, margin
+            )["total"],
+            "kwargs": {"clean": _outputs()[0]},
+            "arrays": {"clean": {"kind": "float", "ndim": 2}},
+            "params": {"margin": {"type": "float", "bad": [-1.0]}},
+        },
+        {
+            "name": "perturb",
+            "call": lambda embs, mode="zero": perturb([embs, embs], 0, mode)[0],
+            "kwargs": {"embs": _outputs()[0]},
+            # it replaces values, it does not read them: I2MoE validates its inputs upstream
+            "arrays": {"embs": {"kind": "float", "ndim": (2, 3), "nan_ok": True, "inf_ok": True}},
+            "params": {"mode": {"type": "str", "bad": ["drop"]}},
+            "grid": {"mode": ["mean"]},
+            "known": [
+                {
+                    "kwargs": {"embs": _outputs()[0]},
+                    "check": lambda v: bool((v == 0).all()),
+                    "why": "zero removal",
+                },
+                {
+                    "kwargs": {"embs": _outputs()[0], "mode": "mean"},
+                    "check": lambda v: bool(
+                        __import__("torch").allclose(v, _outputs()[0].mean(0).expand_as(v))
+                    ),
+                    "why": "mean removal: every row is the batch mean",
+                },
             ],
         },
         {

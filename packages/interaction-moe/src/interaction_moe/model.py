@@ -32,6 +32,10 @@ def perturb(
     modelling the interaction."""
     out = list(embs)
     e = embs[j]
+    if not isinstance(e, torch.Tensor) or e.ndim < 2:
+        raise ValueError(
+            f"embs[{j}] must be a (B, D) or (B, T, D) tensor, got {getattr(e, 'shape', e)}"
+        )
     if mode == "permute":
         n = e.shape[0]
         if n < 2:
@@ -47,7 +51,7 @@ def perturb(
     elif mode == "mean":
         out[j] = e.mean(0, keepdim=True).expand_as(e)
     else:
-        raise ValueError(f"perturbation must be one of {PERTURBATIONS}, got {mode!r}")
+        raise ValueError(f"mode (the perturbation) must be one of {PERTURBATIONS}, got {mode!r}")
     return out
 
 
