@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+from parity_common import Record
 from record import Run
 
 from interaction_moe import I2MoE
@@ -65,13 +66,6 @@ def load_official(root: pathlib.Path):
         raise SystemExit(f"--official: {root} holds no I2MoE checkout (src/imoe missing)")
     sys.path.insert(0, str(root))
     return importlib.import_module("src.imoe.InteractionMoE")
-
-
-def diff(a, b) -> tuple[float, float]:
-    a, b = torch.as_tensor(a).detach().double().reshape(-1), torch.as_tensor(b).detach().double()
-    b = b.reshape(-1)
-    d = (a - b).abs().max().item()
-    return d, d / max(b.abs().max().item(), 1e-300)
 
 
 def build(off_mod, seed: int, dims, hidden, k, rw_hidden, temperature, margin, lam):
@@ -119,10 +113,7 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     off_mod = load_official(a.official.resolve())
     run = Run("interaction-moe", out=a.out)
-    comps: dict[str, list[tuple[float, float]]] = {}
-
-    def rec(name, x, y):
-        comps.setdefault(name, []).append(diff(x, y))
+    rec = Record()
 
     B, k, hidden, rw_hidden, lam = 16, 3, 12, 10, 0.5
     for seed in range(a.seeds):
@@ -165,7 +156,7 @@ def main(argv=None) -> None:
         for _, mine, theirs in _pairs(off, ours):
             rec("after one Adam step", mine, theirs)
 
-    rows = [[n, WHERE[n], max(x[0] for x in v), max(x[1] for x in v)] for n, v in comps.items()]
+    rows = rec.rows(WHERE)
     worst = max(r[3] for r in rows)
     run.table(
         "parity", ["component", "official file: function", "max |ours − official|", "max relative"],
@@ -176,7 +167,7 @@ def main(argv=None) -> None:
                f"temperature 1.5, lambda = {lam}); worst relative difference {worst:.1e}. "
                "Switches: none (our defaults are the released code's; the gate's dropout is 0 "
                "on both sides only so that neither draws random numbers the other does not)."],
-        per_seed={name: [list(x) for x in v] for name, v in comps.items()},
+        per_seed=rec.per_seed(),
         headline=f"I2MoE vs the official code, float64: worst relative difference {worst:.1e}",
     )  # fmt: skip
 

@@ -31,6 +31,7 @@ import sys
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+from parity_common import Record
 from record import Run
 
 from lomap_planner.lomap import local_pca, project_affine
@@ -56,12 +57,6 @@ def load_official(root: pathlib.Path):
     return mod
 
 
-def diff(a, b) -> tuple[float, float]:
-    a, b = a.detach().double().reshape(-1), b.detach().double().reshape(-1)
-    d = (a - b).abs().max().item()
-    return d, d / max(b.abs().max().item(), 1e-300)
-
-
 def neighbours(seed: int, b: int, k: int, H: int, C: int):
     """(b, k, H, C) neighbour sets near affine subspaces of dimension 1..4 plus small noise."""
     g = torch.Generator().manual_seed(seed)
@@ -85,11 +80,8 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     off_mod = load_official(a.official.resolve())
     run = Run("lomap-planner", out=a.out)
-    comps: dict[str, list[tuple[float, float]]] = {}
+    rec = Record()
     rank_gap = []
-
-    def rec(name, x, y):
-        comps.setdefault(name, []).append(diff(x, y))
 
     b, k, H, C, tau = 8, 10, 16, 6, 0.99  # the official maze2d k and tau
     for seed in range(a.seeds):
@@ -112,7 +104,7 @@ def main(argv=None) -> None:
         rec("projected samples, paper default (per-sample rank)", mine, off.project_points(x))
         rank_gap.append((own.tolist(), int(ranks[0])))
 
-    rows = [[n, WHERE[n], max(x[0] for x in v), max(x[1] for x in v)] for n, v in comps.items()]
+    rows = rec.rows(WHERE)
     worst = max(r[3] for r in rows if "paper default" not in r[0])
     own, batch = rank_gap[0]
     run.table(
@@ -125,7 +117,7 @@ def main(argv=None) -> None:
                f"largest rank (seed 0: own ranks {own}, all projected at rank {batch}); our "
                "default keeps each element's own rank, the last row. Not run: the FAISS GPU "
                "index and the sampler around the projection."],
-        per_seed={name: [list(x) for x in v] for name, v in comps.items()},
+        per_seed=rec.per_seed(),
         headline=f"LoMAP projection vs the official code, float64: worst relative difference "
                  f"{worst:.1e} (batch_rank=True)",
     )  # fmt: skip

@@ -33,6 +33,7 @@ import types
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+from parity_common import Record
 from record import Run
 
 from qat_dg import QTDoG, default_hparams, init_step_size, lsq_fake_quant
@@ -61,12 +62,6 @@ def load_official(root: pathlib.Path):
     quan = importlib.import_module("domainbed.quan")
     lsq = importlib.import_module("domainbed.quan.quantizer.lsq")
     return quan, lsq
-
-
-def diff(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float]:
-    a, b = a.detach().double().reshape(-1), b.detach().double().reshape(-1)
-    d = (a - b).abs().max().item()
-    return d, d / max(b.abs().max().item(), 1e-300)
 
 
 def _official_quantizer(lsq, bits, per_channel, symmetric):
@@ -169,17 +164,14 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     quan, lsq = load_official(a.official.resolve())
     run = Run("qat-dg", out=a.out)
-    comps: dict[str, list[tuple[float, float]]] = {}
-
-    def rec(name, x, y):
-        comps.setdefault(name, []).append(diff(x, y))
+    rec = Record()
 
     for seed in range(a.seeds):
         compare_quantizer(lsq, rec, seed)
         compare_conv(quan, rec, seed)
         compare_training(quan, rec, seed, freeze=True)
         compare_training(quan, rec, seed, freeze=False)
-    rows = [[n, WHERE[n], max(x[0] for x in v), max(x[1] for x in v)] for n, v in comps.items()]
+    rows = rec.rows(WHERE)
     worst = max(r[3] for r in rows if "paper default" not in r[0])
     gap = max(r[3] for r in rows if "paper default" in r[0])
     run.table(
@@ -198,7 +190,7 @@ def main(argv=None) -> None:
                "calls (skipped), and its ResNet config swaps conv1 for an unquantized copy "
                "(IdentityQuan), which freezes conv1 too; ours quantizes a ResNet's conv1 like "
                "any other conv (no switch restores that yet)."],
-        per_seed={name: [list(x) for x in v] for name, v in comps.items()},
+        per_seed=rec.per_seed(),
         headline=f"QT-DoG vs the official code, float64: worst relative difference {worst:.1e}",
     )  # fmt: skip
 
