@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import math
 import pathlib
 import pickle
@@ -189,8 +190,6 @@ def parse(package: str, raw: Mapping[str, Any]) -> Entry:
     if kind == "loader" and grid:
         raise ValueError(f"{package}:{raw['name']}: a loader entry has no option grid")
     if grid:
-        import inspect
-
         fn = raw["cls"] if kind == "estimator" else raw["call"]
         known = inspect.signature(fn).parameters
         for option, values in grid.items():
@@ -215,8 +214,6 @@ def grid_points(entry: Entry) -> list[Entry]:
         key = "init" if entry.kind == "estimator" else "kwargs"
         base = entry.raw.get(key, {})
         fn = entry.raw["cls"] if entry.kind == "estimator" else entry.raw["call"]
-        import inspect
-
         current = base.get(option, inspect.signature(fn).parameters[option].default)
         for value in values:
             extra = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 
 import numpy as np
+import torch
 
 from causal_ts import (
     CAROTS,
@@ -238,11 +239,11 @@ def entries() -> list[dict]:
     pred = np.zeros(30, int)
     pred[7] = 1
     scores = np.random.default_rng(0).random(30) + labels
-    z = __import__("torch").randn(
+    z = torch.randn(
         8,
         4,
-        generator=__import__("torch").Generator().manual_seed(0),
-        dtype=__import__("torch").float64,
+        generator=torch.Generator().manual_seed(0),
+        dtype=torch.float64,
     )
     out += [
         {"name": "point_adjust", "call": point_adjust, "kwargs": {"pred": pred, "labels": labels},

@@ -6,6 +6,7 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 import evolving_dg as edg
 from evolving_dg.loaders import load_domain_pickle, load_onp
@@ -98,13 +99,13 @@ def entries() -> list[dict]:
                 "params": params,
             }
         )
-    g = __import__("torch").Generator().manual_seed(0)
-    logits = __import__("torch").randn(8, 3, generator=g, dtype=__import__("torch").float64)
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(8, 3, generator=g, dtype=torch.float64)
     out.append(
         {
             "name": "irm_penalty",
             "call": edg.irm_penalty,
-            "kwargs": {"logits": logits, "y": __import__("torch").tensor([0, 1, 2, 0, 1, 2, 0, 1])},
+            "kwargs": {"logits": logits, "y": torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])},
             "arrays": {"logits": {"kind": "float", "ndim": 2}, "y": {"kind": "labels", "ndim": 1}},
             "rows": [["logits", "y"]],
             "order": "invariant",

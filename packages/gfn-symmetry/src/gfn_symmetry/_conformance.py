@@ -92,6 +92,14 @@ def entries() -> list[dict]:
         "node_attrs": {"type": "strs", "good": ("label",)},
         "edge_attrs": {"type": "strs", "good": ("kind",)},
     }
+    flow_loss = {  # the example both flow-matching losses (DB, SubTB) are held to
+        "kwargs": {"log_flow": log_pf.clone(), "log_pf": log_pf, "log_pb": log_pb,
+                   "log_reward": log_r, "lengths": lengths},
+        "arrays": {"log_flow": {"kind": "float", "ndim": 2}, "log_pf": {"kind": "float", "ndim": 2},
+                   "log_reward": {"kind": "float", "ndim": 1}},
+        "rows": [["log_flow", "log_pf", "log_pb", "log_reward", "lengths"]],
+        "order": "invariant",
+    }  # fmt: skip
     return [
         {
             "name": "count_automorphisms",
@@ -211,20 +219,7 @@ def entries() -> list[dict]:
         {
             "name": "subtrajectory_balance_loss",
             "call": subtrajectory_balance_loss,
-            "kwargs": {
-                "log_flow": log_pf.clone(),
-                "log_pf": log_pf,
-                "log_pb": log_pb,
-                "log_reward": log_r,
-                "lengths": lengths,
-            },
-            "arrays": {
-                "log_flow": {"kind": "float", "ndim": 2},
-                "log_pf": {"kind": "float", "ndim": 2},
-                "log_reward": {"kind": "float", "ndim": 1},
-            },
-            "rows": [["log_flow", "log_pf", "log_pb", "log_reward", "lengths"]],
-            "order": "invariant",
+            **flow_loss,
             "params": {"lamda": {"type": "float", "bad": [0.0, -1.0, float("nan")]}},
         },
         {
@@ -355,20 +350,7 @@ def entries() -> list[dict]:
         {
             "name": "detailed_balance_loss",
             "call": detailed_balance_loss,
-            "kwargs": {
-                "log_flow": log_pf.clone(),
-                "log_pf": log_pf,
-                "log_pb": log_pb,
-                "log_reward": log_r,
-                "lengths": lengths,
-            },
-            "arrays": {
-                "log_flow": {"kind": "float", "ndim": 2},
-                "log_pf": {"kind": "float", "ndim": 2},
-                "log_reward": {"kind": "float", "ndim": 1},
-            },
-            "rows": [["log_flow", "log_pf", "log_pb", "log_reward", "lengths"]],
-            "order": "invariant",
+            **flow_loss,
         },
         {
             "name": "l1_distance",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+import torch
 
 from interaction_moe import (
     I2MoEClassifier,
@@ -166,9 +167,7 @@ def entries() -> list[dict]:
                 },
                 {
                     "kwargs": {"embs": _outputs()[0], "mode": "mean"},
-                    "check": lambda v: bool(
-                        __import__("torch").allclose(v, _outputs()[0].mean(0).expand_as(v))
-                    ),
+                    "check": lambda v: bool(torch.allclose(v, _outputs()[0].mean(0).expand_as(v))),
                     "why": "mean removal: every row is the batch mean",
                 },
             ],

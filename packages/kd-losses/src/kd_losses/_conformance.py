@@ -118,38 +118,30 @@ def entries() -> list[dict]:
                 ],
             }
         )
+    by_name = {  # the two ways to get a loss from its short name, held to the same contract
+        "distill_loss": lambda name, s, t, temperature: K.distill_loss(
+            name, s, t, temperature=temperature),
+        "make_loss": lambda name, s, t, temperature: K.make_loss(
+            name, temperature=temperature)(s, t),
+    }  # fmt: skip
     for short, fn in (("fkl", K.forward_kl), ("bdl", K.bidirectional_discrepancy_loss)):
-        out.append(
-            {
-                "name": f"distill_loss({short})",
-                "call": lambda student_logits, teacher_logits, name=short, temperature=1.0: (
-                    K.distill_loss(name, student_logits, teacher_logits, temperature=temperature)
-                ),
-                "kwargs": {"student_logits": zs, "teacher_logits": zt},
-                "arrays": logits_arrays,
-                "rows": [["student_logits", "teacher_logits"]],
-                "order": "invariant",
-                "params": {"name": {"type": "str", "bad": ["kl"]},
-                           "temperature": {"type": "float", "bad": [0.0, float("nan")]}},
-                "known": [{"kwargs": {"student_logits": zs, "teacher_logits": zt},
-                           "check": lambda v, fn=fn: torch.allclose(v, fn(zs, zt)),
-                           "why": "dispatch by short name"}],
-            }
-        )  # fmt: skip
-        out.append(
-            {
-                "name": f"make_loss({short})",
-                "call": lambda student_logits, teacher_logits, name=short, temperature=1.0: (
-                    K.make_loss(name, temperature=temperature)(student_logits, teacher_logits)
-                ),
-                "kwargs": {"student_logits": zs, "teacher_logits": zt},
-                "arrays": logits_arrays,
-                "rows": [["student_logits", "teacher_logits"]],
-                "order": "invariant",
-                "params": {"name": {"type": "str", "bad": ["kl"]},
-                           "temperature": {"type": "float", "bad": [0.0, float("nan")]}},
-            }
-        )  # fmt: skip
+        for entry, via in by_name.items():
+            out.append(
+                {
+                    "name": f"{entry}({short})",
+                    "call": lambda student_logits, teacher_logits, name=short, temperature=1.0,
+                    via=via: via(name, student_logits, teacher_logits, temperature),
+                    "kwargs": {"student_logits": zs, "teacher_logits": zt},
+                    "arrays": logits_arrays,
+                    "rows": [["student_logits", "teacher_logits"]],
+                    "order": "invariant",
+                    "params": {"name": {"type": "str", "bad": ["kl"]},
+                               "temperature": {"type": "float", "bad": [0.0, float("nan")]}},
+                    "known": [{"kwargs": {"student_logits": zs, "teacher_logits": zt},
+                               "check": lambda v, fn=fn: torch.allclose(v, fn(zs, zt)),
+                               "why": "the short name gives the named loss"}],
+                }
+            )  # fmt: skip
     out.append(
         {
             "name": "make_corpus",

@@ -8,7 +8,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from learngene import RandInit, Task, ViTSpec, evaluate_init, kd_loss
+from learngene import (
+    RandInit,
+    Task,
+    ViTSpec,
+    evaluate_init,
+    kd_loss,
+    spec_from_timm,
+    task_probabilities,
+)
 
 SPEC = ViTSpec(depth=1, width=8, heads=2, mlp_ratio=2, patch=4, img=8, in_chans=1)
 
@@ -256,8 +264,7 @@ def entries() -> list[dict]:
          "corrupt": [("tanh-gelu", lambda p: _set_config(p, hidden_act="gelu_new")),
                      ("odd-mlp", lambda p: _set_config(p, intermediate_size=24)),
                      ("backbone-only", _drop_classifier)]},
-        {"name": "task_probabilities", "call": lambda sizes, temperature=2.0: __import__(
-            "learngene").task_probabilities(sizes, temperature),
+        {"name": "task_probabilities", "call": lambda sizes, temperature=2.0: task_probabilities(sizes, temperature),
          "kwargs": {"sizes": np.array([100, 400, 25])},
          "arrays": {"sizes": {"kind": "float", "ndim": 1}}, "rows": [["sizes"]],
          "order": "equivariant",
@@ -266,7 +273,7 @@ def entries() -> list[dict]:
                     "check": lambda p: np.allclose(p, [0.2, 0.8]), "why": "T = 1: proportional"},
                    {"kwargs": {"sizes": np.array([3, 0])}, "raises": ["sizes"],
                     "why": "an empty dataset"}]},
-        {"name": "spec_from_timm", "call": lambda embed_dim=8: __import__("learngene").spec_from_timm(
+        {"name": "spec_from_timm", "call": lambda embed_dim=8: spec_from_timm(
             _timm_vit(embed_dim=embed_dim)),
          "kwargs": {},
          "known": [{"kwargs": {}, "check": lambda spec: spec == ViTSpec(1, 8, 2, 2, 4, 8, 3, ln_eps=1e-6),
