@@ -3,14 +3,18 @@
 One page per package from its README, one API reference page per package (mkdocstrings reads
 the code's NumPy docstrings), the results files and benchmark plots beside them. Relative links
 in the READMEs are mapped to their pages; links to files the site does not carry (scripts,
-sources) become plain code text, so ``mkdocs build --strict`` fails only on real breakage.
+sources) become plain code text, so ``mkdocs build --strict`` fails only on real breakage; an
+image that the site cannot show (a missing PNG) fails the build.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import pathlib
 import posixpath
 import re
+import sys
 
 import mkdocs_gen_files
 
@@ -49,12 +53,60 @@ def rewrite_links(text: str, source: pathlib.Path, page: str) -> str:
         path, _, anchor = href.partition("#")
         target = (source.parent / path).resolve()
         dest = _doc_path(target)
+        if bang and dest is None:
+            raise FileNotFoundError(
+                f"{source}: image {href} is not a results file the site carries"
+            )
         if dest is None:
             return f"`{label}`" if not label.startswith("`") else label
         rel = posixpath.relpath(dest, posixpath.dirname(page) or ".")
         return f"{bang}[{label}]({rel}{'#' + anchor if anchor else ''})"
 
     return LINK.sub(sub, text)
+
+
+# Packages whose docstrings are assigned at import time (a shared template): read by import.
+INSPECT = {"kd_losses"}
+
+
+def _block(path: str, members: list[str] | None = None, inspect: bool = False) -> str:
+    opts = ["show_if_no_docstring: true"] + (["force_inspection: true"] if inspect else [])
+    if members is not None:
+        opts.append("members:" + "".join(f"\n        - {n}" for n in members))
+    return f"::: {path}\n    options:\n" + "".join(f"      {o}\n" for o in opts)
+
+
+def api_entries(module: str) -> list[tuple[str, str]]:
+    """``(public name, documented path)`` for every name of ``module.__all__`` but dunders.
+
+    A name is documented under the package unless it is a submodule (rendered as its own block)
+    or a function that shares its name with the submodule defining it (``pkg.demo`` the function
+    in ``pkg/demo.py``), which the static reader resolves to the module: it is rendered from its
+    defining module.
+    """
+    mod = importlib.import_module(module)
+    out = []
+    for name in (n for n in mod.__all__ if not n.startswith("__")):
+        obj = getattr(mod, name)
+        if inspect.ismodule(obj):
+            out.append((name, obj.__name__))
+        elif f"{module}.{name}" in sys.modules and sys.modules[f"{module}.{name}"] is not obj:
+            out.append((name, f"{obj.__module__}.{obj.__qualname__}"))
+        else:
+            out.append((name, f"{module}.{name}"))
+    return out
+
+
+def api_page(module: str) -> str:
+    """The API page: every public name of ``module``, constants and submodules included."""
+    entries = api_entries(module)
+    mod = importlib.import_module(module)
+    direct = [n for n, path in entries if path == f"{module}.{n}"]
+    direct = [n for n in direct if not inspect.ismodule(getattr(mod, n))]
+    others = [path for n, path in entries if n not in direct]
+    blocks = [_block(module, direct, module in INSPECT)]
+    blocks += [_block(path, inspect=module in INSPECT) for path in others]
+    return f"# `{module}` API\n\n" + "\n".join(blocks)
 
 
 def main() -> None:
@@ -70,7 +122,7 @@ def main() -> None:
         with mkdocs_gen_files.open(page, "w") as f:
             f.write(text)
         with mkdocs_gen_files.open(f"api/{name}.md", "w") as f:
-            f.write(f"# `{_import_name(pkg)}` API\n\n::: {_import_name(pkg)}\n")
+            f.write(api_page(_import_name(pkg)))
     for path in sorted((ROOT / "results").rglob("*")):
         if path.suffix in {".json", ".png"}:
             rel = path.relative_to(ROOT).as_posix()
@@ -78,4 +130,5 @@ def main() -> None:
                 f.write(path.read_bytes())
 
 
-main()
+if __name__ in {"__main__", "<run_path>"}:  # run by mkdocs-gen-files, not on import
+    main()

@@ -138,3 +138,43 @@ def test_docs_site_builds_strictly(tmp_path: pathlib.Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "api" / "isocal" / "index.html").is_file()
+    # every public name has an API entry (its heading's anchor), and no Sphinx role is raw text
+    pages = _module("gen_pages", ROOT / "docs" / "gen_pages.py")
+    missing, raw = [], []
+    for pkg in pages.PACKAGES:
+        if pkg.name == "aware-ml":
+            continue
+        html = (tmp_path / "api" / pkg.name / "index.html").read_text()
+        ids = set(re.findall(r'id="([^"]+)"', html))
+        missing += [f"{pkg.name}: {n}" for n, path in pages.api_entries(pages._import_name(pkg))
+                    if path not in ids]  # fmt: skip
+    for page in tmp_path.rglob("*.html"):
+        raw += [str(page)] * bool(ROLE_TEXT.search(page.read_text()))
+    assert not missing, missing
+    assert not raw, raw
+    # the package pages show the plots their READMEs link
+    for pkg in pages.PACKAGES:
+        if pkg.name != "aware-ml":
+            assert "<img" in (tmp_path / "packages" / pkg.name / "index.html").read_text(), pkg.name
+
+
+ROLE_TEXT = re.compile(r":(?:class|func|meth|attr|mod|obj|data|exc|math):(?:<code>|`)")
+
+
+def test_docs_roles_become_markdown() -> None:
+    roles = _module("griffe_roles", ROOT / "docs" / "griffe_roles.py")
+    text = "See :func:`~a.b.c`, :class:`X` and :math:`\\log F`.\n\n.. math:: a = b\n   + c\n\nEnd."
+    assert roles.render_roles(text) == (
+        "See `c`, `X` and \\(\\log F\\).\n\n\\[ a = b + c \\]\n\nEnd."
+    )
+
+
+def test_docs_broken_image_fails_the_build(tmp_path: pathlib.Path) -> None:
+    pages = _module("gen_pages", ROOT / "docs" / "gen_pages.py")
+    readme = ROOT / "packages" / "isocal" / "README.md"
+    with pytest.raises(FileNotFoundError, match=r"missing\.png"):
+        pages.rewrite_links(
+            "![plot](../../results/isocal/missing.png)", readme, "packages/isocal.md"
+        )
+    ok = pages.rewrite_links("[code](src/isocal/wrapper.py)", readme, "packages/isocal.md")
+    assert ok == "`code`"
