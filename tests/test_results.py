@@ -178,3 +178,25 @@ def test_docs_broken_image_fails_the_build(tmp_path: pathlib.Path) -> None:
         )
     ok = pages.rewrite_links("[code](src/isocal/wrapper.py)", readme, "packages/isocal.md")
     assert ok == "`code`"
+
+
+def test_prose_numbers_need_a_source(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "t.json").write_text(json.dumps({"rows": [["a", 0.4537, "0.812 ± 0.01"]]}))
+    text = (
+        "## Results\n\nEARTH scores 0.454 (45.4 %) and 0.81; 3 seeds in 2025. The paper reports "
+        "78.39, we invented 0.777.\n\n<!-- numbers without a results file\npaper: 78.39 (Table 3)\n"
+        "-->\n\n## Fidelity\n\n0.999 outside the section is not checked.\n"
+    )
+    assert render.unsourced(text, "pkg", tmp_path) == [
+        "'0.777' in '## Results' is in no results file of pkg"
+    ]
+    stale = text.replace("paper: 78.39", "paper: 78.39 12.5")
+    assert (
+        render.unsourced(stale, "pkg", tmp_path)[-1]
+        == "allow-listed 12.5 (paper) is not in the prose"
+    )
+    unknown = text.replace("paper: 78.39", "guess: 0.777")
+    assert "has no kind" in render.unsourced(unknown, "pkg", tmp_path)[0]
+    # the precision printed counts: 0.4537 is not 0.45370001 rounded differently
+    assert render._held("0.4537", [0.4537]) and not render._held("0.4538", [0.4537])

@@ -9,8 +9,13 @@ notes and a provenance line (command, commit, date, machine, load, seeds). The b
     uv run python tools/render_results.py --check   # exit 1 if any block is stale or unsourced
 
 ``--check`` also fails when a block names a results file that does not exist, when a package
-README has no generated block, or when a table sits in a package README's ``## Results``
-section outside a generated block (a number no command printed).
+README has no generated block, when a table sits in a package README's ``## Results`` section
+outside a generated block, or when that section's prose holds a number that none of the
+package's results files holds (at the precision printed, or as a percentage) and that the
+README's ``<!-- numbers without a results file ... -->`` list does not name under a kind:
+``paper`` (the paper's own figures), ``setting`` (a configuration value), ``data`` (a data set's
+size), ``derived`` (computed from recorded numbers, with how), ``target`` (an issue's target) or
+``test`` (a bound a named test asserts).
 """
 
 from __future__ import annotations
@@ -163,6 +168,103 @@ def _loose_tables(text: str) -> list[str]:
     return out
 
 
+# A number in a Results section's prose: thousands separators, decimals, an exponent, a sign.
+NUMBER = re.compile(
+    r"(?<![\w.,#§/^-])[-−+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.]\d|\w)"
+)
+# The README's list of numbers that no results file holds, each line under a kind:
+#   <!-- numbers without a results file
+#   paper: 59.57 65.08 (the paper's Table 3)
+#   setting: 256 (calibration images)
+#   -->
+ALLOW = re.compile(r"<!-- numbers without a results file\n(?P<body>.*?)-->", re.S)
+KINDS = ("paper", "setting", "data", "derived", "target", "test")
+
+
+def _section(text: str, title: str = "Results") -> str:
+    m = re.search(rf"^## {title}[^\n]*\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    return m.group(1) if m else ""
+
+
+def _prose(section: str) -> str:
+    """A section without what is not prose: generated blocks, code, links' targets, comments."""
+    out = BLOCK.sub("", section)
+    out = re.sub(r"<!--.*?-->", "", out, flags=re.S)
+    out = re.sub(r"```.*?```", "", out, flags=re.S)
+    out = re.sub(r"`[^`\n]*`", "", out)
+    out = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", out)
+    return "\n".join(ln for ln in out.splitlines() if not ln.lstrip().startswith("|"))
+
+
+def _value(token: str) -> tuple[float, int]:
+    """A prose token as (absolute value, decimals shown)."""
+    s = token.replace(",", "").replace("−", "-").lstrip("+-")
+    return float(s), (len(s.split(".")[1].split("e")[0]) if "." in s else 0)
+
+
+def prose_numbers(section: str) -> list[str]:
+    """The numbers a reader takes from the prose: every token but small counts (≤ 20) and years."""
+    out = []
+    for m in NUMBER.finditer(_prose(section)):
+        x, d = _value(m.group())
+        if d == 0 and "e" not in m.group() and (x <= 20 or 1990 <= x <= 2030):
+            continue
+        out.append(m.group())
+    return out
+
+
+def source_numbers(package: str, results: pathlib.Path = RESULTS) -> list[float]:
+    """Every number written in one package's results files (cells, notes, per-seed values)."""
+    vals: set[float] = set()
+    for path in (results / package).glob("*.json"):
+        for m in re.finditer(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?", path.read_text()):
+            vals.add(abs(float(m.group())))
+    return sorted(vals)
+
+
+def _held(token: str, values: list[float]) -> bool:
+    """Whether ``token`` is one of ``values`` as printed (its precision), or as a percentage."""
+    x, d = _value(token)
+    if "e" in token.lower():
+        return any(abs(v - x) <= 1e-3 * x for v in values)
+    return any(abs(round(y, d) - x) < 10 ** -(d + 3) for v in values for y in (v, 100 * v))
+
+
+def allowed_numbers(text: str) -> tuple[dict[str, str], list[str]]:
+    """The README's allow-list ``{token: kind}`` and the problems in it (an unknown kind)."""
+    out: dict[str, str] = {}
+    problems: list[str] = []
+    for m in ALLOW.finditer(text):
+        for line in m.group("body").splitlines():
+            if not line.strip():
+                continue
+            kind, _, rest = line.partition(":")
+            if kind.strip() not in KINDS:
+                problems.append(f"allow-list line '{line.strip()[:60]}' has no kind of {KINDS}")
+                continue
+            for tok in NUMBER.findall(re.sub(r"\([^)]*\)", "", rest)):
+                out[tok.replace("−", "-").lstrip("+")] = kind.strip()
+    return out, problems
+
+
+def unsourced(text: str, package: str, results: pathlib.Path = RESULTS) -> list[str]:
+    """Problems: prose numbers of the Results section no results file holds and no allow-list
+    line names, and allow-list entries the prose no longer uses."""
+    section = _section(text)
+    allow, problems = allowed_numbers(text)
+    values = source_numbers(package, results)
+    seen = set()
+    for tok in prose_numbers(section):
+        key = tok.replace("−", "-").lstrip("+")
+        seen |= {key, key.lstrip("-")}
+        if key in allow or key.lstrip("-") in allow or _held(tok, values):
+            continue
+        problems.append(f"'{tok}' in '## Results' is in no results file of {package}")
+    problems += [f"allow-listed {tok} ({kind}) is not in the prose" for tok, kind in allow.items()
+                 if tok not in seen]  # fmt: skip
+    return problems
+
+
 def pending(root: pathlib.Path = ROOT) -> dict[str, str]:
     """Packages whose README is not yet migrated to generated tables (``tools/results_pending.txt``:
     ``package  # why``). They are reported, not failed; the workspace issue stays open while the
@@ -206,6 +308,7 @@ def check(root: pathlib.Path = ROOT, results: pathlib.Path | None = None) -> lis
                 problems.append(f"{rel}: no generated results block")
             for row in _loose_tables(text):
                 problems.append(f"{rel}: a table in '## Results' is not generated: {row}")
+            problems += [f"{rel}: {p}" for p in unsourced(text, readme.parent.name, results)]
     return problems
 
 
