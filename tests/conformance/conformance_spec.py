@@ -148,6 +148,7 @@ COMMON = {
     "why",
     "output",
     "grid",
+    "modules",
 }
 
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 import copy
 
 import pytest
+import shadow_device as shadow
 import torch
 from conformance_registry import all_entries
 from conformance_spec import fitted
+from shadow_device import shadow_device, to_shadow
 
 # entries whose code runs a documented CPU-only step (none yet): id -> reason
 CPU_ONLY: dict[str, str] = {}
@@ -96,3 +98,30 @@ def test_bf16_autocast_stays_finite(entry, where) -> None:
         out = _call(entry, where)
     for t in _floats(out):
         assert torch.isfinite(t.detach().float()).all(), f"{entry.id}: non-finite under bf16"
+
+
+def _modules(entry) -> list[torch.nn.Module]:
+    """The modules an entry's call uses but builds outside it (its ``"modules"`` key)."""
+    make = entry.raw.get("modules")
+    return list(make()) if make else []
+
+
+@pytest.mark.parametrize("entry, where", [c for c in CASES if c.values[1] == "call"])
+def test_follows_a_shadow_accelerator(entry, where) -> None:
+    """Inputs (and the entry's modules) on another device: no op may mix in a CPU tensor."""
+    if entry.id in CPU_ONLY:
+        pytest.skip(CPU_ONLY[entry.id])
+    modules = _modules(entry)
+    try:
+        with shadow_device():
+            for m in modules:
+                m.to(shadow.DEVICE)
+            out = entry.raw["call"](**to_shadow(copy.deepcopy(entry.raw["kwargs"])))
+            for t in _floats(out):
+                assert isinstance(t, shadow.Shadow), f"{entry.id} returned a tensor on {t.device}"
+    except shadow.DeviceMismatchError as exc:
+        raise AssertionError(f"{entry.id} mixes devices: {exc}") from exc
+    finally:
+        with shadow_device():
+            for m in modules:
+                m.to("cpu")

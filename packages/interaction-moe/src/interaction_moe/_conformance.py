@@ -144,10 +144,10 @@ def entries() -> list[dict]:
         },
         {
             "name": "interaction_loss",
-            "call": lambda clean, margin=1.0: interaction_loss(
-                [clean] * 4, [list(_PERTURBED[:2])] * 4, margin
+            "call": lambda clean, perturbed=_PERTURBED, margin=1.0: interaction_loss(
+                [clean] * 4, [list(perturbed[:2])] * 4, margin
             )["total"],
-            "kwargs": {"clean": _outputs()[0]},
+            "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
             "arrays": {"clean": {"kind": "float", "ndim": 2}},
             "params": {"margin": {"type": "float", "bad": [-1.0]}},
         },
@@ -177,7 +177,7 @@ def entries() -> list[dict]:
             "call": lambda clean, perturbed=_PERTURBED, m=1, margin=1.0: uniqueness_loss(
                 clean, perturbed, m, margin
             ),
-            "kwargs": {"clean": _outputs()[0]},
+            "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
             "arrays": {"clean": {"kind": "float", "ndim": 2}},
             "params": {
                 "m": {"type": "int", "bad": [3, -1]},
@@ -194,7 +194,7 @@ def entries() -> list[dict]:
         {
             "name": "synergy_loss",
             "call": lambda clean, perturbed=_PERTURBED: synergy_loss(clean, perturbed),
-            "kwargs": {"clean": _outputs()[0]},
+            "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
             "arrays": {"clean": {"kind": "float", "ndim": 2}},
             "known": [
                 {
@@ -207,7 +207,7 @@ def entries() -> list[dict]:
         {
             "name": "redundancy_loss",
             "call": lambda clean, perturbed=_PERTURBED: redundancy_loss(clean, perturbed),
-            "kwargs": {"clean": _outputs()[0]},
+            "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
             "arrays": {"clean": {"kind": "float", "ndim": 2}},
             "known": [
                 {

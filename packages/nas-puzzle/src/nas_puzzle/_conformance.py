@@ -140,7 +140,7 @@ def _puzzle(data, val_data, seed=0):
     full = pz.costs.model_totals([0] * CFG.n_layers, 1)
     pz.search(npz.Constraints(memory_max_bytes=0.8 * full["memory_bytes"])).realize()
     with torch.no_grad():
-        return pz.child(_TOKS)[0].float().numpy()
+        return pz.child(_TOKS.to(next(parent.parameters()).device))[0].float().cpu().numpy()
 
 
 def _split(data, fractions=(0.8, 0.2)):
@@ -223,6 +223,7 @@ def entries() -> list[dict]:
                      ("truncated-weights", _truncate("model.safetensors"))],
          "errors": (ValueError, OSError, _safetensors_error())},
         {"name": "Puzzle", "call": _puzzle, "kwargs": {"data": corpus[0], "val_data": corpus[1]},
+         "modules": lambda: [_PARENT],
          "arrays": {"data": {"kind": "labels", "ndim": 1}, "val_data": {"kind": "labels", "ndim": 1}},
          "rows": [["data"], ["val_data"]], "min_rows": 20,
          "params": {"seed": {"type": "int", "bad": [True]}}},

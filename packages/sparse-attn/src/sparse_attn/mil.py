@@ -205,7 +205,7 @@ class QuerentLayer(nn.Module):
                 qc = q0[a:b]
                 scores = qc.clamp(min=0) @ kmax.T + qc.clamp(max=0) @ kmin.T
             # the own region always wins: O(chunk) writes instead of a (chunk, M) mask
-            scores[torch.arange(b - a), region_ids[a:b]] = float("inf")
+            scores[torch.arange(b - a, device=scores.device), region_ids[a:b]] = float("inf")
             sels.append(scores.topk(kk, dim=-1, sorted=False).indices)
         return torch.cat(sels)
 
