@@ -216,6 +216,7 @@ def entries() -> list[dict]:
                 "tau": {"type": "float", "bad": [1.5, float("nan")]},
                 "epochs": {"type": "int", "bad": [0]},
                 "n_main": {"type": "int", "bad": [0]},
+                "device": {"type": "str", "bad": ["warp-drive"]},
             },
             "known": [
                 {

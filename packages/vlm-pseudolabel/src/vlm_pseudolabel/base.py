@@ -144,7 +144,7 @@ class PseudolabelEstimator:
         model = self._model()
         x = _finite_2d(X, "X", model.text.shape[1])
         model.eval()
-        return model(torch.as_tensor(x)).softmax(-1).numpy()
+        return model(torch.as_tensor(x, device=model.text.device)).softmax(-1).cpu().numpy()
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Predicted classes (n,)."""

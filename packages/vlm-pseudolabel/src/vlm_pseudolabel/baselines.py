@@ -60,6 +60,7 @@ class _Trained(CAP):
         rank: int = 8,
         random_state: int = 0,
         verbose: int = 0,
+        device: str | torch.device = "cpu",
     ) -> None:
         super().__init__(
             n_main=n_main,
@@ -73,6 +74,7 @@ class _Trained(CAP):
             use_margin=False,
             random_state=random_state,
             verbose=verbose,
+            device=device,
         )
 
     def _new_model(self, task: VLMTask) -> PromptModel:

@@ -119,6 +119,9 @@ class CAP(PseudolabelEstimator):
     random_state : int, default=0
     verbose : int, default=0
         1 shows a progress bar.
+    device : str or torch.device, default="cpu"
+        Where the prompts and adapters train and predict (``"cuda"``). They are initialised on
+        the CPU from ``random_state`` and moved, so every device starts from the same weights.
 
     Attributes
     ----------
@@ -162,6 +165,7 @@ class CAP(PseudolabelEstimator):
         alignment_gate: bool = False,
         random_state: int = 0,
         verbose: int = 0,
+        device: str | torch.device = "cpu",
     ) -> None:
         self.n_main = n_main
         self.tau = tau
@@ -191,6 +195,7 @@ class CAP(PseudolabelEstimator):
         self.alignment_gate = alignment_gate
         self.random_state = random_state
         self.verbose = verbose
+        self.device = device
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -231,6 +236,10 @@ class CAP(PseudolabelEstimator):
             raise ValueError(f"removal must be 'cluster' or 'reference', got {self.removal!r}")
         if self.fill not in ("fpl", "reference"):
             raise ValueError(f"fill must be 'fpl' or 'reference', got {self.fill!r}")
+        try:
+            torch.device(self.device)
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device must name a torch device, got {self.device!r}") from exc
         for name in ("use_alignment", "use_margin", "independent_adapters", "alignment_gate"):
             if not isinstance(getattr(self, name), bool | np.bool_):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
@@ -256,6 +265,7 @@ class CAP(PseudolabelEstimator):
             max_main_ratio=self.max_main_ratio,
             n_main=self.n_main,
             verbose=self.verbose,
+            device=self.device,
         )
         for k, v in overrides.items():
             setattr(cfg, k, v)

@@ -52,6 +52,7 @@ class EngineConfig:
     n_main: int = 16
     loss: str = "margin"  # "margin" (CE with margins) or "pll" (candidate sets, CPL)
     verbose: int = 0
+    device: str | torch.device = "cpu"
 
 
 def feature_view(x: torch.Tensor, strength: str, gen: torch.Generator) -> torch.Tensor:
@@ -59,8 +60,9 @@ def feature_view(x: torch.Tensor, strength: str, gen: torch.Generator) -> torch.
     dropout(0.1) + Gaussian noise (sigma 0.05), re-normalised."""
     if strength == "weak":
         return x
+    # drawn from the CPU generator, then moved: the same views on every device
     keep = (torch.rand(x.shape, generator=gen) >= 0.1).to(x) / 0.9
-    return F.normalize(x * keep + 0.05 * torch.randn(x.shape, generator=gen), dim=-1)
+    return F.normalize(x * keep + 0.05 * torch.randn(x.shape, generator=gen).to(x), dim=-1)
 
 
 def _lr_at(epoch: int, cfg: EngineConfig) -> float:
@@ -111,10 +113,12 @@ def train_prompts(
     """
     gen = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng(seed)
-    x_pool = torch.as_tensor(X_pool, dtype=torch.float32)
+    dev = torch.device(cfg.device)
+    x_pool = torch.as_tensor(X_pool, dtype=torch.float32, device=dev)
     n, c = len(x_pool), model.text.shape[0]
     d = x_pool.shape[1]
     allowed_t = torch.ones(c, dtype=torch.bool) if allowed is None else torch.as_tensor(allowed)
+    allowed_t = allowed_t.to(dev)
     if cfg.adapters:
         psi = Adapter(d, cfg.adapter_hidden, cfg.adapter_residual)
         phi_m = Adapter(d, cfg.adapter_hidden, cfg.adapter_residual)
@@ -127,20 +131,21 @@ def train_prompts(
     else:
         psi = phi_m = phi_p = None
         modules = torch.nn.ModuleList([model])
+    modules.to(dev)  # built on the CPU (its generator), trained on ``cfg.device``
     params = [p for p in modules.parameters() if p.requires_grad]
     opt = torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     x_lab = y_lab = None
     if X_labeled is not None and len(X_labeled):
-        x_lab = torch.as_tensor(X_labeled, dtype=torch.float32)
-        y_lab = torch.as_tensor(y_labeled, dtype=torch.long)
-    margin = torch.zeros(c, c)
+        x_lab = torch.as_tensor(X_labeled, dtype=torch.float32, device=dev)
+        y_lab = torch.as_tensor(y_labeled, dtype=torch.long, device=dev)
+    margin = torch.zeros(c, c, device=dev)
     history: list[dict] = []
     k0 = cfg.n_main
     n_allowed = int(allowed_t.sum())
 
     def view(idx: np.ndarray, strength: str) -> torch.Tensor:
         if augment is not None:
-            return torch.as_tensor(augment(idx, strength, rng), dtype=torch.float32)
+            return torch.as_tensor(augment(idx, strength, rng), dtype=torch.float32, device=dev)
         return feature_view(x_pool[idx], strength, gen)
 
     for epoch in tqdm(range(cfg.epochs), disable=not cfg.verbose, desc="prompt training"):
@@ -159,13 +164,13 @@ def train_prompts(
         modules.train()
         for _ in range(cfg.iters_per_epoch):
             with model.text_cache():  # "coop": one text-encoder pass per iteration
-                loss = torch.zeros(())
+                loss = torch.zeros((), device=dev)
                 if cfg.main_branch and len(m_idx):
                     pick = rng.integers(0, len(m_idx), cfg.batch_size)
                     z = model(view(m_idx[pick], "weak"), phi_m, psi)
-                    y = torch.as_tensor(m_cls[pick], dtype=torch.long)
+                    y = torch.as_tensor(m_cls[pick], dtype=torch.long, device=dev)
                     if cfg.loss == "pll" and candidates is not None:
-                        w = torch.as_tensor(candidates[1][pick], dtype=torch.float32)
+                        w = torch.as_tensor(candidates[1][pick], dtype=torch.float32, device=dev)
                         l_pl = -(w * F.log_softmax(z, -1)).sum(-1).mean()
                     else:
                         l_pl = margin_cross_entropy(z, y, margin)
@@ -191,9 +196,9 @@ def train_prompts(
                         )
                         loss = loss + l_ul
                         sums["ul"] += float(l_ul.detach())
-                    rec_pred.append(yhat[mask].numpy())
-                    rec_conf.append(conf[mask].numpy())
-                    rec_idx.append(pick[mask.numpy()])
+                    rec_pred.append(yhat[mask].cpu().numpy())
+                    rec_conf.append(conf[mask].cpu().numpy())
+                    rec_idx.append(pick[mask.cpu().numpy()])
                 if loss.requires_grad:
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
@@ -205,14 +210,15 @@ def train_prompts(
         if cfg.use_margin and counts.max() > 0:
             modules.eval()
             with torch.no_grad():
-                protos = model.text_embeddings().numpy()  # fallback: text
+                protos = model.text_embeddings().cpu().numpy()  # fallback: text
                 vis = protos.copy()
                 for cls, idx in main.items():
                     if len(idx):
                         e = model.image_embeddings(x_pool[idx], phi_m).mean(0)
-                        vis[cls] = F.normalize(e, dim=-1).numpy()
+                        vis[cls] = F.normalize(e, dim=-1).cpu().numpy()
                 margin = torch.as_tensor(
-                    margin_matrix(counts, vis, protos, cfg.margin_scale, cfg.delta, seen_mask)
+                    margin_matrix(counts, vis, protos, cfg.margin_scale, cfg.delta, seen_mask),
+                    device=dev,
                 )
         entry = {
             "epoch": epoch,
@@ -222,7 +228,7 @@ def train_prompts(
             "n_confident": len(rp),
             "counts": counts,
             "n_main": int(sum(len(v) for v in main.values())),
-            "margin": margin.numpy().copy(),
+            "margin": margin.cpu().numpy().copy(),
             "_records": (rp, rc, ri),
         }
         if y_pool is not None:
