@@ -160,11 +160,6 @@ NO_DEVICE_YET = {
     "brain-gcl:GCN",
     "brain-gcl:BrainNetCNN",
     "brain-gcl:GraphCL",
-    "evolving-dg:ERM",
-    "evolving-dg:SYNC",
-    "evolving-dg:LSSAE",
-    "evolving-dg:IRM",
-    "evolving-dg:ERMLast",
 }
 ESTIMATORS = [pytest.param(e, id=e.id) for e in all_entries() if e.kind == "estimator"
               and _uses_torch(e.raw["cls"])]  # fmt: skip

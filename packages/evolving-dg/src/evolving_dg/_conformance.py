@@ -77,7 +77,7 @@ def entries() -> list[dict]:
                 "arrays": {"predict_proba:X": {"kind": "float", "ndim": 2}},
                 "rows": [["predict_proba:X"]],
                 "order": "equivariant",
-                "params": params,
+                "params": {**params, "device": {"type": "str", "bad": ["warp-drive"]}},
                 "grid": GRIDS.get(cls.__name__, {}),
             }
         )

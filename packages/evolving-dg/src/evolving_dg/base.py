@@ -36,6 +36,10 @@ class EvolvingEstimator(BaseEstimator):
             or self.width <= 0
         ):
             raise ValueError(f"width must be a positive int, got {self.width!r}")
+        try:
+            torch.device(getattr(self, "device", "cpu"))
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device must name a torch device, got {self.device!r}") from exc
 
     def _check_fit_input(self, domains, val_domains):
         doms = check_domains(domains, "domains", min_len=self._min_source)
@@ -88,6 +92,14 @@ class EvolvingEstimator(BaseEstimator):
         if not hasattr(self, "net_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
 
+    @property
+    def _device(self) -> torch.device:
+        return torch.device(getattr(self, "device", "cpu"))
+
+    def _tensor(self, a: np.ndarray) -> torch.Tensor:
+        """A validated array as a tensor on the estimator's device."""
+        return torch.from_numpy(a).to(self._device)
+
     # ---------------------------------------------------------------- training loop
     def _sampler(self, doms, rng: np.random.Generator):
         B = self.batch_per_domain
@@ -98,8 +110,8 @@ class EvolvingEstimator(BaseEstimator):
                 "replacement there",
                 stacklevel=3,
             )
-        Xs = [torch.from_numpy(X) for X, _ in doms]
-        ys = [torch.from_numpy(y) for _, y in doms]
+        Xs = [self._tensor(X) for X, _ in doms]
+        ys = [self._tensor(y) for _, y in doms]
 
         def draw():
             idx = [rng.choice(len(X), B, replace=len(X) < B) for X in Xs]
@@ -111,6 +123,7 @@ class EvolvingEstimator(BaseEstimator):
 
     def _fit_loop(self, doms, vals, evals=()) -> None:
         rng = np.random.default_rng(self.random_state)
+        self.net_.to(self._device)  # built on the CPU from random_state, trained on the device
         draw = self._sampler(doms, rng)
         opt = torch.optim.Adam(self.net_.parameters(), lr=self.lr)
         self.history_ = []
@@ -162,8 +175,8 @@ class EvolvingEstimator(BaseEstimator):
         state = self._sequence_state()
         accs = []
         for k, (X, y) in enumerate(domains):
-            logits = self._predict_logits(torch.from_numpy(X), start + k, transductive=True)
-            accs.append(float((logits.argmax(1).numpy() == y).mean()))
+            logits = self._predict_logits(self._tensor(X), start + k, transductive=True)
+            accs.append(float((logits.argmax(1).cpu().numpy() == y).mean()))
         if not advance:
             self._set_sequence_state(state)
         return accs
@@ -205,7 +218,10 @@ class EvolvingEstimator(BaseEstimator):
         self.net_.eval()
         state = self._sequence_state()
         out = [
-            self._predict_logits(torch.from_numpy(X), self.next_index_ + k, True).argmax(1).numpy()
+            self._predict_logits(self._tensor(X), self.next_index_ + k, True)
+            .argmax(1)
+            .cpu()
+            .numpy()
             for k, X in enumerate(Xs)
         ]
         self._set_sequence_state(state)
@@ -230,7 +246,7 @@ class EvolvingEstimator(BaseEstimator):
         if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0:
             raise ValueError(f"domain_index must be a non-negative int, got {domain_index!r}")
         self.net_.eval()
-        return self._predict_logits(torch.from_numpy(X), int(t), False).softmax(1).numpy()
+        return self._predict_logits(self._tensor(X), int(t), False).softmax(1).cpu().numpy()
 
     def predict(self, X, domain_index: int | None = None) -> np.ndarray:
         """Labels, shape (n,); see :meth:`predict_proba`."""

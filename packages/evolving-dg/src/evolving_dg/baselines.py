@@ -75,11 +75,14 @@ class ERM(EvolvingEstimator):
         Each iteration draws ``batch_per_domain`` items from every used source domain.
     random_state : int, default=0
     verbose : int, default=0
+    device : str or torch.device, default="cpu"
+        Where the network trains and predicts (``"cuda"``); it is initialised on the CPU from
+        ``random_state`` and moved, so every device starts from the same weights.
     """
 
     def __init__(self, backbone="mlp", width: int = 128, lr: float = 1e-3, epochs: int = 30,
                  iters_per_epoch: int = 50, batch_per_domain: int = 64, random_state: int = 0,
-                 verbose: int = 0) -> None:  # fmt: skip
+                 verbose: int = 0, device: str | torch.device = "cpu") -> None:  # fmt: skip
         self.backbone = backbone
         self.width = width
         self.lr = lr
@@ -88,6 +91,7 @@ class ERM(EvolvingEstimator):
         self.batch_per_domain = batch_per_domain
         self.random_state = random_state
         self.verbose = verbose
+        self.device = device
 
     def _select(self, doms):
         return doms
@@ -126,9 +130,10 @@ class ERMLast(ERM):
 
     def __init__(self, backbone="mlp", width: int = 128, lr: float = 1e-3, epochs: int = 30,
                  iters_per_epoch: int = 50, batch_per_domain: int = 64, fraction: float = 1 / 3,
-                 random_state: int = 0, verbose: int = 0) -> None:  # fmt: skip
+                 random_state: int = 0, verbose: int = 0,
+                 device: str | torch.device = "cpu") -> None:  # fmt: skip
         super().__init__(backbone, width, lr, epochs, iters_per_epoch, batch_per_domain,
-                         random_state, verbose)  # fmt: skip
+                         random_state, verbose, device)  # fmt: skip
         self.fraction = fraction
 
     def _check_params(self) -> None:
@@ -147,9 +152,9 @@ class IRM(ERM):
     def __init__(self, backbone="mlp", width: int = 128, lr: float = 1e-3, epochs: int = 30,
                  iters_per_epoch: int = 50, batch_per_domain: int = 64,
                  penalty_weight: float = 100.0, warmup_epochs: int = 1, random_state: int = 0,
-                 verbose: int = 0) -> None:  # fmt: skip
+                 verbose: int = 0, device: str | torch.device = "cpu") -> None:  # fmt: skip
         super().__init__(backbone, width, lr, epochs, iters_per_epoch, batch_per_domain,
-                         random_state, verbose)  # fmt: skip
+                         random_state, verbose, device)  # fmt: skip
         self.penalty_weight = penalty_weight
         self.warmup_epochs = warmup_epochs
 

@@ -204,7 +204,9 @@ def expected_topk_mask(
     taken = torch.zeros_like(x, dtype=torch.bool)
     m = torch.zeros_like(x)
     for _ in range(k):
+        # a fixed CPU generator: the same draws, hence the same mask, on every device
         u = torch.rand((n_samples, *([1] * (scores.ndim - 1)), d), generator=g, dtype=x.dtype)
+        u = u.to(x.device)
         gum = -torch.log(-torch.log(u.clamp(1e-10, 1 - 1e-7)))
         s = ((x.masked_fill(taken, -torch.inf) + gum) / tau).softmax(-1)
         m = torch.maximum(m, s)

@@ -202,6 +202,9 @@ class SYNC(EvolvingEstimator):
     random_state : int, default=0
     verbose : int, default=0
         Progress bar over epochs when > 0.
+    device : str or torch.device, default="cpu"
+        Where the network trains and predicts (``"cuda"``); it is initialised on the CPU from
+        ``random_state`` and moved, so every device starts from the same weights.
 
     Attributes
     ----------
@@ -241,6 +244,7 @@ class SYNC(EvolvingEstimator):
         arch: str = "ours",
         random_state: int = 0,
         verbose: int = 0,
+        device: str | torch.device = "cpu",
     ) -> None:
         self.arch = arch
         self.backbone = backbone
@@ -266,6 +270,7 @@ class SYNC(EvolvingEstimator):
         self.transductive = transductive
         self.random_state = random_state
         self.verbose = verbose
+        self.device = device
 
     def _check_params(self) -> None:
         self._check_common()
@@ -397,7 +402,7 @@ class SYNC(EvolvingEstimator):
         net = self.net_.eval()
         n = min(min(len(X) for X, _ in doms), 256)
         g = np.random.default_rng(self.random_state + 2)
-        x = torch.stack([torch.from_numpy(X[g.choice(len(X), n, replace=False)]) for X, _ in doms], 1)  # fmt: skip
+        x = torch.stack([self._tensor(X[g.choice(len(X), n, replace=False)]) for X, _ in doms], 1)  # fmt: skip
         feats = net.dynamic_features(x.flatten(0, 1)).view(n, len(doms), -1)
         _, (h, c) = net.lstm_dy(feats)
         self._bank = (h[0], c[0])
@@ -458,8 +463,8 @@ class SYNC(EvolvingEstimator):
         t = self.next_index_ if domain_index is None else domain_index
         if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0:
             raise ValueError(f"domain_index must be a non-negative int, got {domain_index!r}")
-        parts = self._parts(torch.from_numpy(X), int(t), False)
-        return {k: v.detach().numpy() for k, v in parts.items()}
+        parts = self._parts(self._tensor(X), int(t), False)
+        return {k: v.detach().cpu().numpy() for k, v in parts.items()}
 
 
 def ablation(variant: str, **params) -> SYNC:
@@ -487,11 +492,13 @@ class LSSAE(SYNC):
                  lambda_evolve: float = 0.01, lr: float = 1e-3, epochs: int = 30,
                  iters_per_epoch: int = 50, batch_per_domain: int = 64, sigma_param: str = "ref",
                  static_head_act: bool = True, transductive: bool = True, arch: str = "ours",
-                 random_state: int = 0, verbose: int = 0) -> None:  # fmt: skip
+                 random_state: int = 0, verbose: int = 0,
+                 device: str | torch.device = "cpu") -> None:  # fmt: skip
         super().__init__(
             backbone=backbone, width=width, z_dim=z_dim, lambda_evolve=lambda_evolve, lr=lr,
             epochs=epochs, iters_per_epoch=iters_per_epoch, batch_per_domain=batch_per_domain,
             sigma_param=sigma_param, static_head_act=static_head_act, transductive=transductive,
-            arch=arch, random_state=random_state, verbose=verbose, use_mi=False, use_static_causal=False,
+            arch=arch, random_state=random_state, verbose=verbose, device=device, use_mi=False,
+            use_static_causal=False,
             use_dynamic_causal=False,
         )  # fmt: skip
