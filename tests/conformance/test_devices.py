@@ -154,12 +154,6 @@ NO_DEVICE_YET = {
     "epi-ode:GRUForecaster",
     "epi-ode:NeuralCDEForecaster",
     "epi-ode:EARTHForecaster",
-    "brain-gcl:GIN",
-    "brain-gcl:CIGALike",
-    "brain-gcl:CIAGCL",
-    "brain-gcl:GCN",
-    "brain-gcl:BrainNetCNN",
-    "brain-gcl:GraphCL",
 }
 ESTIMATORS = [pytest.param(e, id=e.id) for e in all_entries() if e.kind == "estimator"
               and _uses_torch(e.raw["cls"])]  # fmt: skip

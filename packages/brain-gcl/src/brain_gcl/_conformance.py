@@ -65,7 +65,8 @@ def entries() -> list[dict]:
     net = {"epochs": 2, "hidden": 8, "batch_size": 8, "random_state": 0}
     train = {"epochs": {"type": "int", "bad": [0]}, "batch_size": {"type": "int", "bad": [1, 0]},
              "lr": {"type": "float", "bad": [0.0, float("nan")]},
-             "val_fraction": {"type": "float", "bad": [1.0, -0.1]}}  # fmt: skip
+             "val_fraction": {"type": "float", "bad": [1.0, -0.1]},
+             "device": {"type": "str", "bad": ["warp-drive"]}}  # fmt: skip
     ratio = {"edge_ratio": {"type": "float", "bad": [0.0, 1.5]},
              "extractor": {"type": "str", "bad": ["mlp"]}}  # fmt: skip
     nan_graphs = {"graphs": build_graphs(d.fc, density=0.4, node_features="profile")}

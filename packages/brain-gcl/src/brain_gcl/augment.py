@@ -16,18 +16,19 @@ def choose_partners(y: torch.Tensor, sites: torch.Tensor | None, generator: torc
     its class gets itself (no mixing partner).
     """
     B = len(y)
-    same = (y[:, None] == y[None, :]) & ~torch.eye(B, dtype=torch.bool)
+    same = (y[:, None] == y[None, :]) & ~torch.eye(B, dtype=torch.bool, device=y.device)
     cand = same
     if sites is not None and prefer_other_site:
         other = same & (sites[:, None] != sites[None, :])
         cand = torch.where(other.any(dim=1, keepdim=True), other, same)
-    cand = cand | (~cand.any(dim=1, keepdim=True) & torch.eye(B, dtype=torch.bool))
-    noise = torch.rand(B, B, generator=generator)
+    cand = cand | (~cand.any(dim=1, keepdim=True) & torch.eye(B, dtype=torch.bool, device=y.device))
+    # drawn from the (CPU) generator, then moved: the same partners on every device
+    noise = torch.rand(B, B, generator=generator).to(y.device)
     return torch.where(cand, noise, -1.0).argmax(dim=1)
 
 
-def _sym_bernoulli(shape, p, generator):
-    u = torch.rand(shape, generator=generator)
+def _sym_bernoulli(shape, p, generator, device=None):
+    u = torch.rand(shape, generator=generator).to(device)
     u = torch.triu(u, diagonal=1)
     u = u + u.transpose(-1, -2)
     return u < p
@@ -46,9 +47,9 @@ def mix_spurious(A_inv, A_sp, M_inv, partners, p_keep, q_add, generator):
     partners : (B,) long
     """
     shape = A_sp.shape
-    keep = _sym_bernoulli(shape, p_keep, generator) & (A_sp > 0)
+    keep = _sym_bernoulli(shape, p_keep, generator, A_sp.device) & (A_sp > 0)
     other = A_sp[partners]
-    add = _sym_bernoulli(shape, q_add, generator) & (other > 0)
+    add = _sym_bernoulli(shape, q_add, generator, A_sp.device) & (other > 0)
     both = keep & add
     mixed = torch.where(keep, A_sp, 0.0) + torch.where(add, other, 0.0)
     mixed = torch.where(both, mixed / 2, mixed)

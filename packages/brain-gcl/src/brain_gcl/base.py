@@ -112,6 +112,10 @@ class GraphClassifierBase:
             self.random_state, numbers.Integral
         ):
             raise ValueError(f"random_state must be an int, got {self.random_state!r}")
+        try:
+            torch.device(getattr(self, "device", "cpu"))
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device must name a torch device, got {self.device!r}") from exc
         for name in ("lr", "weight_decay"):
             v = getattr(self, name)
             if (
@@ -138,10 +142,14 @@ class GraphClassifierBase:
         val = np.sort(np.asarray(val, dtype=int))
         return np.setdiff1d(np.arange(len(y)), val), val
 
+    @property
+    def _device(self) -> torch.device:
+        return torch.device(getattr(self, "device", "cpu"))
+
     def _tensors(self, graphs: BrainGraphs):
         X = (graphs.X - self.x_mean_) / self.x_std_
-        return torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(
-            graphs.A, dtype=torch.float32
+        return torch.as_tensor(X, dtype=torch.float32, device=self._device), torch.as_tensor(
+            graphs.A, dtype=torch.float32, device=self._device
         )
 
     def fit(self, graphs, y, sites=None):
@@ -172,14 +180,15 @@ class GraphClassifierBase:
         sd = Xtr.std(axis=0)
         self.x_std_ = np.where(sd > 0, sd, 1.0)
         X, A = self._tensors(graphs)
-        Y = torch.as_tensor(y)
-        St = torch.as_tensor(sites) if sites is not None else None
+        Y = torch.as_tensor(y, device=self._device)
+        St = torch.as_tensor(sites, device=self._device) if sites is not None else None
         env = self._environments(graphs, y, sites)
-        Et = torch.as_tensor(env) if env is not None else None
+        Et = torch.as_tensor(env, device=self._device) if env is not None else None
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.random_state)
             gen = torch.Generator().manual_seed(self.random_state)
-            net = self._build(graphs.n_rois, graphs.X.shape[2])
+            # built on the CPU from random_state, trained on the device
+            net = self._build(graphs.n_rois, graphs.X.shape[2]).to(self._device)
             opt = torch.optim.Adam(net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
             best, best_state, stale, hist = np.inf, None, 0, []
             trt = torch.as_tensor(tr)
@@ -248,7 +257,7 @@ class GraphClassifierBase:
         graphs = self._check_fitted(graphs)
         X, A = self._tensors(graphs)
         self.net_.eval()
-        return torch.softmax(self._logits(self.net_, X, A), dim=1).double().numpy()
+        return torch.softmax(self._logits(self.net_, X, A), dim=1).double().cpu().numpy()
 
     def predict(self, graphs) -> np.ndarray:
         return self.predict_proba(graphs).argmax(axis=1)
@@ -266,4 +275,4 @@ class GraphClassifierBase:
         logits.gather(1, logits.argmax(1, keepdim=True)).sum().backward()
         g = A.grad.abs()
         g = (g + g.transpose(1, 2)) * (A.detach() > 0)
-        return g.numpy()
+        return g.cpu().numpy()

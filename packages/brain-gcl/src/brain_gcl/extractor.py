@@ -27,14 +27,14 @@ def top_ratio_mask(scores: torch.Tensor, edges: torch.Tensor, ratio: float) -> t
     (B, n, n) bool, symmetric, a subset of ``edges`` (ties broken by pair index)
     """
     B, n, _ = scores.shape
-    iu, ju = torch.triu_indices(n, n, offset=1)
+    iu, ju = torch.triu_indices(n, n, offset=1, device=scores.device)
     s = scores[:, iu, ju].masked_fill(~edges[:, iu, ju], -math.inf)
     k = torch.ceil(ratio * edges[:, iu, ju].sum(dim=1).float()).long()  # (B,)
     order = torch.argsort(s, dim=1, descending=True, stable=True)
     rank = torch.empty_like(order)
-    rank.scatter_(1, order, torch.arange(len(iu)).expand(B, -1))
+    rank.scatter_(1, order, torch.arange(len(iu), device=order.device).expand(B, -1))
     keep = (rank < k[:, None]) & edges[:, iu, ju]
-    M = torch.zeros(B, n, n, dtype=torch.bool)
+    M = torch.zeros(B, n, n, dtype=torch.bool, device=scores.device)
     M[:, iu, ju] = keep
     return M | M.transpose(1, 2)
 

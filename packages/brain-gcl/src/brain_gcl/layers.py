@@ -50,7 +50,7 @@ class DenseGCN(nn.Module):
         self.lin = nn.Linear(d_in, d_out)
 
     def forward(self, h, A):
-        A = A + torch.eye(A.shape[-1], dtype=A.dtype)
+        A = A + torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
         d = A.sum(-1).clamp_min(1e-12).rsqrt()
         return self.lin((d[..., :, None] * A * d[..., None, :]) @ h)
 

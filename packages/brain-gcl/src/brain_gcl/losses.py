@@ -15,7 +15,7 @@ def supcon(z: torch.Tensor, labels: torch.Tensor, tau: float = 0.5) -> torch.Ten
     """
     z = F.normalize(z, dim=1)
     m = len(z)
-    eye = torch.eye(m, dtype=torch.bool)
+    eye = torch.eye(m, dtype=torch.bool, device=z.device)
     logits = (z @ z.T / tau).masked_fill(eye, -torch.inf)
     log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
     pos = (labels[:, None] == labels[None, :]) & ~eye
@@ -27,7 +27,7 @@ def supcon(z: torch.Tensor, labels: torch.Tensor, tau: float = 0.5) -> torch.Ten
 
 def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float = 0.5) -> torch.Tensor:
     """GraphCL's NT-Xent: the other view of the same graph is the only positive."""
-    labels = torch.arange(len(z1)).repeat(2)
+    labels = torch.arange(len(z1), device=z1.device).repeat(2)
     return supcon(torch.cat([z1, z2]), labels, tau)
 
 

@@ -36,10 +36,12 @@ class GIN(GraphClassifierBase):
 
     def __init__(self, hidden: int = 64, layers: int = 3, lr: float = 1e-3, weight_decay: float = 1e-4,
                  epochs: int = 100, batch_size: int = 32, val_fraction: float = 0.15,
-                 patience: int = 20, random_state: int = 0, verbose: int = 0):  # fmt: skip
+                 patience: int = 20, random_state: int = 0, verbose: int = 0,
+                 device: str | torch.device = "cpu"):  # fmt: skip
         self.hidden, self.layers, self.lr, self.weight_decay = hidden, layers, lr, weight_decay
         self.epochs, self.batch_size, self.val_fraction = epochs, batch_size, val_fraction
         self.patience, self.random_state, self.verbose = patience, random_state, verbose
+        self.device = device
 
     def _build(self, n, d):
         return _Net(GraphEncoder(n, d, self.hidden, self.layers, conv=self._conv))
@@ -61,9 +63,9 @@ class GraphCL(GIN):
                  epochs: int = 100, batch_size: int = 32, val_fraction: float = 0.15,
                  patience: int = 20, random_state: int = 0, verbose: int = 0,
                  edge_drop: float = 0.2, feature_mask: float = 0.2, lambda_con: float = 0.5,
-                 tau: float = 0.5):  # fmt: skip
+                 tau: float = 0.5, device: str | torch.device = "cpu"):  # fmt: skip
         super().__init__(hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction,
-                         patience, random_state, verbose)  # fmt: skip
+                         patience, random_state, verbose, device)  # fmt: skip
         self.edge_drop, self.feature_mask, self.lambda_con, self.tau = (
             edge_drop,
             feature_mask,
@@ -88,9 +90,10 @@ class GraphCL(GIN):
         return _Net(GraphEncoder(n, d, self.hidden, self.layers), proj=True)
 
     def _view(self, X, A, gen):
-        u = torch.triu(torch.rand(A.shape, generator=gen), 1)
+        # drawn from the (CPU) generator, then moved: the same views on every device
+        u = torch.triu(torch.rand(A.shape, generator=gen), 1).to(A.device)
         keep = (u + u.transpose(1, 2)) >= self.edge_drop
-        fm = torch.rand(X.shape[0], 1, X.shape[2], generator=gen) >= self.feature_mask
+        fm = torch.rand(X.shape[0], 1, X.shape[2], generator=gen).to(X.device) >= self.feature_mask
         return X * fm, A * keep
 
     def _loss(self, net, X, A, y, sites, gen):
@@ -129,14 +132,14 @@ class _SubgraphMixin:
         """Edge probabilities p_ij of the extractor (m, n, n), zero off-graph."""
         graphs = self._check_fitted(graphs)
         X, A = self._tensors(graphs)
-        return self.net_.scorer(X, A).double().numpy()
+        return self.net_.scorer(X, A).double().cpu().numpy()
 
     @torch.no_grad()
     def invariant_mask(self, graphs) -> np.ndarray:
         """The selected invariant edges (m, n, n) bool (top ``edge_ratio`` of each graph)."""
         graphs = self._check_fitted(graphs)
         X, A = self._tensors(graphs)
-        return self._masks(self.net_, X, A)[1].numpy()
+        return self._masks(self.net_, X, A)[1].cpu().numpy()
 
 
 class CIGALike(_SubgraphMixin, GIN):
@@ -146,9 +149,9 @@ class CIGALike(_SubgraphMixin, GIN):
                  hidden: int = 64, layers: int = 3, lr: float = 1e-3, weight_decay: float = 1e-4,
                  epochs: int = 100, batch_size: int = 32, val_fraction: float = 0.15,
                  patience: int = 20, random_state: int = 0, verbose: int = 0,
-                 extractor: str = "gnn"):  # fmt: skip
+                 extractor: str = "gnn", device: str | torch.device = "cpu"):  # fmt: skip
         super().__init__(hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction,
-                         patience, random_state, verbose)  # fmt: skip
+                         patience, random_state, verbose, device)  # fmt: skip
         self.edge_ratio, self.lambda_con, self.tau = edge_ratio, lambda_con, tau
         self.extractor = extractor
 
@@ -200,6 +203,10 @@ class CIAGCL(_SubgraphMixin, GIN):
     hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction, patience, random_state,
     verbose :
         As in :class:`GIN`.
+    device : str or torch.device, default="cpu"
+        Where the network trains and predicts (``"cuda"``); it is built on the CPU from
+        ``random_state`` and moved, and augmentations draw from a CPU generator, so every device
+        starts from the same weights and sees the same views.
 
     Attributes
     ----------
@@ -216,9 +223,9 @@ class CIAGCL(_SubgraphMixin, GIN):
                  weight_decay: float = 1e-4, epochs: int = 100, batch_size: int = 32,
                  val_fraction: float = 0.15, patience: int = 20, random_state: int = 0,
                  verbose: int = 0, extractor: str = "gnn",
-                 invariance: str = "partner_site"):  # fmt: skip
+                 invariance: str = "partner_site", device: str | torch.device = "cpu"):  # fmt: skip
         super().__init__(hidden, layers, lr, weight_decay, epochs, batch_size, val_fraction,
-                         patience, random_state, verbose)  # fmt: skip
+                         patience, random_state, verbose, device)  # fmt: skip
         self.extractor, self.invariance = extractor, invariance
         self.edge_ratio, self.p_keep, self.q_add = edge_ratio, p_keep, q_add
         self.lambda_inv, self.lambda_con, self.lambda_var = lambda_inv, lambda_con, lambda_var
@@ -290,7 +297,7 @@ class CIAGCL(_SubgraphMixin, GIN):
         if env is not None:
             pass  # inferred environments
         elif sites is None:
-            env = torch.randint(self.n_envs, (len(y),), generator=gen)
+            env = torch.randint(self.n_envs, (len(y),), generator=gen).to(y.device)
         else:
             env = sites[part1] if self.invariance == "partner_site" else sites
         if self.invariance in ("site", "inferred"):
