@@ -7,6 +7,7 @@ import inspect
 import warnings
 
 import numpy as np
+import torch
 
 from epi_ode.validation import check_adjacency, check_int, check_series, check_windows
 from epi_ode.windows import MinMax, window_indices
@@ -64,7 +65,15 @@ class BaseForecaster:
         return f"{type(self).__name__}({args})"
 
     # ------------------------------------------------------------------ fit
+    @property
+    def _device(self) -> torch.device:
+        return torch.device(getattr(self, "device", "cpu"))
+
     def _check_common(self):
+        try:
+            torch.device(getattr(self, "device", "cpu"))
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device must name a torch device, got {self.device!r}") from exc
         check_int(self.window, "window", 4)
         check_int(self.horizon, "horizon", 1)
         if self._output() not in ("direct", "trajectory"):

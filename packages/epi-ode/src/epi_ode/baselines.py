@@ -89,7 +89,7 @@ class _TorchForecaster(BaseForecaster):
             setattr(self, f"_{name}", check_int(getattr(self, name), name, 1))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.random_state)
-            self.model_ = self._module()
+            self.model_ = self._module().to(self._device)  # built on the CPU, then moved
             self.history_ = train_network(
                 self.model_, ffill(Xtr), ytr, ffill(Xva), yva, epochs=self._epochs, lr=self.lr,
                 weight_decay=self.weight_decay, batch_size=self._batch_size,
@@ -100,7 +100,8 @@ class _TorchForecaster(BaseForecaster):
     @torch.no_grad()
     def _predict_windows(self, Z):
         self.model_.eval()
-        return self.model_(torch.as_tensor(ffill(Z), dtype=torch.float32)).double().numpy()
+        x = torch.as_tensor(ffill(Z), dtype=torch.float32, device=self._device)
+        return self.model_(x).double().cpu().numpy()
 
 
 def _steps(out: torch.Tensor) -> torch.Tensor:
@@ -126,11 +127,11 @@ class GRUForecaster(_TorchForecaster):
     def __init__(self, window: int = 20, horizon: int = 4, hidden: int = 32, epochs: int = 200,
                  lr: float = 1e-3, weight_decay: float = 5e-4, batch_size: int = 32,
                  patience: int = 30, random_state: int = 0, verbose: int = 0,
-                 output: str = "direct"):  # fmt: skip
+                 output: str = "direct", device: str | torch.device = "cpu"):  # fmt: skip
         self.window, self.horizon, self.hidden, self.epochs = window, horizon, hidden, epochs
         self.lr, self.weight_decay, self.batch_size = lr, weight_decay, batch_size
         self.patience, self.random_state, self.verbose = patience, random_state, verbose
-        self.output = output
+        self.output, self.device = output, device
 
     def _module(self):
         return _GRUNet(self._hidden, self._n_out)
@@ -190,9 +191,10 @@ class ColaGNNLite(_TorchForecaster):
     def __init__(self, window: int = 20, horizon: int = 4, hidden: int = 32, ar_window: int = 4,
                  epochs: int = 200, lr: float = 1e-3, weight_decay: float = 5e-4,
                  batch_size: int = 32, patience: int = 30, random_state: int = 0,
-                 verbose: int = 0, output: str = "direct"):  # fmt: skip
+                 verbose: int = 0, output: str = "direct",
+                 device: str | torch.device = "cpu"):  # fmt: skip
         self.window, self.horizon, self.hidden, self.ar_window = window, horizon, hidden, ar_window
-        self.output = output
+        self.output, self.device = output, device
         self.epochs, self.lr, self.weight_decay, self.batch_size = (
             epochs,
             lr,

@@ -52,6 +52,9 @@ class EARTHForecaster(BaseForecaster):
         Seeds the initialisation, dropout and batch order (global torch RNG is left untouched).
     verbose : int
         0 silences the progress bar.
+    device : str or torch.device, default="cpu"
+        Where the model trains and predicts (``"cuda"``); it is built on the CPU from
+        ``random_state`` and moved, so every device starts from the same weights.
     num_threads : int or None
         torch intra-op threads during fit/predict (restored afterwards).
 
@@ -72,7 +75,8 @@ class EARTHForecaster(BaseForecaster):
                  ar_source: str = "values", persistence_init: bool = True, dropout: float = 0.5,
                  sir_dropout: float = 0.4, random_state: int = 0, verbose: int = 0,
                  num_threads: int | None = None, output: str = "direct", rtol: float = 1e-3,
-                 atol: float = 1e-4, sir_bias: bool = True):  # fmt: skip
+                 atol: float = 1e-4, sir_bias: bool = True,
+                 device: str | torch.device = "cpu"):  # fmt: skip
         self.window, self.horizon, self.hidden, self.heads = window, horizon, hidden, heads
         self.rtol, self.atol = rtol, atol
         self.epochs, self.lr, self.weight_decay = epochs, lr, weight_decay
@@ -84,7 +88,7 @@ class EARTHForecaster(BaseForecaster):
         self.persistence_init, self.sir_bias = persistence_init, sir_bias
         self.dropout, self.sir_dropout = dropout, sir_dropout
         self.random_state, self.verbose, self.num_threads = random_state, verbose, num_threads
-        self.output = output
+        self.output, self.device = output, device
 
     def _check_common(self):
         super()._check_common()
@@ -123,7 +127,7 @@ class EARTHForecaster(BaseForecaster):
         try:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(self.random_state)
-                model = self._build()
+                model = self._build().to(self._device)  # built on the CPU, then moved
                 k = min(self.dtw_neighbors, self.n_regions_ - 1)
                 if k > 0 and self.use_gltg:
                     train = ffill(self.train_series_[None])[0]
@@ -146,7 +150,9 @@ class EARTHForecaster(BaseForecaster):
     @staticmethod
     @torch.no_grad()
     def _coeffs(model: EARTH, Z: np.ndarray) -> torch.Tensor:
-        return model.control_coeffs(torch.as_tensor(Z, dtype=torch.float32))[0]
+        return model.control_coeffs(
+            torch.as_tensor(Z, dtype=torch.float32, device=model.adjacency.device)
+        )[0]
 
     @torch.no_grad()
     def _predict_windows(self, Z: np.ndarray) -> np.ndarray:
@@ -157,7 +163,7 @@ class EARTHForecaster(BaseForecaster):
                    for k in range(0, len(Z), 256)]  # fmt: skip
         finally:
             torch.set_num_threads(old)
-        return torch.cat(out).double().numpy()
+        return torch.cat(out).double().cpu().numpy()
 
     def graph_trace(self, context) -> np.ndarray:
         """Transmission graph A_t along the solve for one context, (W, N, N)."""
@@ -167,7 +173,8 @@ class EARTHForecaster(BaseForecaster):
             raise ValueError("graph_trace takes one context window (W', N)")
         Z = self.scaler_.transform(X[:, -self.window :])
         self.model_.eval()
-        return self.model_.graph_trace(torch.as_tensor(Z, dtype=torch.float32))[:, 0].numpy()
+        z = torch.as_tensor(Z, dtype=torch.float32, device=self._device)
+        return self.model_.graph_trace(z)[:, 0].cpu().numpy()
 
 
 class NeuralCDEForecaster(EARTHForecaster):
@@ -178,10 +185,10 @@ class NeuralCDEForecaster(EARTHForecaster):
                  lr: float = 1e-3, weight_decay: float = 5e-4, batch_size: int = 32,
                  patience: int = 15, solver: str = "rk4", dropout: float = 0.5,
                  random_state: int = 0, verbose: int = 0, num_threads: int | None = None,
-                 output: str = "direct"):  # fmt: skip
+                 output: str = "direct", device: str | torch.device = "cpu"):  # fmt: skip
         super().__init__(window=window, horizon=horizon, hidden=hidden, heads=1, epochs=epochs,
                          lr=lr, weight_decay=weight_decay, batch_size=batch_size,
                          patience=patience, dtw_neighbors=0, use_eano=False, use_gltg=False,
                          use_cross_attention=False, solver=solver, dropout=dropout,
                          random_state=random_state, verbose=verbose,
-                         num_threads=num_threads, output=output)  # fmt: skip
+                         num_threads=num_threads, output=output, device=device)  # fmt: skip

@@ -269,7 +269,7 @@ class EARTH(nn.Module):
                 f"normalization must be 'symmetric' or 'reference', got {normalization!r}"
             )
         S = check_adjacency(semantic, self.num_nodes, "semantic")
-        A = self.adjacency.numpy()
+        A = self.adjacency.cpu().numpy()
         if normalization == "symmetric":
             union = np.maximum(A > 0, S > 0).astype(np.float32)
             a_f = sym_normalize(torch.as_tensor(union))
@@ -289,7 +289,9 @@ class EARTH(nn.Module):
         :meth:`forward_coeffs`.
         """
         if not isinstance(values, torch.Tensor):
-            values = torch.as_tensor(np.asarray(values, dtype=np.float32))
+            values = torch.as_tensor(
+                np.asarray(values, dtype=np.float32), device=self.adjacency.device
+            )
         if not values.is_floating_point():
             raise TypeError(f"values must be a float tensor, got {values.dtype}")
         if values.ndim != 3 or values.shape[2] != self.num_nodes or 0 in values.shape:
@@ -303,7 +305,7 @@ class EARTH(nn.Module):
             raise ValueError("values contain inf")
         values = values.to(self.adjacency.dtype)
         if mask is not None:
-            mask = torch.as_tensor(mask)
+            mask = torch.as_tensor(mask, device=values.device)
             if mask.dtype != torch.bool or mask.shape != values.shape:
                 raise ValueError(f"mask must be a bool tensor of shape {tuple(values.shape)}")
             values = values.masked_fill(~mask, float("nan"))
@@ -312,9 +314,9 @@ class EARTH(nn.Module):
             b, v = (observed < 2).nonzero()[0].tolist()
             raise ValueError(f"region {v} of window {b} has fewer than 2 observed values")
         if times is None:
-            times = torch.arange(W, dtype=values.dtype)
+            times = torch.arange(W, dtype=values.dtype, device=values.device)
         else:
-            times = torch.as_tensor(times, dtype=values.dtype)
+            times = torch.as_tensor(times, dtype=values.dtype, device=values.device)
             if times.shape != (W,) or not torch.isfinite(times).all():
                 raise ValueError(f"times must be ({W},) finite values, got {tuple(times.shape)}")
             if not (times[1:] > times[:-1]).all():
@@ -333,7 +335,7 @@ class EARTH(nn.Module):
 
     def _solve_coeffs(self, coeffs, times=None):
         if times is None:
-            times = torch.arange(coeffs.shape[-2] + 1, dtype=coeffs.dtype)
+            times = torch.arange(coeffs.shape[-2] + 1, dtype=coeffs.dtype, device=coeffs.device)
         spline = torchcde.CubicSpline(coeffs, times)
         x0 = spline.evaluate(times[0])  # (B, N, c)
         y0 = self.initial(x0).unflatten(-1, (len(self.layout), self.hidden))

@@ -40,8 +40,11 @@ def train_network(model, Xtr, ytr, Xva, yva, *, epochs, lr, weight_decay, batch_
         Per epoch: ``epoch, train_loss, val_loss, seconds`` (CPU seconds of this process).
     """
     gen = torch.Generator().manual_seed(seed)
-    Xtr, ytr = torch.as_tensor(Xtr, dtype=torch.float32), torch.as_tensor(ytr, dtype=torch.float32)
-    Xva, yva = torch.as_tensor(Xva, dtype=torch.float32), torch.as_tensor(yva, dtype=torch.float32)
+    # the data go where the model is (its ``device=``); batches are drawn by a CPU generator
+    dev = next(model.parameters()).device
+    f32 = {"dtype": torch.float32, "device": dev}
+    Xtr, ytr = torch.as_tensor(Xtr, **f32), torch.as_tensor(ytr, **f32)
+    Xva, yva = torch.as_tensor(Xva, **f32), torch.as_tensor(yva, **f32)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     best, best_state, stale, history = np.inf, None, 0, []
     bar = tqdm(range(epochs), desc=desc, disable=not verbose, leave=False)
