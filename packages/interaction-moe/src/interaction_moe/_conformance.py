@@ -90,6 +90,7 @@ def entries() -> list[dict]:
             "arrays": {"y": {"kind": "labels", "ndim": 1}},
             "params": {
                 "lr": {"type": "float", "bad": [0.0, float("inf"), float("nan")]},
+                "device": {"type": "str", "bad": ["warp-drive"]},
                 "validation_fraction": {"type": "float", "bad": [0.999, 1.0, -0.1]},
                 "epochs": {"type": "int", "bad": [0]},
                 "hidden": {"type": "int", "bad": [0]},

@@ -77,6 +77,9 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
     random_state : int, default=0
     verbose : int, default=0
         1 shows a progress bar over epochs.
+    device : str or torch.device, default="cpu"
+        Where the model trains and predicts (``"cuda"``); it is built on the CPU from
+        ``random_state`` and moved, so every device starts from the same weights.
 
     Attributes
     ----------
@@ -109,6 +112,7 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
         validation_fraction: float = 0.0,
         random_state: int = 0,
         verbose: int = 0,
+        device: str | torch.device = "cpu",
     ) -> None:
         self.backbone = backbone
         self.encoder = encoder
@@ -132,6 +136,7 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.random_state = random_state
         self.verbose = verbose
+        self.device = device
 
     def _build(self, dims: list[int], K: int) -> nn.Module:
         M, D = len(dims), int(self.hidden)
@@ -175,7 +180,7 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
                     f"X[{m}] has values beyond float32's range"
                     + ("" if self.standardize else " (set standardize=True)")
                 )
-        return [torch.from_numpy(x) for x in out]
+        return [torch.from_numpy(x).to(torch.device(self.device)) for x in out]
 
     def fit(self, X, y) -> I2MoEClassifier:
         """Train on ``X`` (list of M arrays (n, d_m)) and labels ``y`` (n,)."""
@@ -193,6 +198,10 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"{name} must be a finite number, got {v!r}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        try:
+            device = torch.device(self.device)
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device must name a torch device, got {self.device!r}") from exc
         if not 0 <= self.validation_fraction < 1:
             raise ValueError(
                 f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
@@ -223,9 +232,10 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
         self.mean_ = [x.mean(axes) for x in xs]
         self.std_ = [x.std(axes) + 1e-6 * np.maximum(1.0, np.abs(x).max(axes)) for x in xs]
         model = self._build(self.dims_, len(classes))  # validates the I2MoE hyper-parameters
+        model.to(device)  # built on the CPU from random_state, trained on the device
         self.classes_ = classes
         T = self._prep(xs)
-        yt = torch.from_numpy(yi.astype(np.int64))
+        yt = torch.from_numpy(yi.astype(np.int64)).to(device)
         idx = rng.permutation(len(yt))
         n_val = round(self.validation_fraction * len(yt))
         val, tr = idx[:n_val], idx[n_val:]
@@ -265,7 +275,7 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities (n, K) of the mixture of logits."""
         check_is_fitted(self, "model_")
-        return torch.softmax(self.model_(self._prep(X)).logits, dim=1).numpy()
+        return torch.softmax(self.model_(self._prep(X)).logits, dim=1).cpu().numpy()
 
     def predict(self, X) -> np.ndarray:
         """Predicted labels (n,)."""
@@ -278,7 +288,7 @@ class I2MoEClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         if not self.moe:
             raise ValueError("interaction_weights needs moe=True")
-        return self.model_(self._prep(X)).weights.numpy()
+        return self.model_(self._prep(X)).weights.cpu().numpy()
 
 
 class _GRUEncoder(nn.Module):
@@ -301,7 +311,7 @@ class _Vanilla(nn.Module):
 
     def forward(self, xs):
         o = self.fusion([e(x) for e, x in zip(self.encoders, xs, strict=True)])
-        return I2MoEOutput(o, torch.ones(len(o), 1), o[:, None], None)
+        return I2MoEOutput(o, torch.ones(len(o), 1, device=o.device), o[:, None], None)
 
     def loss(self, out, y):
         return torch.nn.functional.cross_entropy(out.logits, y)

@@ -122,6 +122,7 @@ class CAP(PseudolabelEstimator):
     device : str or torch.device, default="cpu"
         Where the prompts and adapters train and predict (``"cuda"``). They are initialised on
         the CPU from ``random_state`` and moved, so every device starts from the same weights.
+        With ``prompt="coop"`` the task's frozen text encoder is moved there too.
 
     Attributes
     ----------
@@ -309,6 +310,8 @@ class CAP(PseudolabelEstimator):
         texts = [suffix.format(n) for n in task.class_names]
         for c, j in chosen.items():
             texts[c] = task.description_texts[c][j]
+        # the frozen text encoder runs where the prompts train (as Trainer moves its model)
+        task.backbone.model.to(torch.device(self.device))
         prompts = TextContextPrompts(task.backbone, texts, context)
         return PromptModel(text, "coop", logit_scale=task.logit_scale, text_prompts=prompts)
 

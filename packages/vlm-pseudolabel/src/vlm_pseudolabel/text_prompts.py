@@ -87,7 +87,7 @@ class TextContextPrompts(nn.Module):
         self.set_class_texts(class_texts, _first=True)
         with torch.no_grad():
             emb = backbone.token_embedding()
-            init = emb(self._ids[:1, self.start : self.start + self.n_ctx])[0]
+            init = emb(self._ids[:1, self.start : self.start + self.n_ctx].to(emb.weight.device))[0]
         self.ctx = nn.Parameter(init.detach().clone().float())
 
     def set_class_texts(self, class_texts: Sequence[str], _first: bool = False) -> None:
@@ -122,8 +122,10 @@ class TextContextPrompts(nn.Module):
         for p in params:  # keep the encoder out of the graph: no grads, no side effects
             p.requires_grad_(False)
         handle = emb.register_forward_hook(put_context)
+        ids = self._ids.to(ctx.device)  # token ids follow the context vectors' device
+        mask = None if self._mask is None else self._mask.to(ctx.device)
         try:
-            feats = bb.text_features(self._ids, self._mask)
+            feats = bb.text_features(ids, mask)
         finally:
             handle.remove()
             for p in params:
