@@ -158,10 +158,7 @@ def _takes_device(cls) -> bool:
 
 # torch estimators that take numpy inputs and have no ``device=`` yet (issue #76 item 3): each
 # trains and predicts on the CPU only. A torch estimator not listed here must take ``device=``.
-NO_DEVICE_YET = {
-    "causal-ts:NeuralGrangerDiscoverer",
-    "cost-model:CognateModel",
-}
+NO_DEVICE_YET: set[str] = set()  # empty since every torch estimator took device=
 # numpy estimators that share a module with torch ones: nothing to place on a device
 NUMPY_ONLY = {"epi-ode:ARRidge", "epi-ode:Persistence"}
 ESTIMATORS = [pytest.param(p, id=p.id) for e in all_entries() if e.kind == "estimator"

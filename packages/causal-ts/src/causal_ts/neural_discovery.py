@@ -44,6 +44,9 @@ class NeuralGrangerDiscoverer(BaseEstimator):
     temperature : float, default=0.5
         Gumbel-sigmoid temperature of the sampled masks.
     random_state : int or None, default=0
+    device : str or torch.device, default="cpu"
+        Where the forecasters train and predict (``"cuda"``). Weights and Gumbel noise are drawn
+        from a CPU generator and moved, so every device trains on the same draws.
 
     Attributes
     ----------
@@ -65,6 +68,7 @@ class NeuralGrangerDiscoverer(BaseEstimator):
         threshold: float = 0.5,
         temperature: float = 0.5,
         random_state: int | None = 0,
+        device: str | torch.device = "cpu",
     ) -> None:
         self.lag = lag
         self.hidden_dim = hidden_dim
@@ -74,6 +78,7 @@ class NeuralGrangerDiscoverer(BaseEstimator):
         self.threshold = threshold
         self.temperature = temperature
         self.random_state = random_state
+        self.device = device
 
     def _forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """x (B, lag, N), mask (N_cause, N_effect) -> forecasts (B, N)."""
@@ -102,26 +107,32 @@ class NeuralGrangerDiscoverer(BaseEstimator):
         if len(self.sparsity) != 2:
             raise ValueError(f"sparsity must be a (start, end) pair; got {self.sparsity!r}")
         s0, s1 = (check_positive(v, "sparsity", allow_zero=True) for v in self.sparsity)
+        try:
+            dev = torch.device(self.device)
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device must name a torch device, got {self.device!r}") from exc
         X = check_series(X, "X")
         T, N = X.shape
         if T <= lag + 1:
             raise ValueError(f"X has {T} time steps; need more than lag + 1 = {lag + 1}")
         windows = np.lib.stride_tricks.sliding_window_view(X, lag + 1, axis=0)
-        windows = torch.as_tensor(windows.transpose(0, 2, 1).copy(), dtype=torch.float32)
+        windows = torch.as_tensor(
+            windows.transpose(0, 2, 1).copy(), dtype=torch.float32, device=dev
+        )
         x, target = windows[:, :lag], windows[:, lag]
         gen = torch.Generator().manual_seed(0 if self.random_state is None else self.random_state)
         scale = (lag * N) ** -0.5
-        self._w1 = (torch.randn(N, lag, N, hidden, generator=gen) * scale).requires_grad_()
-        self._b1 = torch.zeros(N, hidden, requires_grad=True)
-        self._w2 = (torch.randn(N, hidden, generator=gen) * hidden**-0.5).requires_grad_()
-        self._b2 = torch.zeros(N, requires_grad=True)
-        logits = torch.ones(N, N, requires_grad=True)  # start with every edge likely on
-        eye = torch.eye(N)
+        self._w1 = (torch.randn(N, lag, N, hidden, generator=gen) * scale).to(dev).requires_grad_()
+        self._b1 = torch.zeros(N, hidden, device=dev, requires_grad=True)
+        self._w2 = (torch.randn(N, hidden, generator=gen) * hidden**-0.5).to(dev).requires_grad_()
+        self._b2 = torch.zeros(N, device=dev, requires_grad=True)
+        logits = torch.ones(N, N, device=dev, requires_grad=True)  # every edge likely on at first
+        eye = torch.eye(N, device=dev)
         opt = torch.optim.Adam([self._w1, self._b1, self._w2, self._b2, logits], lr=lr)
         self.loss_curve_: list[float] = []
         for step in range(epochs):
             lam = s0 * (s1 / s0) ** (step / max(epochs - 1, 1)) if s0 > 0 else 0.0
-            u = torch.rand(N, N, generator=gen).clamp(1e-6, 1 - 1e-6)
+            u = torch.rand(N, N, generator=gen).to(dev).clamp(1e-6, 1 - 1e-6)
             noise = torch.log(u) - torch.log1p(-u)  # logistic noise: Gumbel-sigmoid sample
             mask = torch.sigmoid((logits + noise) / temp) * (1 - eye) + eye
             mse = torch.mean((self._forward(x, mask) - target) ** 2)
@@ -130,13 +141,15 @@ class NeuralGrangerDiscoverer(BaseEstimator):
             loss.backward()
             opt.step()
             self.loss_curve_.append(mse.item())
-        probs = torch.sigmoid(logits).detach().numpy().astype(float)
+        probs = torch.sigmoid(logits).detach().cpu().numpy().astype(float)
         probs = _finish_edge_scores(probs, constant_columns(X))
         self.edge_scores_ = probs
         self.graph_ = probs > thr
         self.lag_ = lag
         self.n_features_in_ = N
-        self._mask = torch.as_tensor(self.graph_ | np.eye(N, dtype=bool), dtype=torch.float32)
+        self._mask = torch.as_tensor(
+            self.graph_ | np.eye(N, dtype=bool), dtype=torch.float32, device=dev
+        )
         for p in (self._w1, self._b1, self._w2, self._b2):
             p.requires_grad_(False)
         return self
@@ -160,5 +173,6 @@ class NeuralGrangerDiscoverer(BaseEstimator):
         if x.shape[1] < self.lag_:
             raise ValueError(f"prefix has {x.shape[1]} steps; need at least lag_={self.lag_}")
         with torch.no_grad():
-            out = self._forward(torch.from_numpy(x[:, -self.lag_ :].copy()), self._mask)
-        return out.numpy().astype(np.float64)
+            x = torch.from_numpy(x[:, -self.lag_ :].copy()).to(self._mask.device)
+            out = self._forward(x, self._mask)
+        return out.cpu().numpy().astype(np.float64)

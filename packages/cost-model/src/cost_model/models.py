@@ -176,6 +176,9 @@ class CognateModel:
         present on every hardware feed the shared encoder E_hom; the others are treated as
         heterogeneous and one-hot encoded into that hardware's mapper. Default: all present.
     seed : int, default=0
+    device : str or torch.device, default="cpu"
+        Where the network trains and scores (``"cuda"``); it is initialised on the CPU from
+        ``seed`` and moved, so every device starts from the same weights.
     """
 
     def __init__(
@@ -192,7 +195,12 @@ class CognateModel:
         mapper: str = "cognate",
         hom_present: dict[str, Sequence[bool]] | None = None,
         seed: int = 0,
+        device: str | torch.device = "cpu",
     ) -> None:
+        try:
+            self.device = torch.device(device)
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device must name a torch device, got {device!r}") from exc
         if loss not in ("rank", "mse_log"):
             raise ValueError(f"loss must be 'rank' or 'mse_log', got {loss!r}")
         if mapper not in ("cognate", "naive"):
@@ -237,11 +245,15 @@ class CognateModel:
         }
         self.net = _Net(
             n_scalars, n_workload, self.mapper_sizes, embed_dim, het_dim, mapper, resolution
-        )
+        ).to(self.device)
         self.scal_mean: np.ndarray | None = None
         self.scal_std: np.ndarray | None = None
 
     # -- helpers --------------------------------------------------------------------------------
+    def _t(self, a: np.ndarray) -> torch.Tensor:
+        """An array as a tensor on the model's device (models pickled before ``device``: CPU)."""
+        return torch.from_numpy(np.ascontiguousarray(a)).to(getattr(self, "device", "cpu"))
+
     def _check_ds(self, ds: CostDataset) -> None:
         if not isinstance(ds, CostDataset):
             raise TypeError(f"expected a CostDataset, got {type(ds).__name__}")
@@ -256,16 +268,16 @@ class CognateModel:
         if self.scal_mean is None:
             self.scal_mean = scalars.mean(0)
             self.scal_std = scalars.std(0) + 1e-6
-        return torch.from_numpy(((scalars - self.scal_mean) / self.scal_std).astype(np.float32))
+        return self._t(((scalars - self.scal_mean) / self.scal_std).astype(np.float32))
 
     def _encode(self, ds: CostDataset, mats: np.ndarray) -> torch.Tensor:
-        img = torch.from_numpy(ds.images[mats])
+        img = self._t(ds.images[mats])
         return self.net.matrix(img, self._std(ds.scalars[mats]))
 
     def _scores(self, ds: CostDataset, rows: np.ndarray) -> torch.Tensor:
         mats, inv = np.unique(ds.matrix_index[rows], return_inverse=True)
-        z = self._encode(ds, mats)[torch.from_numpy(inv)]
-        work = torch.from_numpy(ds.workload[ds.matrix_index[rows]])
+        z = self._encode(ds, mats)[self._t(inv)]
+        work = self._t(ds.workload[ds.matrix_index[rows]])
         hom, het = self._config_inputs(ds, rows)
         return self.net(z, hom, het, ds.hardware, work)
 
@@ -275,17 +287,17 @@ class CognateModel:
         hom = ds.hom[rows] * self.shared_mask  # non-shared columns -> 0 ("absent")
         extra = ds.hom[rows][:, self.extra_cols[ds.hardware]] - 1
         het = np.concatenate([ds.het[rows], extra], axis=1)
-        return torch.from_numpy(hom), torch.from_numpy(het)
+        return self._t(hom), self._t(het)
 
     def _objective(self, ds: CostDataset, rows: np.ndarray) -> torch.Tensor:
         s = self._scores(ds, rows)
-        lt = torch.from_numpy(np.log(ds.runtime[rows])).float()
-        g = torch.from_numpy(ds.matrix_index[rows])
+        lt = self._t(np.log(ds.runtime[rows])).float()
+        g = self._t(ds.matrix_index[rows])
         if self.loss == "rank":
             return pairwise_rank_loss(s, lt, g, self.margin)
         # mse_log: per-matrix centred log runtime
         uniq, inv = torch.unique(g, return_inverse=True)
-        mean = torch.zeros(len(uniq)).index_add_(0, inv, lt) / torch.bincount(inv).float()
+        mean = lt.new_zeros(len(uniq)).index_add_(0, inv, lt) / torch.bincount(inv).float()
         return ((s - (lt - mean[inv])) ** 2).mean()
 
     # -- pretraining ----------------------------------------------------------------------------
@@ -300,7 +312,7 @@ class CognateModel:
         verbose: bool = False,
     ) -> list[float]:
         """Autoencoder pretraining of E_A on unlabeled matrices (density image + scalars)."""
-        imgs = torch.from_numpy(np.asarray(images, dtype=np.float32))
+        imgs = self._t(np.asarray(images, dtype=np.float32))
         sc = self._std(np.asarray(scalars, dtype=np.float32))
         params = [
             *self.net.matrix.parameters(),
@@ -341,7 +353,7 @@ class CognateModel:
             return []
         sizes = self.mapper_sizes[hardware]
         rng = np.random.default_rng(self.seed)
-        het = torch.from_numpy(np.stack([rng.integers(0, s, n_configs) for s in sizes], 1))
+        het = self._t(np.stack([rng.integers(0, s, n_configs) for s in sizes], 1))
         params = [*self.net.mappers[key].parameters(), *self.net.decoders[key].parameters()]
         opt = torch.optim.Adam(params, lr=lr)
         hist = []
@@ -432,7 +444,7 @@ class CognateModel:
             )
         self._check_ds(ds)
         self.net.eval()
-        return self._scores(ds, np.arange(len(ds))).numpy().astype(np.float64)
+        return self._scores(ds, np.arange(len(ds))).cpu().numpy().astype(np.float64)
 
     def predict(
         self,
