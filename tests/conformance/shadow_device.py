@@ -14,7 +14,14 @@ reports ``device="meta"`` (a device every PyTorch build can name without a drive
 dimensions, exactly where CUDA raises "Expected all tensors to be on the same device".
 Factories that name the shadow device (``device=x.device``, ``*_like``, ``new_*``) make shadow
 tensors; ``torch.zeros(n)``, ``torch.from_numpy``, ``torch.tensor(..., device="cpu")`` make CPU
-tensors and fail at their first use with the inputs. 0-d CPU tensors mix freely, as on CUDA.
+tensors and fail at their first use with the inputs. 0-d CPU tensors mix freely, and CPU index
+tensors index shadow ones, as on CUDA. ``torch.tensor(data, device=...)`` and list indices are
+built below the dispatcher's Python key, so :class:`ShadowData` (a function mode) builds them on
+the CPU first; without it they would be real meta tensors without values (the harness then
+computed garbage silently, which the value checks in ``test_devices.py`` now catch).
+
+Because the values are real, the tests compare every result on the shadow device with the CPU
+result of the same call.
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
@@ -118,6 +127,40 @@ class ShadowDevice(TorchDispatchMode):
         )
 
 
+_FROM_DATA = {torch.tensor, torch.as_tensor, torch.asarray}
+
+
+def _cpu_index(index: Any) -> Any:
+    """Python / numpy index parts as CPU tensors (CUDA takes CPU indices, copying them over)."""
+    if isinstance(index, tuple):
+        return tuple(_cpu_index(i) for i in index)
+    if isinstance(index, list) or type(index).__module__ == "numpy":
+        return torch.as_tensor(np.asarray(index))
+    return index
+
+
+class ShadowData(TorchFunctionMode):
+    """Tensors made from Python data on the shadow device, and Python-list indices.
+
+    ``torch.tensor(data, device=...)`` and indexing with a list build their tensor below the
+    dispatcher's Python key, so :class:`ShadowDevice` would see a real meta tensor (no values).
+    They are built on the CPU here instead: the data as a shadow tensor, an index as a CPU index.
+    """
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        kwargs = dict(kwargs or {})
+        if func in _FROM_DATA and _is_shadow(kwargs.get("device")):
+            kwargs["device"] = "cpu"
+            return Shadow(func(*args, **kwargs))
+        if func is torch.Tensor.tolist and isinstance(args[0], Shadow):  # allowed on CUDA too
+            return args[0].elem.tolist()
+        if func is torch.Tensor.numpy and isinstance(args[0], Shadow):
+            raise TypeError("can't convert a tensor on the accelerator to numpy: use .cpu() first")
+        if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) and len(args) >= 2:
+            args = (args[0], _cpu_index(args[1]), *args[2:])
+        return func(*args, **kwargs)
+
+
 def to_shadow(value: Any) -> Any:
     """``value`` with every tensor and module moved to the shadow device (inside the mode)."""
     if isinstance(value, torch.Tensor | torch.nn.Module):
@@ -141,7 +184,7 @@ def shadow_device() -> Iterator[None]:
 
     torch.autocast.__init__ = init
     try:
-        with ShadowDevice():
+        with ShadowDevice(), ShadowData():
             yield
     finally:
         torch.autocast.__init__ = original

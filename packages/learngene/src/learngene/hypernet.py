@@ -202,15 +202,16 @@ class GraphHyperNetwork(nn.Module):
 
     # ------------------------------------------------------------------ graph → tensors
     def _graph_tensors(self, g: ArchGraph):
-        key = id(g)
+        dev = self.type_embed.weight.device  # the graph's tensors go where the network is
+        key = (id(g), str(dev))
         hit = self._cache.get(key)
         if hit is not None and hit[0] is g:
             return hit[1]
-        d = torch.from_numpy(g.dist.astype(np.int64))
+        d = torch.from_numpy(g.dist.astype(np.int64)).to(dev)
         one_hop = (d == 1).long()
         t = dict(
-            types=torch.from_numpy(g.node_types),
-            buckets=torch.from_numpy(shape_bucket(g.shapes)),
+            types=torch.from_numpy(g.node_types).to(dev),
+            buckets=torch.from_numpy(shape_bucket(g.shapes)).to(dev),
             deg_in=one_hop.sum(0).clamp(max=_MAX_DEGREE),
             deg_out=one_hop.sum(1).clamp(max=_MAX_DEGREE),
             from_input=d[0].clamp(max=_MAX_DIST),

@@ -102,6 +102,9 @@ class TAL:
         Seeds initialisation, architecture and task sampling and data order.
     verbose : int
         0 disables progress bars.
+    device : str or torch.device, default="cpu"
+        Where the hypernetwork trains and predicts (``"cuda"``); it is initialised on the CPU
+        from ``random_state`` and moved. Predicted networks are returned on this device.
 
     Attributes
     ----------
@@ -124,6 +127,7 @@ class TAL:
         scale: str = "timm",
         random_state: int = 0,
         verbose: int = 1,
+        device: str | torch.device = "cpu",
     ):
         self.hid, self.layers, self.heads = hid, layers, heads
         self.lora_r, self.max_shape, self.task_dim, self.c_max = lora_r, max_shape, task_dim, c_max
@@ -134,11 +138,13 @@ class TAL:
             verbose,
         )
         self.standardize_embeddings = standardize_embeddings
+        self.device = device
         self.emb_mean_: np.ndarray | None = None  # set by fit_stage2 when standardising
         self.emb_scale_: float = 1.0
         self._validate_params()
         torch.manual_seed(random_state)
         self.ghn_ = GraphHyperNetwork(hid, layers, heads, lora_r, max_shape, task_dim, scale)
+        self.ghn_.to(self._device)
         self.history_: dict = {"stage1_loss": [], "stage2_loss": []}
         self.stage1_done_ = self.stage2_done_ = False
         self._graphs: dict = {}
@@ -158,7 +164,12 @@ class TAL:
         "scale",
         "random_state",
         "verbose",
+        "device",
     )
+
+    @property
+    def _device(self) -> torch.device:
+        return torch.device(getattr(self, "device", "cpu"))
 
     def get_params(self, deep: bool = True) -> dict:
         return {k: getattr(self, k) for k in self._PARAMS}
@@ -176,6 +187,10 @@ class TAL:
             raise TypeError("standardize_embeddings must be a bool")
         if self.scale not in ("timm", "fan_in"):
             raise ValueError(f"scale must be 'timm' or 'fan_in', got {self.scale!r}")
+        try:
+            torch.device(self.device)
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device must name a torch device, got {self.device!r}") from exc
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._PARAMS)
@@ -195,9 +210,11 @@ class TAL:
         key = (arch, n_classes)
         m = self._templates.get(key)
         if m is None:
-            m = self._templates[key] = make_net(
-                arch, n_classes, distill_dim=self.task_dim
-            ).requires_grad_(False)
+            m = self._templates[key] = (
+                make_net(arch, n_classes, distill_dim=self.task_dim)
+                .requires_grad_(False)
+                .to(self._device)
+            )
         return m
 
     def _check_n_classes(self, n_classes) -> int:
@@ -212,7 +229,7 @@ class TAL:
         e = check_vector(task_emb, "task_emb", self.task_dim)
         if self.emb_mean_ is not None:
             e = (e - self.emb_mean_) / self.emb_scale_
-        return torch.from_numpy(e.astype(np.float32))
+        return torch.from_numpy(e.astype(np.float32)).to(self._device)
 
     def _forward(self, arch, x, n_classes, task_emb=None):
         """Predict parameters for ``arch`` and run the batch through them (differentiable)."""
@@ -289,10 +306,12 @@ class TAL:
                 raise ValueError(
                     f"ancestry head feature size {ancestry.pre_logits.out_features} != task_dim {self.task_dim}"
                 )
-        X, y = torch.from_numpy(proxy.X_train), torch.from_numpy(proxy.y_train)
+        X = torch.from_numpy(proxy.X_train).to(self._device)
+        y = torch.from_numpy(proxy.y_train).to(self._device)
         q_t = None
-        if kd_alpha > 0:  # ancestry targets for the whole proxy set, once
-            q_t = head_features_batched(ancestry, X)
+        if kd_alpha > 0:  # ancestry targets for the whole proxy set, once, on its own device
+            a_dev = next(ancestry.parameters()).device
+            q_t = head_features_batched(ancestry, X.to(a_dev)).to(self._device)
         rng = np.random.default_rng(self.random_state + 1)
         g = torch.Generator().manual_seed(self.random_state + 1)
         self.ghn_.train()
@@ -372,7 +391,7 @@ class TAL:
                 mean = mean.astype(np.float32)
             shift = 0.0 if mean is None else mean
             E = {
-                k: torch.from_numpy(((v - shift) / scale).astype(np.float32))
+                k: torch.from_numpy(((v - shift) / scale).astype(np.float32)).to(self._device)
                 for k, v in raw.items()
             }
         else:
@@ -398,7 +417,10 @@ class TAL:
             rng = np.random.default_rng(self.random_state + 3)
             g = torch.Generator().manual_seed(self.random_state + 3)
             data = {
-                k: (torch.from_numpy(t.X_train), torch.from_numpy(t.y_train))
+                k: (
+                    torch.from_numpy(t.X_train).to(self._device),
+                    torch.from_numpy(t.y_train).to(self._device),
+                )
                 for k, t in tasks.items()
             }
             self.ghn_.train()
@@ -457,7 +479,7 @@ class TAL:
         n_classes : int <= c_max
         """
         params = self.predict_parameters(arch, task_emb, n_classes)
-        net = make_net(arch, n_classes)
+        net = make_net(arch, n_classes).to(self._device)
         net.load_state_dict({k: v.clone() for k, v in params.items()})
         return net.eval()
 
@@ -465,7 +487,7 @@ class TAL:
     def encode(self, arch: ViTSpec | ResNetSpec, task_emb=None) -> np.ndarray:
         """Node embeddings (N, hid) of ``arch``'s graph under the task (the learngene's output)."""
         e = self._task_tensor(task_emb) if self.use_tsl else None
-        return self.ghn_.encode(self.graph(arch), e).numpy()
+        return self.ghn_.encode(self.graph(arch), e).cpu().numpy()
 
     @classmethod
     def from_stage1(cls, other: TAL, **overrides) -> TAL:
@@ -485,7 +507,7 @@ class TAL:
         """Write the configuration and hypernetwork weights (``torch.save``, tensors + primitives)."""
         torch.save(
             {
-                "params": self.get_params(),
+                "params": {**self.get_params(), "device": str(self.device)},
                 "state": self.ghn_.state_dict(),
                 "stages": [self.stage1_done_, self.stage2_done_],
                 "emb_mean": None if self.emb_mean_ is None else torch.from_numpy(self.emb_mean_),
@@ -497,14 +519,15 @@ class TAL:
         )
 
     @classmethod
-    def load(cls, path) -> TAL:
-        """Read a model written by ``save``.
+    def load(cls, path, device: str | torch.device = "cpu") -> TAL:
+        """Read a model written by ``save`` onto ``device`` (default the CPU, whichever device
+        saved it).
 
         A file that is not such a checkpoint (truncated, empty, another pickle) raises
         ``ValueError``; weights are read with ``weights_only=True``, never by unpickling code.
         """
         try:
-            blob = torch.load(path, weights_only=True)
+            blob = torch.load(path, weights_only=True, map_location="cpu")
         except (EOFError, pickle.UnpicklingError, RuntimeError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ValueError(
@@ -515,7 +538,7 @@ class TAL:
             raise ValueError(
                 f"path: {path} is not a checkpoint written by TAL.save (it lacks {sorted(keys)})"
             )
-        model = cls(**blob["params"])
+        model = cls(**{**blob["params"], "device": device})
         model.ghn_.load_state_dict(_upgrade_state(blob, model.ghn_.state_dict()))
         model.stage1_done_, model.stage2_done_ = blob["stages"]
         if blob.get("emb_mean") is not None:
