@@ -147,7 +147,7 @@ class ShadowData(TorchFunctionMode):
     They are built on the CPU here instead: the data as a shadow tensor, an index as a CPU index.
     """
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+    def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if func in _FROM_DATA and _is_shadow(kwargs.get("device")):
             kwargs["device"] = "cpu"

@@ -236,6 +236,7 @@ def test_tal_trains_on_a_shadow_accelerator(use_tsl) -> None:
     """learngene's TAL (not an estimator entry): both stages, prediction and encoding with
     ``device=``, the ancestry's knowledge distillation included."""
     import numpy as np
+
     from learngene import TAL, TinyViT, ViTSpace, ViTSpec, make_mini_decathlon, make_proxy_task
     from learngene._conformance import TAL_KW, TAL_SPEC
 
