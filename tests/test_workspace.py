@@ -158,3 +158,25 @@ def test_sparse_attn_device_check_dry_run(repo_root: pathlib.Path, tmp_path: pat
     data = json.loads(out.read_text())
     assert data["correctness"] and all(r["ok"] for r in data["correctness"])
     assert {r["dtype"] for r in data["speed"]} == {"fp32", "bf16"}
+
+
+def test_workspace_device_check_dry_run(repo_root: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """tools/bench/device_check.py (issue #76 item 3) runs every package's torch paths with
+    ``--device cpu``: each estimator fit and each tensor call, all agreeing with the CPU run."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "check.json"
+    proc = subprocess.run(
+        [sys.executable, str(repo_root / "tools/bench/device_check.py"), "--device", "cpu",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) >= 70 and all(r["ok"] for r in rows)
+    assert {r["entry"].split(":")[0] for r in rows} >= {
+        "brain-gcl", "causal-ts", "cost-model", "epi-ode", "evolving-dg", "interaction-moe",
+        "kd-losses", "sparse-attn", "vlm-pseudolabel", "nas-puzzle", "gfn-symmetry",
+    }  # fmt: skip
