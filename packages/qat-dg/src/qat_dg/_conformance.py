@@ -5,8 +5,12 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
+
+import qat_dg
 
 from qat_dg import (
     ERM,
@@ -130,6 +134,117 @@ def _folders(folder):
                     folder / d / c / f"{i}.png"
                 )
     return folder
+
+
+@functools.cache
+def _module(kind: str) -> torch.nn.Module:
+    """One small eval-mode module of each public class, built once (outside any device run)."""
+    torch.manual_seed(0)
+    if kind == "MLP":
+        m = qat_dg.MLP(64, 3, hidden=8)
+    elif kind == "SmallCNN":
+        m = qat_dg.SmallCNN(1, 3, 4)
+    elif kind == "ResNet18":
+        m = qat_dg.ResNet18(1, 3)
+    elif kind == "FakeQuantConv2d":
+        m = quantize_model(torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3)), bits=4)[0]
+    elif kind == "FakeQuantLinear":
+        m = quantize_model(torch.nn.Sequential(torch.nn.Linear(64, 3)), bits=4,
+                           targets=("linear",))[0]  # fmt: skip
+    elif kind == "Int8Conv2d":
+        m = qat_dg.Int8Conv2d(_module("FakeQuantConv2d"))
+    elif kind == "Int8Linear":
+        m = qat_dg.Int8Linear(_module("FakeQuantLinear"))
+    elif kind == "Ensemble":
+        m = qat_dg.Ensemble([qat_dg.SmallCNN(1, 3, 4), qat_dg.SmallCNN(1, 3, 4)])
+    else:
+        raise KeyError(kind)
+    return m.double().eval() if not kind.startswith("Int8") else m.eval()
+
+
+def _forward(kind: str, x):
+    """The module's output on ``x`` (flattened first for the linear layers)."""
+    m = _module(kind)
+    x = torch.as_tensor(x).to(next(m.parameters()).dtype)
+    if kind in ("MLP", "FakeQuantLinear", "Int8Linear"):
+        x = x.flatten(1)
+    with torch.no_grad():
+        return m(x)
+
+
+def _module_entries(X: np.ndarray, W: np.ndarray) -> list[dict]:
+    out = []
+    for kind in ("MLP", "SmallCNN", "ResNet18", "FakeQuantConv2d", "FakeQuantLinear",
+                 "Int8Conv2d", "Int8Linear", "Ensemble"):  # fmt: skip
+        out.append({
+            "name": f"{kind}.forward",
+            "call": lambda x, kind=kind: _forward(kind, x),
+            "kwargs": {"x": X},
+            "modules": lambda kind=kind: [_module(kind)],
+            # building blocks follow torch.nn (NaN propagates, an empty batch gives an empty
+            # output; a check per forward would cost a device sync): the algorithms validate
+            # their batches upstream. Determinism, pickling, devices and bf16 are checked here.
+        })  # fmt: skip
+    out.append({
+        "name": "LSQQuantizer.forward",
+        "call": lambda weight, bits=4, per_channel=True: _lsq(weight, bits, per_channel),
+        "modules": lambda: [_quantizer(4, True), _quantizer(4, False)],
+        "kwargs": {"weight": torch.as_tensor(W)},
+        "params": {"bits": {"type": "int", "bad": [1, 17]}},
+        "grid": {"per_channel": [False]},
+    })  # fmt: skip
+    model = lambda: quantize_model(qat_dg.SmallCNN(1, 3, 4), bits=5)  # noqa: E731
+    out += [
+        {"name": "quantize_model", "call": lambda bits=5: sum(
+            1 for _ in qat_dg.quantized_modules(quantize_model(qat_dg.SmallCNN(1, 3, 4), bits=bits))),
+         "kwargs": {}, "params": {"bits": {"type": "int", "bad": [1, 17]}},
+         "known": [{"kwargs": {"bits": 8}, "check": lambda n: n == 3,
+                    "why": "the three convolutions of SmallCNN are quantized"}]},
+        {"name": "is_quantized", "call": lambda quantized=True: qat_dg.is_quantized(
+            model() if quantized else qat_dg.SmallCNN(1, 3, 4)), "kwargs": {},
+         "known": [{"kwargs": {"quantized": False}, "check": lambda b: b is False,
+                    "why": "a float model is not quantized"}]},
+        {"name": "quantized_modules", "call": lambda: [n for n, _ in qat_dg.quantized_modules(model())],
+         "kwargs": {}, "known": [{"kwargs": {}, "check": lambda names: names == [
+             "features.0", "features.3", "features.6"], "why": "the convolutions, in order"}]},
+        {"name": "quant_parameters", "call": lambda: len(list(qat_dg.quant_parameters(model()))),
+         "kwargs": {}, "known": [{"kwargs": {}, "check": lambda n: n == 3,
+                                  "why": "one step size per quantized layer"}]},
+        {"name": "model_size_bytes", "call": lambda bits=5: qat_dg.model_size_bytes(
+            quantize_model(qat_dg.SmallCNN(1, 3, 4), bits=bits)), "kwargs": {},
+         "known": [{"kwargs": {"bits": 8}, "check": lambda b: b < 4 * sum(
+             p.numel() for p in qat_dg.SmallCNN(1, 3, 4).parameters()),
+             "why": "quantized weights take fewer bytes than float32"}]},
+        {"name": "saved_size_bytes", "call": lambda: qat_dg.saved_size_bytes(
+            qat_dg.to_int8(model())), "kwargs": {}},
+        {"name": "rounding_noise_stats", "call": lambda: sorted(
+            qat_dg.rounding_noise_stats(model())), "kwargs": {},
+         "known": [{"kwargs": {}, "check": lambda k: k == ["features.0", "features.3", "features.6"],
+                    "why": "one record per quantized layer"}]},
+        {"name": "to_int8", "call": lambda mode="weight_only": _int8(X, mode), "kwargs": {},
+         "params": {"mode": {"type": "str", "bad": ["int4"]}}},
+        {"name": "dequantize_export", "call": _export_exact, "kwargs": {"_": 0},
+         "known": [{"kwargs": {"_": 0}, "check": bool,
+                    "why": "dequantize_export(export_quantized(m)) equals the fake-quantized weights"}]},
+    ]  # fmt: skip
+    return out
+
+
+@functools.cache
+def _quantizer(bits: int, per_channel: bool) -> torch.nn.Module:
+    """An LSQ quantizer for the 6-row example weight, built once (outside any device run)."""
+    return qat_dg.LSQQuantizer(6, bits=bits, per_channel=per_channel)
+
+
+def _lsq(weight, bits, per_channel):
+    return _quantizer(bits, per_channel)(weight).detach()
+
+
+def _int8(x, mode):
+    torch.manual_seed(0)
+    m = qat_dg.to_int8(quantize_model(qat_dg.SmallCNN(1, 3, 4), bits=7).eval(), mode)
+    with torch.no_grad():
+        return m(torch.as_tensor(x).float()).numpy()
 
 
 def entries() -> list[dict]:
@@ -312,4 +427,4 @@ def entries() -> list[dict]:
             ],
         },
     ]
-    return out  # fmt: skip
+    return out + _module_entries(X, W)  # fmt: skip
