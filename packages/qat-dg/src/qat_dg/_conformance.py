@@ -11,7 +11,6 @@ import numpy as np
 import torch
 
 import qat_dg
-
 from qat_dg import (
     ERM,
     EoQ,
