@@ -204,4 +204,66 @@ def entries() -> list[dict]:
          "check": lambda bag: bag.coords.tolist() == np.stack(np.meshgrid(
              np.arange(4), np.arange(3), indexing="ij"), -1).reshape(-1, 2).tolist(),
          "corrupt": [("truncate", _truncate_h5), "empty"]},
+    ] + _module_entries(feats, coords)  # fmt: skip
+
+
+_MIL = ("ABMIL", "MeanPoolMIL", "TransMILStyle")
+
+
+@functools.cache
+def _module(kind: str) -> torch.nn.Module:
+    """One small eval-mode module per public class, built once (outside any device run)."""
+    import sparse_attn as sa
+
+    with torch.device("cpu"):
+        torch.manual_seed(0)
+        if kind in _MIL:
+            m = getattr(sa, kind)(4, 2, dim=8)
+        elif kind == "QuerentAttention":
+            m = sa.QuerentAttention(8, 2, region_size=4, top_k=2)
+        elif kind == "QuerentLayer":
+            m = sa.QuerentLayer(8, 2, top_k=2)
+        elif kind == "RegionScoreEstimator":
+            m = sa.RegionScoreEstimator(4)
+        else:
+            m = sa.TinyLlama(sa.TinyLlamaConfig(vocab_size=32, hidden_size=16, num_layers=1,
+                                                num_heads=2, num_kv_heads=1))  # fmt: skip
+        return m.double().eval()
+
+
+def _run(kind, *args):
+    with torch.no_grad():
+        out = _module(kind)(*args)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _module_entries(feats, coords) -> list[dict]:
+    """Forward passes of the MIL models, the Querent layers and TinyLlama (eval mode):
+    determinism, pickling, devices and bf16; like torch.nn layers they propagate NaN."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(1, 12, 8, generator=g, dtype=torch.float64)
+    rid = torch.arange(12) // 4
+    q, kmin, kmax = (torch.randn(1, 2, n, 4, generator=g, dtype=torch.float64) for n in (12, 3, 3))
+    ids = torch.randint(0, 32, (2, 7), generator=g)
+    out = [
+        {
+            "name": f"{k}.forward",
+            "call": lambda features, coords, k=k: _run(k, features, coords),
+            "kwargs": {"features": feats, "coords": coords},
+            "modules": lambda k=k: [_module(k)],
+        }
+        for k in _MIL
+    ]
+    out += [
+        {"name": "QuerentAttention.forward", "call": lambda x: _run("QuerentAttention", x),
+         "kwargs": {"x": x}, "modules": lambda: [_module("QuerentAttention")]},
+        {"name": "QuerentLayer.forward", "call": lambda x, region_ids: _run("QuerentLayer", x, region_ids),
+         "kwargs": {"x": x[0], "region_ids": rid}, "modules": lambda: [_module("QuerentLayer")]},
+        {"name": "RegionScoreEstimator.forward",
+         "call": lambda q, kmin, kmax: _run("RegionScoreEstimator", q, kmin, kmax),
+         "kwargs": {"q": q, "kmin": kmin, "kmax": kmax},
+         "modules": lambda: [_module("RegionScoreEstimator")]},
+        {"name": "TinyLlama.forward", "call": lambda input_ids: _run("TinyLlama", input_ids),
+         "kwargs": {"input_ids": ids}, "modules": lambda: [_module("TinyLlama")]},
     ]  # fmt: skip
+    return out

@@ -6,6 +6,7 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import torch
@@ -293,4 +294,32 @@ def entries() -> list[dict]:
                 else params,
             }
         )
-    return out  # fmt: skip
+    return out + _module_entries()  # fmt: skip
+
+
+@functools.cache
+def _module(kind: str) -> torch.nn.Module:
+    """A small eval-mode Adapter / PromptModel, built once (outside any device run)."""
+    from vlm_pseudolabel import Adapter, PromptModel
+
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    if kind == "Adapter":
+        return Adapter(6, hidden=8).double().eval()
+    text = torch.randn(3, 6, generator=g, dtype=torch.float64)
+    return PromptModel(text, "shared_lowrank", rank=2, generator=g).double().eval()
+
+
+def _forward(kind, x):
+    with torch.no_grad():
+        return _module(kind)(x)
+
+
+def _module_entries() -> list[dict]:
+    """Forward passes of the adapter and the prompt model (logits of image embeddings)."""
+    x = torch.randn(5, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    return [
+        {"name": f"{k}.forward", "call": lambda x, k=k: _forward(k, x), "kwargs": {"x": x},
+         "modules": lambda k=k: [_module(k)]}
+        for k in ("Adapter", "PromptModel")
+    ]  # fmt: skip
