@@ -58,200 +58,194 @@ def entries() -> list[dict]:
     xs, y, _ = make_interaction_data(60, seed=0)
     xt, _, _ = make_interaction_data(30, seed=1)
     fast = {"epochs": 1, "hidden": 4, "batch_size": 64}
-    return (
-        [
-            {
-                "name": "I2MoEClassifier",
-                "kind": "estimator",
-                "cls": I2MoEClassifier,
-                "init": fast,
-                "fit": {"X": xs, "y": y},
-                "not_sklearn": "X is a list of per-modality arrays, not one 2-D feature matrix",
-                "grid": {
-                    "backbone": ["late", "lrtf", "transformer"],
-                    "encoder": [
-                        {
-                            "grid_value": "gru",  # over (n, T, d) token sequences
-                            "fit": {"X": [np.repeat(x[:, None], 3, 1) for x in xs], "y": y},
-                            "methods": {
-                                "predict_proba": {"X": [np.repeat(x[:, None], 3, 1) for x in xt]},
-                                "predict": {"X": [np.repeat(x[:, None], 3, 1) for x in xt]},
-                            },
-                            "known": [],
-                        }
-                    ],
-                    "moe": [False],
-                    "perturbation": ["zero", "mean", "permute"],
-                    "reweighting": ["global"],
-                    "interaction_loss": [False],
-                    "specialize": [True],
-                    "independent_init": [True],
-                    "standardize": [False],
-                },
-                "methods": {"predict_proba": {"X": xt}, "predict": {"X": xt}},
-                "arrays": {"y": {"kind": "labels", "ndim": 1}},
-                "params": {
-                    "lr": {"type": "float", "bad": [0.0, float("inf"), float("nan")]},
-                    "device": {"type": "str", "bad": ["warp-drive"]},
-                    "validation_fraction": {"type": "float", "bad": [0.999, 1.0, -0.1]},
-                    "epochs": {"type": "int", "bad": [0]},
-                    "hidden": {"type": "int", "bad": [0]},
-                    "backbone": {"type": "str", "bad": ["mlp"]},
-                    "encoder": {"type": "str", "bad": ["lstm"]},
-                    "perturbation": {"type": "str", "bad": ["drop"]},
-                    "gate_target_weight": {"type": "float", "bad": [-1.0]},
-                },
-                "known": [
+    out = [
+        {
+            "name": "I2MoEClassifier",
+            "kind": "estimator",
+            "cls": I2MoEClassifier,
+            "init": fast,
+            "fit": {"X": xs, "y": y},
+            "not_sklearn": "X is a list of per-modality arrays, not one 2-D feature matrix",
+            "grid": {
+                "backbone": ["late", "lrtf", "transformer"],
+                "encoder": [
                     {
-                        "kwargs": {"X": [x.astype(np.int64) for x in xs]},
-                        "check": lambda out: np.isfinite(out["predict_proba"]).all(),
-                        "why": "integer modality arrays are cast, not a raw dtype error",
-                    },
-                    {
-                        "kwargs": {"X": [xs[0], xs[1][:-1]]},
-                        "raises": ["X"],
-                        "why": "modalities of different lengths",
-                    },
-                    {"kwargs": {"X": [xs[0]]}, "raises": ["X"], "why": "one modality only"},
-                ],
-            },
-            {
-                "name": "load_breast_cancer_groups",
-                "call": load_breast_cancer_groups,
-                "kwargs": {},
-                "known": [
-                    {
-                        "kwargs": {},
-                        "check": lambda out: (
-                            [x.shape for x in out[0]] == [(569, 10)] * 3
-                            and set(out[1].tolist()) == {0, 1}
-                        ),
-                        "why": "mean / error / worst feature groups of the 569 tumours",
+                        "grid_value": "gru",  # over (n, T, d) token sequences
+                        "fit": {"X": [np.repeat(x[:, None], 3, 1) for x in xs], "y": y},
+                        "methods": {
+                            "predict_proba": {"X": [np.repeat(x[:, None], 3, 1) for x in xt]},
+                            "predict": {"X": [np.repeat(x[:, None], 3, 1) for x in xt]},
+                        },
+                        "known": [],
                     }
                 ],
+                "moe": [False],
+                "perturbation": ["zero", "mean", "permute"],
+                "reweighting": ["global"],
+                "interaction_loss": [False],
+                "specialize": [True],
+                "independent_init": [True],
+                "standardize": [False],
             },
-            {
-                "name": "load_digits_halves",
-                "call": load_digits_halves,
-                "kwargs": {},
-                "known": [
-                    {
-                        "kwargs": {},
-                        "check": lambda out: (
-                            [x.shape for x in out[0]] == [(1797, 32)] * 2
-                            and float(max(x.max() for x in out[0])) <= 1.0
-                        ),
-                        "why": "top and bottom halves of the 8x8 digits, scaled to [0, 1]",
-                    }
-                ],
+            "methods": {"predict_proba": {"X": xt}, "predict": {"X": xt}},
+            "arrays": {"y": {"kind": "labels", "ndim": 1}},
+            "params": {
+                "lr": {"type": "float", "bad": [0.0, float("inf"), float("nan")]},
+                "device": {"type": "str", "bad": ["warp-drive"]},
+                "validation_fraction": {"type": "float", "bad": [0.999, 1.0, -0.1]},
+                "epochs": {"type": "int", "bad": [0]},
+                "hidden": {"type": "int", "bad": [0]},
+                "backbone": {"type": "str", "bad": ["mlp"]},
+                "encoder": {"type": "str", "bad": ["lstm"]},
+                "perturbation": {"type": "str", "bad": ["drop"]},
+                "gate_target_weight": {"type": "float", "bad": [-1.0]},
             },
-            {
-                "name": "interaction_loss",
-                "call": lambda clean, perturbed=_PERTURBED, margin=1.0: interaction_loss(
-                    [clean] * 4, [list(perturbed[:2])] * 4, margin
-                )["total"],
-                "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
-                "arrays": {"clean": {"kind": "float", "ndim": 2}},
-                "params": {"margin": {"type": "float", "bad": [-1.0]}},
-            },
-            {
-                "name": "perturb",
-                "call": lambda embs, mode="zero": perturb([embs, embs], 0, mode)[0],
-                "kwargs": {"embs": _outputs()[0]},
-                # it replaces values, it does not read them: I2MoE validates its inputs upstream
-                "arrays": {
-                    "embs": {"kind": "float", "ndim": (2, 3), "nan_ok": True, "inf_ok": True}
+            "known": [
+                {
+                    "kwargs": {"X": [x.astype(np.int64) for x in xs]},
+                    "check": lambda out: np.isfinite(out["predict_proba"]).all(),
+                    "why": "integer modality arrays are cast, not a raw dtype error",
                 },
-                "params": {"mode": {"type": "str", "bad": ["drop"]}},
-                "grid": {"mode": ["mean"]},
-                "known": [
-                    {
-                        "kwargs": {"embs": _outputs()[0]},
-                        "check": lambda v: bool((v == 0).all()),
-                        "why": "zero removal",
-                    },
-                    {
-                        "kwargs": {"embs": _outputs()[0], "mode": "mean"},
-                        "check": lambda v: bool(
-                            torch.allclose(v, _outputs()[0].mean(0).expand_as(v))
-                        ),
-                        "why": "mean removal: every row is the batch mean",
-                    },
-                ],
-            },
-            {
-                "name": "uniqueness_loss",
-                "call": lambda clean, perturbed=_PERTURBED, m=1, margin=1.0: uniqueness_loss(
-                    clean, perturbed, m, margin
-                ),
-                "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
-                "arrays": {"clean": {"kind": "float", "ndim": 2}},
-                "params": {
-                    "m": {"type": "int", "bad": [3, -1]},
-                    "margin": {"type": "float", "bad": [-1.0]},
+                {
+                    "kwargs": {"X": [xs[0], xs[1][:-1]]},
+                    "raises": ["X"],
+                    "why": "modalities of different lengths",
                 },
-                "known": [
-                    {
-                        "kwargs": {"clean": _outputs()[0], "perturbed": [_outputs()[0]] * 3},
-                        "check": lambda v: abs(float(v) - 1.0) < 1e-6,
-                        "why": "all outputs equal: every triplet costs the margin",
-                    }
-                ],
-            },
-            {
-                "name": "synergy_loss",
-                "call": lambda clean, perturbed=_PERTURBED: synergy_loss(clean, perturbed),
-                "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
-                "arrays": {"clean": {"kind": "float", "ndim": 2}},
-                "known": [
-                    {
-                        "kwargs": {"clean": _outputs()[0], "perturbed": [_outputs()[0]] * 2},
-                        "check": lambda v: abs(float(v) - 1.0) < 1e-9,
-                        "why": "removals that change nothing: cosine 1",
-                    }
-                ],
-            },
-            {
-                "name": "redundancy_loss",
-                "call": lambda clean, perturbed=_PERTURBED: redundancy_loss(clean, perturbed),
-                "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
-                "arrays": {"clean": {"kind": "float", "ndim": 2}},
-                "known": [
-                    {
-                        "kwargs": {"clean": _outputs()[0], "perturbed": [-_outputs()[0]]},
-                        "check": lambda v: abs(float(v) - 2.0) < 1e-9,
-                        "why": "a removal that flips the output: 1 - cos = 2",
-                    }
-                ],
-            },
-            {
-                "name": "make_interaction_data",
-                "call": make_interaction_data,
-                "kwargs": {"n": 20, "seed": 0},
-                "params": {
-                    "n_classes": {"type": "int", "bad": [3]},
-                    "n_modalities": {"type": "int", "bad": [1]},
+                {"kwargs": {"X": [xs[0]]}, "raises": ["X"], "why": "one modality only"},
+            ],
+        },
+        {
+            "name": "load_breast_cancer_groups",
+            "call": load_breast_cancer_groups,
+            "kwargs": {},
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda out: (
+                        [x.shape for x in out[0]] == [(569, 10)] * 3
+                        and set(out[1].tolist()) == {0, 1}
+                    ),
+                    "why": "mean / error / worst feature groups of the 569 tumours",
+                }
+            ],
+        },
+        {
+            "name": "load_digits_halves",
+            "call": load_digits_halves,
+            "kwargs": {},
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda out: (
+                        [x.shape for x in out[0]] == [(1797, 32)] * 2
+                        and float(max(x.max() for x in out[0])) <= 1.0
+                    ),
+                    "why": "top and bottom halves of the 8x8 digits, scaled to [0, 1]",
+                }
+            ],
+        },
+        {
+            "name": "interaction_loss",
+            "call": lambda clean, perturbed=_PERTURBED, margin=1.0: interaction_loss(
+                [clean] * 4, [list(perturbed[:2])] * 4, margin
+            )["total"],
+            "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
+            "arrays": {"clean": {"kind": "float", "ndim": 2}},
+            "params": {"margin": {"type": "float", "bad": [-1.0]}},
+        },
+        {
+            "name": "perturb",
+            "call": lambda embs, mode="zero": perturb([embs, embs], 0, mode)[0],
+            "kwargs": {"embs": _outputs()[0]},
+            # it replaces values, it does not read them: I2MoE validates its inputs upstream
+            "arrays": {"embs": {"kind": "float", "ndim": (2, 3), "nan_ok": True, "inf_ok": True}},
+            "params": {"mode": {"type": "str", "bad": ["drop"]}},
+            "grid": {"mode": ["mean"]},
+            "known": [
+                {
+                    "kwargs": {"embs": _outputs()[0]},
+                    "check": lambda v: bool((v == 0).all()),
+                    "why": "zero removal",
                 },
+                {
+                    "kwargs": {"embs": _outputs()[0], "mode": "mean"},
+                    "check": lambda v: bool(torch.allclose(v, _outputs()[0].mean(0).expand_as(v))),
+                    "why": "mean removal: every row is the batch mean",
+                },
+            ],
+        },
+        {
+            "name": "uniqueness_loss",
+            "call": lambda clean, perturbed=_PERTURBED, m=1, margin=1.0: uniqueness_loss(
+                clean, perturbed, m, margin
+            ),
+            "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
+            "arrays": {"clean": {"kind": "float", "ndim": 2}},
+            "params": {
+                "m": {"type": "int", "bad": [3, -1]},
+                "margin": {"type": "float", "bad": [-1.0]},
             },
-            {
-                "name": "load_multimodal_npz",
-                "kind": "loader",
-                "write": _npz,
-                "read": load_multimodal_npz,
-                "check": lambda r: len(r[0]) == 2 and len(r[1]) == 20,
-                "corrupt": ["truncate", "empty", "header"],
+            "known": [
+                {
+                    "kwargs": {"clean": _outputs()[0], "perturbed": [_outputs()[0]] * 3},
+                    "check": lambda v: abs(float(v) - 1.0) < 1e-6,
+                    "why": "all outputs equal: every triplet costs the margin",
+                }
+            ],
+        },
+        {
+            "name": "synergy_loss",
+            "call": lambda clean, perturbed=_PERTURBED: synergy_loss(clean, perturbed),
+            "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
+            "arrays": {"clean": {"kind": "float", "ndim": 2}},
+            "known": [
+                {
+                    "kwargs": {"clean": _outputs()[0], "perturbed": [_outputs()[0]] * 2},
+                    "check": lambda v: abs(float(v) - 1.0) < 1e-9,
+                    "why": "removals that change nothing: cosine 1",
+                }
+            ],
+        },
+        {
+            "name": "redundancy_loss",
+            "call": lambda clean, perturbed=_PERTURBED: redundancy_loss(clean, perturbed),
+            "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
+            "arrays": {"clean": {"kind": "float", "ndim": 2}},
+            "known": [
+                {
+                    "kwargs": {"clean": _outputs()[0], "perturbed": [-_outputs()[0]]},
+                    "check": lambda v: abs(float(v) - 2.0) < 1e-9,
+                    "why": "a removal that flips the output: 1 - cos = 2",
+                }
+            ],
+        },
+        {
+            "name": "make_interaction_data",
+            "call": make_interaction_data,
+            "kwargs": {"n": 20, "seed": 0},
+            "params": {
+                "n_classes": {"type": "int", "bad": [3]},
+                "n_modalities": {"type": "int", "bad": [1]},
             },
-            {
-                "name": "load_multibench_pickle",
-                "kind": "loader",
-                "write": _mosi,
-                "read": lambda p: load_multibench_pickle(p, modalities=("vision", "text")),
-                "check": lambda r: r[0][0].shape[1:] == (4, 3),
-                "corrupt": ["truncate", "empty", "header"],
-            },
-        ]
-        + _module_entries()
-    )
+        },
+        {
+            "name": "load_multimodal_npz",
+            "kind": "loader",
+            "write": _npz,
+            "read": load_multimodal_npz,
+            "check": lambda r: len(r[0]) == 2 and len(r[1]) == 20,
+            "corrupt": ["truncate", "empty", "header"],
+        },
+        {
+            "name": "load_multibench_pickle",
+            "kind": "loader",
+            "write": _mosi,
+            "read": lambda p: load_multibench_pickle(p, modalities=("vision", "text")),
+            "check": lambda r: r[0][0].shape[1:] == (4, 3),
+            "corrupt": ["truncate", "empty", "header"],
+        },
+    ]
+    return [*out, *_module_entries()]
 
 
 _FUSIONS = ("ConcatMLPFusion", "LateFusion", "LowRankTensorFusion", "TransformerFusion")

@@ -112,7 +112,7 @@ def entries() -> list[dict]:
     hidden = torch.randn(2, 11, 16, generator=gen, dtype=torch.float64)
     for kind in _KERNEL_OPTIONS:  # built here, outside any device context the suite sets
         _layer(kind)
-    return [
+    out = [
         {"name": "cca_attention", "call": cca_attention,
          "kwargs": {**qkv, "group_size": 4, "local_window": 8},
          "arrays": arrays, "rows": rows, "order": "equivariant",
@@ -204,7 +204,8 @@ def entries() -> list[dict]:
          "check": lambda bag: bag.coords.tolist() == np.stack(np.meshgrid(
              np.arange(4), np.arange(3), indexing="ij"), -1).reshape(-1, 2).tolist(),
          "corrupt": [("truncate", _truncate_h5), "empty"]},
-    ] + _module_entries(feats, coords)  # fmt: skip
+    ]  # fmt: skip
+    return [*out, *_module_entries(feats, coords)]
 
 
 _MIL = ("ABMIL", "MeanPoolMIL", "TransMILStyle")

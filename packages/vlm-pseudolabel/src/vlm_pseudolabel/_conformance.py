@@ -294,7 +294,7 @@ def entries() -> list[dict]:
                 else params,
             }
         )
-    return out + _module_entries()  # fmt: skip
+    return [*out, *_module_entries()]
 
 
 @functools.cache
