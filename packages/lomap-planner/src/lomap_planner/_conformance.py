@@ -5,6 +5,8 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -83,7 +85,7 @@ def entries() -> list[dict]:
     def same_data(a, b):
         return all(np.allclose(a[k], b[k], atol=1e-5) for k in ("observations", "actions"))
 
-    return [
+    out = [
         {
             "name": "plan_is_infeasible",
             "call": plan_is_infeasible,
@@ -302,6 +304,7 @@ def entries() -> list[dict]:
             "corrupt": ["truncate", "empty", ("off-map", lambda p: _shift_minari(p, 30.0))],
         },
     ]
+    return [*out, *_more_entries(windows, x, data)]
 
 
 def _shift_file(path, delta):
@@ -321,3 +324,48 @@ def _shift_minari(path, delta):
         v = d[()]
         v[:, :2] += delta
         d[...] = v
+
+
+@functools.cache
+def _unet() -> torch.nn.Module:
+    """A small eval-mode TemporalUnet (horizon 8, 4 features), built once."""
+    from lomap_planner import TemporalUnet
+
+    with torch.device("cpu"):
+        torch.manual_seed(0)
+        return TemporalUnet(8, 4, dim=8, dim_mults=(1, 2)).eval()
+
+
+def _unet_forward(x, t):
+    with torch.no_grad():
+        return _unet()(x, t)
+
+
+def _more_entries(windows, x, data) -> list[dict]:
+    """local_pca (both rank rules), the windows and the U-Net's forward pass."""
+    from lomap_planner import local_pca
+
+    g = torch.Generator().manual_seed(0)
+    nbrs = torch.as_tensor(windows[:30].reshape(3, 10, -1), dtype=torch.float64)
+    return [
+        {"name": "local_pca", "call": lambda samples, tau=0.9, batch_rank=False: local_pca(
+            samples, tau, batch_rank=batch_rank)[1],
+         "kwargs": {"samples": nbrs}, "arrays": {"samples": {"kind": "float", "ndim": 3}},
+         "params": {"tau": {"type": "float", "bad": [0.0, 1.5, float("nan")]}},
+         "grid": {"batch_rank": [True]},
+         "known": [{"kwargs": {"samples": nbrs, "tau": 0.9},
+                    "check": lambda b: bool(torch.allclose(b.transpose(1, 2) @ b,
+                                                           torch.eye(b.shape[-1], dtype=b.dtype)
+                                                           .expand(b.shape[0], -1, -1) * (b.abs().sum(1, keepdim=True).transpose(1, 2) > 0),
+                                                           atol=1e-8)),
+                    "why": "the kept basis vectors are orthonormal (zero-padded past each rank)"}]},
+        {"name": "make_windows", "call": lambda horizon=8, stride=4: make_windows(
+            data, horizon, stride=stride, include_actions=False), "kwargs": {},
+         "params": {"horizon": {"type": "int", "bad": [0]}, "stride": {"type": "int", "bad": [0]}},
+         "known": [{"kwargs": {}, "check": lambda w: bool(np.array_equal(w, windows)),
+                    "why": "the windows the LoMAP entries use"}]},
+        {"name": "TemporalUnet.forward", "call": _unet_forward,
+         "kwargs": {"x": torch.randn(2, 8, 4, generator=g),
+                    "t": torch.tensor([0, 5])},
+         "modules": lambda: [_unet()]},
+    ]  # fmt: skip

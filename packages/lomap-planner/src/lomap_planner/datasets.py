@@ -763,9 +763,9 @@ def make_windows(
     -------
     ndarray of float32, shape (n_windows, horizon, act_dim + obs_dim)
     """
-    if not isinstance(horizon, (int, np.integer)) or horizon < 2:
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 2:
         raise ValueError(f"horizon must be an int >= 2, got {horizon!r}")
-    if not isinstance(stride, (int, np.integer)) or stride < 1:
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
         raise ValueError(f"stride must be a positive int, got {stride!r}")
     arrs = validate_dataset(data)
     obs = arrs["observations"].astype(np.float32)

@@ -59,6 +59,10 @@ def local_pca(
     """
     if not isinstance(samples, torch.Tensor) or samples.ndim != 3:
         raise ValueError("samples must be a Tensor of shape (b, k, d)")
+    if not samples.is_floating_point():
+        raise TypeError(f"samples must be a floating tensor, got {samples.dtype}")
+    if samples.dtype in (torch.float16, torch.bfloat16):  # no half-precision SVD: float32
+        samples = samples.float()
     b, k, d = samples.shape
     if k < 2 or d < 1:
         raise ValueError(f"samples needs k >= 2 points of dim >= 1, got k={k}, d={d}")
