@@ -100,7 +100,7 @@ def entries() -> list[dict]:
         "rows": [["log_flow", "log_pf", "log_pb", "log_reward", "lengths"]],
         "order": "invariant",
     }  # fmt: skip
-    return [
+    out = [
         {
             "name": "count_automorphisms",
             "call": count_automorphisms,
@@ -370,3 +370,62 @@ def entries() -> list[dict]:
             "min_rows": 2,
         },
     ]
+    return [*out, *_exact_entries()]
+
+
+_POLICY: dict = {}
+
+
+def _policy():
+    """A small untrained GraphPolicy on the 3-node space, built once."""
+    import torch
+
+    from gfn_symmetry import GraphPolicy
+
+    if "p" not in _POLICY:
+        torch.manual_seed(0)
+        _POLICY["p"] = GraphPolicy(_space().env, hidden=8, n_layers=1, seed=0)
+    return _POLICY["p"]
+
+
+def _log(p):
+    with np.errstate(divide="ignore"):
+        return np.log(p)
+
+
+def _exact_entries() -> list[dict]:
+    """Identities on the enumerable 3-node space (the flow-matching policy reproduces its
+    target exactly; an exact terminal distribution sums to 1) and |Aut| of a triangle."""
+    from gfn_symmetry import (
+        exact_terminal_distribution,
+        log_symmetry_correction,
+        molecule_fragments,
+        optimal_state_policy,
+        state_policy_distribution,
+    )
+
+    tri = _cycle(3)
+    return [
+        {"name": "optimal_state_policy",
+         "call": lambda beta=1.0: optimal_state_policy(_space(), _log(_target(beta)))[1],
+         "kwargs": {}},
+        {"name": "state_policy_distribution",
+         "call": lambda beta=1.0: state_policy_distribution(
+             _space(), *optimal_state_policy(_space(), _log(_target(beta)))),
+         "kwargs": {},
+         "known": [{"kwargs": {"beta": 1.0},
+                    "check": lambda p: bool(np.allclose(p, _target(1.0), atol=1e-12)),
+                    "why": "the flow-matching policy's terminal distribution is its target"}]},
+        {"name": "exact_terminal_distribution",
+         "call": lambda chunk=512: exact_terminal_distribution(_policy(), _space(), chunk=chunk),
+         "kwargs": {}, "params": {"chunk": {"type": "int", "bad": [0]}},
+         "known": [{"kwargs": {}, "check": lambda p: abs(float(p.sum()) - 1.0) < 1e-9,
+                    "why": "a distribution over the terminal states"}]},
+        {"name": "log_symmetry_correction",
+         "call": lambda graph: log_symmetry_correction(_space().env, graph),
+         "kwargs": {"graph": tri},
+         "known": [{"kwargs": {"graph": tri}, "check": lambda v: abs(v - math.log(6)) < 1e-12,
+                    "why": "|Aut(triangle)| = 3! = 6"}]},
+        {"name": "molecule_fragments", "call": lambda: len(molecule_fragments()), "kwargs": {},
+         "known": [{"kwargs": {}, "check": lambda n: n == 8, "why": "the 8-fragment vocabulary"}]},
+    ]  # fmt: skip

@@ -16,6 +16,7 @@ the exact terminal distribution of a policy on an enumerated space.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -475,6 +476,8 @@ def dense_terminal_distribution(
     -------
     ndarray, shape (S,)
     """
+    if isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1:
+        raise ValueError(f"chunk must be a positive int, got {chunk!r}")
     env = policy.env
     genv = space.env
     same = (genv.max_nodes, genv.n_labels, genv.max_edges) == (env.N, env.L, env.max_edges)

@@ -20,6 +20,7 @@ whose result is isomorphic to ``G'``) and the backward multiplicity
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -205,6 +206,8 @@ def exact_terminal_distribution(
     ndarray, shape (S,)
         Probability of terminating in each state.
     """
+    if isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1:
+        raise ValueError(f"chunk must be a positive int, got {chunk!r}")
     probs: list[np.ndarray] = []
     for lo in range(0, len(space), chunk):
         batch = featurize(space.env, space.graphs[lo : lo + chunk], validate=False)
