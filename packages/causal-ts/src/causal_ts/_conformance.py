@@ -380,4 +380,38 @@ def entries() -> list[dict]:
             ],
         }
     )
-    return out  # fmt: skip
+    return [*out, *_simulator_entries()]  # fmt: skip
+
+
+def _simulator_entries() -> list[dict]:
+    """The data generators: shapes, the planted graph, and a break that respects it."""
+    from causal_ts import dfs_subgraph, inject_causal_break, simulate_lorenz96, simulate_var
+
+    sim = {"n_vars": {"type": "int", "bad": [0]}, "T": {"type": "int", "bad": [0]},
+           "sd": {"type": "float", "bad": [-0.1, float("nan")]}}  # fmt: skip
+    X, G = simulate_var(n_vars=4, T=200, seed=0)
+    X2, _ = simulate_var(n_vars=4, T=200, seed=1)
+    return [
+        {"name": "simulate_var", "call": lambda n_vars=4, T=200, sd=0.1, lag=3: simulate_var(
+            n_vars=n_vars, T=T, sd=sd, lag=lag, seed=0)[0], "kwargs": {},
+         "params": {**sim, "lag": {"type": "int", "bad": [0]}},
+         "known": [{"kwargs": {}, "check": lambda x: x.shape == (200, 4) and bool(
+             np.isfinite(x).all()), "why": "T rows, one column per variable"}]},
+        {"name": "simulate_lorenz96", "call": lambda n_vars=4, T=200, sd=0.1, F=10.0:
+            simulate_lorenz96(n_vars=n_vars, T=T, sd=sd, F=F, burn_in=100, seed=0)[0],
+         "kwargs": {}, "params": sim,
+         "known": [{"kwargs": {}, "check": lambda x: x.shape == (200, 4),
+                    "why": "T rows, one column per variable"}]},
+        {"name": "dfs_subgraph", "call": lambda start=0, cutoff_prob=0.1: dfs_subgraph(
+            G, start, cutoff_prob, np.random.default_rng(0)), "kwargs": {},
+         "params": {"start": {"type": "int", "bad": [-1, 4]},
+                    "cutoff_prob": {"type": "float", "bad": [-0.1, 1.5]}},
+         "known": [{"kwargs": {}, "check": lambda nodes: 0 in set(np.asarray(nodes).tolist()),
+                    "why": "the subgraph contains its start node"}]},
+        {"name": "inject_causal_break", "call": lambda X, n_segments=2, length=10:
+            inject_causal_break(X, G, X2, n_segments=n_segments, length=length, seed=0)[0],
+         "kwargs": {"X": X}, "arrays": {"X": {"kind": "float", "ndim": 2}}, "min_rows": 40,
+         "params": {"n_segments": {"type": "int", "bad": [0]}, "length": {"type": "int", "bad": [0]}},
+         "known": [{"kwargs": {"X": X}, "check": lambda x: x.shape == X.shape,
+                    "why": "the series keeps its shape; only the broken segments change"}]},
+    ]  # fmt: skip

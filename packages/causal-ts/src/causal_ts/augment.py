@@ -21,6 +21,7 @@ import numpy as np
 from causal_ts._validation import (
     check_fraction,
     check_graph,
+    check_int,
     check_positive,
     check_rng,
     check_windows,
@@ -151,6 +152,7 @@ def dfs_subgraph(graph: Any, start: int, cutoff_prob: float = 0.1, rng: Any = No
     """
     g = check_graph(graph)
     n = g.shape[0]
+    start = check_int(start, "start")  # True would index variable 1
     if not 0 <= start < n:
         raise ValueError(f"start must lie in [0, {n}); got {start}")
     q = check_fraction(cutoff_prob, "cutoff_prob")

@@ -280,4 +280,39 @@ def entries() -> list[dict]:
             "params": {"max_iter": {"type": "int", "bad": [0]}},
         }
     )
-    return out
+    return [*out, *_helper_entries(P, y)]
+
+
+def _diagram_points(y, probs):
+    """The reliability curve reliability_diagram draws (its lines' data), figure closed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from isocal import reliability_diagram
+
+    ax = reliability_diagram(y, probs)
+    pts = np.concatenate([np.asarray(line.get_xydata(), float).ravel() for line in ax.lines])
+    plt.close(ax.figure)
+    return pts
+
+
+def _helper_entries(P, y) -> list[dict]:
+    """The synthetic miscalibrated problem and the reliability diagram."""
+    from isocal import make_miscalibrated
+
+    return [
+        {"name": "make_miscalibrated", "call": lambda n_samples=50, n_classes=3, temperature=2.0:
+            make_miscalibrated(n_samples, n_classes, temperature, random_state=0)[0],
+         "kwargs": {},
+         "params": {"n_samples": {"type": "int", "bad": [0]},
+                    "n_classes": {"type": "int", "bad": [1]},
+                    "temperature": {"type": "float", "bad": [0.0, float("nan")]}},
+         "known": [{"kwargs": {}, "check": lambda p: p.shape == (50, 3) and bool(
+             np.allclose(p.sum(1), 1.0)), "why": "rows on the simplex"}]},
+        {"name": "reliability_diagram", "call": _diagram_points,
+         "kwargs": {"y": y, "probs": P},
+         "arrays": {"y": {"kind": "labels", "ndim": 1}, "probs": {"kind": "float", "ndim": 2}},
+         "rows": [["y", "probs"]], "order": "invariant"},
+    ]  # fmt: skip
