@@ -5,6 +5,8 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -178,4 +180,33 @@ def entries() -> list[dict]:
             ],
         },
     ]
-    return out
+    return [*out, *_module_entries()]
+
+
+@functools.cache
+def _earth(solver: str = "rk4") -> torch.nn.Module:
+    """A small eval-mode EARTH module on a 3-region ring, built once (outside device runs)."""
+    from epi_ode import EARTH
+
+    torch.manual_seed(0)
+    A = np.ones((3, 3)) - np.eye(3)
+    return EARTH(3, A, hidden=4, heads=1, solver=solver).eval()
+
+
+def _earth_forward(values, solver="rk4"):
+    with torch.no_grad():
+        return _earth(solver)(values)
+
+
+def _module_entries() -> list[dict]:
+    """EARTH's forward pass on a batch of windows (B, W, N): determinism, pickling, the shadow
+    accelerator with CPU-equal values, bf16. Its control_coeffs validates the values."""
+    g = torch.Generator().manual_seed(0)
+    values = torch.randn(2, 8, 3, generator=g)
+    return [
+        {"name": "EARTH.forward", "call": _earth_forward, "kwargs": {"values": values},
+         "modules": lambda: [_earth("rk4"), _earth("euler")],
+         "arrays": {"values": {"kind": "float", "ndim": 3, "nan_ok": True}},  # NaN = missing
+         "rows": [["values"]],
+         "order": "equivariant", "grid": {"solver": ["euler"]}},
+    ]  # fmt: skip

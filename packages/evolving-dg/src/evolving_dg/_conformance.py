@@ -5,6 +5,8 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -145,4 +147,35 @@ def entries() -> list[dict]:
             "corrupt": ["truncate", "empty", ("extra-key", _extra_key)],
         }
     )
-    return out
+    return [*out, *_more_entries()]
+
+
+@functools.cache
+def _syncnet() -> torch.nn.Module:
+    """A small eval-mode SYNCNet for 2-d inputs, built once (outside device runs)."""
+    torch.manual_seed(0)
+    return edg.SYNCNet((2,), 2, "mlp", 8, 4, True, (True, True)).double().eval()
+
+
+def _encode_static(X):
+    with torch.no_grad():
+        return _syncnet().encode_static(X)[0]
+
+
+def _more_entries() -> list[dict]:
+    """SYNCNet's static encoder, the Table-2 ablation factory and the rotated-digits maker."""
+    X = torch.randn(5, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    flags = ("use_mi", "use_static_causal", "use_dynamic_causal")
+    return [
+        {"name": "SYNCNet.encode_static", "call": _encode_static, "kwargs": {"X": X},
+         "modules": lambda: [_syncnet()]},
+        {"name": "ablation", "call": lambda variant="B": [
+            edg.ablation(variant).get_params()[f] for f in flags], "kwargs": {},
+         "params": {"variant": {"type": "str", "bad": ["E"]}},
+         "known": [{"kwargs": {"variant": "C"}, "check": lambda v: v == [True, True, False],
+                    "why": "variant C adds the static causal mask to B (MI)"}]},
+        {"name": "make_rotated_digits", "call": lambda size=8, seed=0: len(
+            edg.make_rotated_digits(angles=(0, 30, 60), size=size, seed=seed).domains),
+         "kwargs": {}, "params": {"size": {"type": "int", "bad": [0]}},
+         "known": [{"kwargs": {}, "check": lambda n: n == 3, "why": "one domain per angle"}]},
+    ]  # fmt: skip
