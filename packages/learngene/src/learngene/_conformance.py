@@ -5,6 +5,8 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -232,7 +234,7 @@ def entries() -> list[dict]:
     logits = rng.normal(size=(6, 3)).astype(np.float32)
     fs, ft = rng.normal(size=(6, 4)).astype(np.float32), rng.normal(size=(6, 4)).astype(np.float32)
     X3 = rng.random((5, 3, 8, 8)).astype(np.float32)
-    return [
+    out = [
         {"name": "TinyViT.forward", "call": _logits, "kwargs": {"x": X},
          "arrays": {"x": {"kind": "float", "ndim": 4}}, "rows": [["x"]], "order": "equivariant"},
         {"name": "kd_loss", "call": _kd,
@@ -304,4 +306,60 @@ def entries() -> list[dict]:
                     "why": "the ViTForImageClassification gives the TinyViT's logits"},
                    {"kwargs": {"net": torch.nn.Linear(2, 2)}, "raises": ["net"],
                     "why": "only a TinyViT is exported"}]},
+    ]  # fmt: skip
+    return [*out, *_more_entries()]
+
+
+@functools.cache
+def _blocks(kind: str) -> torch.nn.Module:
+    """Small eval-mode TinyResNet / TaskFiLM, built once (outside device runs)."""
+    from learngene import ResNetSpec, TaskFiLM, TinyResNet
+
+    torch.manual_seed(0)
+    if kind == "TinyResNet":
+        return TinyResNet(ResNetSpec(blocks=(1, 1), widths=(8, 16)), 3).double().eval()
+    return TaskFiLM(4, 8).double().eval()
+
+
+def _block_forward(kind, *args):
+    with torch.no_grad():
+        return _blocks(kind)(*args)
+
+
+def _more_entries() -> list[dict]:
+    """TinyResNet and TaskFiLM forwards, the task generators, the task sampler, RandInit."""
+    from learngene import (
+        RandInit,
+        TaskSampler,
+        make_mini_decathlon,
+        make_proxy_task,
+        make_unseen_tasks,
+    )
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(2, 1, 16, 16, generator=g, dtype=torch.float64)
+    h, e = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((5, 8), (4,)))
+    tasks = lambda fn: (
+        lambda seed=0: sorted(
+            (k, t.X_train.shape, t.n_classes) for k, t in fn(seed, n_train=8, n_test=4).items()
+        )
+    )
+    return [
+        {"name": "TinyResNet.forward", "call": lambda x: _block_forward("TinyResNet", x),
+         "kwargs": {"x": x}, "modules": lambda: [_blocks("TinyResNet")]},
+        {"name": "TaskFiLM.forward", "call": lambda h, e: _block_forward("TaskFiLM", h, e),
+         "kwargs": {"h": h, "e": e}, "modules": lambda: [_blocks("TaskFiLM")]},
+        {"name": "make_proxy_task", "call": lambda seed=0: make_proxy_task(
+            seed, n_per_class=1, n_test_per_class=1).X_train, "kwargs": {},
+         "known": [{"kwargs": {}, "check": lambda X: X.shape == (62, 1, 16, 16),
+                    "why": "one image per class of the 62-class proxy task"}]},
+        {"name": "make_mini_decathlon", "call": tasks(make_mini_decathlon), "kwargs": {},
+         "known": [{"kwargs": {}, "check": lambda ts: len(ts) == 7, "why": "seven tasks"}]},
+        {"name": "make_unseen_tasks", "call": tasks(make_unseen_tasks), "kwargs": {}},
+        {"name": "TaskSampler.sample", "call": lambda n=6, temperature=2.0: TaskSampler(
+            {"a": 10, "b": 30}, temperature, 0).sample(n), "kwargs": {},
+         "params": {"temperature": {"type": "float", "bad": [0.0, float("nan")]}}},
+        {"name": "RandInit.predict", "call": lambda random_state=0: sum(
+            float(p.abs().sum()) for p in RandInit(random_state).predict(TAL_SPEC, n_classes=3)
+            .parameters()), "kwargs": {}},
     ]  # fmt: skip
