@@ -339,11 +339,14 @@ def _more_entries() -> list[dict]:
     g = torch.Generator().manual_seed(0)
     x = torch.rand(2, 1, 16, 16, generator=g, dtype=torch.float64)
     h, e = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((5, 8), (4,)))
-    tasks = lambda fn: (
-        lambda seed=0: sorted(
-            (k, t.X_train.shape, t.n_classes) for k, t in fn(seed, n_train=8, n_test=4).items()
-        )
-    )
+
+    def tasks(fn):
+        def summary(seed=0):
+            return sorted((k, t.X_train.shape, t.n_classes)
+                          for k, t in fn(seed, n_train=8, n_test=4).items())  # fmt: skip
+
+        return summary
+
     return [
         {"name": "TinyResNet.forward", "call": lambda x: _block_forward("TinyResNet", x),
          "kwargs": {"x": x}, "modules": lambda: [_blocks("TinyResNet")]},
