@@ -5,6 +5,8 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -279,4 +281,37 @@ def entries() -> list[dict]:
             "min_rows": 0,  # per-sequence values: no sequences, no values
         }
     )
-    return out
+    return [*out, *_data_entries()]
+
+
+@functools.cache
+def _lm() -> torch.nn.Module:
+    """A tiny token model (embedding + linear head), built once (outside device runs)."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 10)).double().eval()
+
+
+def _sampled(scores, prune_ratio=0.3, strategy="stratified"):
+    n = int(scores.shape[0]) if getattr(scores, "ndim", 1) else 20
+    s = K.DifficultyAwareSampler(n, prune_ratio=prune_ratio, strategy=strategy, seed=0)
+    s.update(scores)
+    return np.sort(np.fromiter(iter(s), dtype=np.int64))
+
+
+def _data_entries() -> list[dict]:
+    """DA-KD's sampler after one difficulty update, and per-sequence NLL of a token model."""
+    g = torch.Generator().manual_seed(3)
+    scores = torch.rand(20, generator=g, dtype=torch.float64)
+    tokens = torch.randint(0, 10, (3, 5), generator=g)
+    return [
+        {"name": "DifficultyAwareSampler.update", "call": _sampled, "kwargs": {"scores": scores},
+         # the scores are checked by test_dakd.py::test_sampler_bad_input (length, NaN)
+         "params": {"prune_ratio": {"type": "float", "bad": [-0.1, 1.0]},
+                    "strategy": {"type": "str", "bad": ["hardest"]}},
+         "known": [{"kwargs": {"scores": scores}, "check": lambda idx: len(idx) == 14 and len(
+             set(idx.tolist())) == 14, "why": "30% pruned: 14 distinct samples of 20 kept"}]},
+        {"name": "dataset_nll", "call": lambda tokens, batch_size=2: K.dataset_nll(
+            _lm(), tokens, batch_size=batch_size), "kwargs": {"tokens": tokens},
+         "modules": lambda: [_lm()], "rows": [["tokens"]], "order": "equivariant",
+         "params": {"batch_size": {"type": "int", "bad": [0]}}},
+    ]  # fmt: skip

@@ -7,6 +7,7 @@ student's cross-entropy to the teacher's cross-entropy on the sample's target to
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 
 import torch
@@ -125,8 +126,18 @@ def dataset_nll(
     torch.Tensor, shape (len(indices),)
         Mean NLL per sequence.
     """
+    if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.is_floating_point():
+        raise ValueError("tokens must be an integer tensor of shape (n, L)")
+    if tokens.shape[0] == 0 or tokens.shape[1] < 2:
+        raise ValueError(f"tokens needs n >= 1 sequences of L >= 2 ids, got {tuple(tokens.shape)}")
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, numbers.Integral)
+        or batch_size < 1
+    ):
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     if indices is None:
-        indices = torch.arange(tokens.shape[0])
+        indices = torch.arange(tokens.shape[0], device=tokens.device)
     out = []
     for start in range(0, len(indices), batch_size):
         batch = tokens[indices[start : start + batch_size]]
@@ -134,4 +145,4 @@ def dataset_nll(
         if pad_id is not None:
             labels[labels == pad_id] = -100
         out.append(sequence_nll(model(batch[:, :-1]), labels))
-    return torch.cat(out) if out else torch.zeros(0)
+    return torch.cat(out) if out else torch.zeros(0, device=tokens.device)

@@ -150,7 +150,7 @@ class DifficultyAwareSampler(Sampler[int]):
         self.seed = int(seed)
         self.epoch = 0
         self.n_updates = 0
-        self.active_indices = torch.arange(self.n)
+        self.active_indices = torch.arange(self.n, device="cpu")  # host indices for a DataLoader
 
     @property
     def fraction(self) -> float:
@@ -180,7 +180,10 @@ class DifficultyAwareSampler(Sampler[int]):
         torch.Tensor
             The new ``active_indices``.
         """
-        scores = torch.as_tensor(scores, dtype=torch.float64).detach().cpu()
+        if isinstance(scores, torch.Tensor):  # indices are drawn on the host
+            scores = scores.detach().to("cpu", torch.float64)
+        else:
+            scores = torch.as_tensor(np.asarray(scores, dtype=np.float64), device="cpu")
         if scores.ndim != 1:
             raise ValueError("scores must be 1-D")
         if scores.numel() == self.n and self.n != len(self.active_indices):
