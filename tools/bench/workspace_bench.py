@@ -59,8 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "tests"):
         out, wall, cpu, rc = _timed([sys.executable, "-m", "pytest", "-q"])
         counts = pytest_counts(out)
-        total = sum(v for k, v in counts.items() if k not in ("warning",))
-        shown = ", ".join(f"{v:,} {k}" for k, v in counts.items() if k != "warning")
+        tests = {k: v for k, v in counts.items() if not k.startswith("warning")}
+        total = sum(tests.values())
+        shown = ", ".join(f"{v:,} {k}" for k, v in tests.items())
         rows.append(["uv run pytest", f"{total:,} tests: {shown}", wall, cpu])
         per["pytest"] = {"returncode": rc, **counts}
     run.table(
