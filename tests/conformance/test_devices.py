@@ -86,6 +86,7 @@ def test_follows_the_inputs_device(entry, where) -> None:
         pytest.skip(CPU_ONLY[entry.id])
     if where != "call":
         fitted(entry)  # fit (and cache) outside the meta context
+    _modules(entry)  # modules the call uses are built (and cached) outside it too
     try:
         with torch.device("meta"):
             out = _call(entry, where)
