@@ -109,7 +109,7 @@ def entries() -> list[dict]:
         "periods": {"bad": [[100], [0]]},
         "period_mode": {"type": "str", "bad": ["spectral"]},
     }
-    return [
+    out = [
         {
             "name": "SARCClassifier",
             "kind": "estimator",
@@ -296,3 +296,12 @@ def entries() -> list[dict]:
             "corrupt": [("cut-mid-row", _cut_mid_row), "header", "empty", "delimiter"],
         },
     ]
+    return [
+        *out,
+        {"name": "make_lag_sign", "call": lambda n=6, L=60, period=6: make_lag_sign(
+            n, L=L, period=period, seed=0)[0], "kwargs": {},
+         "params": {"n": {"type": "int", "bad": [0]}, "L": {"type": "int", "bad": [0]},
+                    "period": {"type": "int", "bad": [0]}},
+         "known": [{"kwargs": {}, "check": lambda x: x.shape == (6, 1, 60),
+                    "why": "n univariate series of length L"}]},
+    ]  # fmt: skip

@@ -50,6 +50,9 @@ def make_lag_sign(
     X : ndarray (n, 1, L)
     y : ndarray (n,) of int in {0, 1} (0 = negative sign)
     """
+    for name, v in (("n", n), ("L", L), ("period", period)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name} must be an int, got {v!r}")  # True would read as 1
     if n < 2 or L < 3 or not (1 <= period < L):
         raise ValueError("need n >= 2, L >= 3 and 1 <= period < L")
     if not -1 < rho < 1:
