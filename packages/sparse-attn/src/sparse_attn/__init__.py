@@ -21,7 +21,7 @@ from sparse_attn.cca import (
     cca_visibility,
 )
 from sparse_attn.demo import demo
-from sparse_attn.hf import swap_llama_attention
+from sparse_attn.hf import CCACacheError, swap_llama_attention
 from sparse_attn.mil import ABMIL, MeanPoolMIL, QuerentLayer, QuerentMIL, TransMILStyle, fit_mil
 from sparse_attn.models import TinyLlama, TinyLlamaConfig, swap_attention
 from sparse_attn.modules import CCAAttention, QuerentAttention, SelfAttention, apply_rope
@@ -40,6 +40,7 @@ __all__ = [
     "ABMIL",
     "Bag",
     "CCAAttention",
+    "CCACacheError",
     "CCAKVCache",
     "CCAStats",
     "DenseKVCache",
