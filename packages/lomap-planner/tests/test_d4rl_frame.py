@@ -65,8 +65,8 @@ def test_d4rl_format_file_has_no_wall_crossing_windows(medium, tmp_path):
     np.testing.assert_allclose(good["observations"], d["observations"], atol=1e-6)
     windows = make_windows(good, 32, stride=4, include_actions=False)
     assert not plan_is_infeasible(windows, env.walls).any()
-    # forced into the wrong frame the positions sit 0.2 off the cell centres: loud, never silent
-    with pytest.warns(UserWarning, match="-0.20"):
+    # forced into the wrong frame: loud, never silent (the reward rule says d4rl)
+    with pytest.warns(UserWarning, match="look like the d4rl frame"):
         load_hdf5(path, frame="package")
     # and a package-frame file without attributes is recognised as such
     save_hdf5(d, tmp_path / "plain.hdf5", frame=None)
@@ -149,3 +149,70 @@ def test_collect_d4rl_dataset_mechanics():
         collect_d4rl_dataset("tiny", 10)
     with pytest.raises(ValueError, match="n_steps"):
         collect_d4rl_dataset("umaze", 0)
+
+
+# -- frame detection on files made the way real ones are -------------------------------------
+@pytest.fixture(scope="module")
+def d4rl_streams():
+    from lomap_planner.datasets import collect_d4rl_dataset
+
+    return {lay: collect_d4rl_dataset(lay, 12000, seed=1) for lay in ("umaze", "medium", "large")}
+
+
+@pytest.mark.parametrize("layout", ["umaze", "medium", "large"])
+def test_real_layout_file_from_d4rls_controller_loads_in_the_right_frame(
+    d4rl_streams, layout, tmp_path
+):
+    # D4RL's waypoint controller steers to targets 0.2 off the physical cell centres, so
+    # "positions sit around the cell centres" picked the wrong frame on 3 of 3 layouts (0.2 off,
+    # silently); the reward rule decides now
+    d = d4rl_streams[layout]
+    path = tmp_path / f"maze2d-{layout}-v1.hdf5"
+    save_hdf5(to_d4rl_frame(d), path, frame=None)  # real name, infos/qpos, no attributes
+    got = load_hdf5(path)
+    np.testing.assert_allclose(got["observations"], d["observations"], atol=1e-5)
+    np.testing.assert_allclose(got["infos/qpos"], d["infos/qpos"], atol=1e-5)
+    # D4RL's dense variant (exp(-distance)) decides the same way
+    dense = to_d4rl_frame(d)
+    dist = np.linalg.norm(dense["observations"][:, :2] - d4rl_goal(layout) + 0.2, axis=1)
+    dense["rewards"] = np.exp(-dist).astype(np.float32)
+    save_hdf5(dense, tmp_path / f"maze2d-{layout}-dense-v1.hdf5", frame=None)
+    got = load_hdf5(tmp_path / f"maze2d-{layout}-dense-v1.hdf5")
+    np.testing.assert_allclose(got["observations"], d["observations"], atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["umaze", "medium", "large"])
+def test_random_walk_files_are_told_apart_by_wall_contacts(layout, tmp_path):
+    # rewards that follow no D4RL rule (the moving-goal variant): the ball's contacts decide
+    env = PointMazeEnv(layout)
+    d = collect_maze2d_dataset(env, 12000, n_streams=4, seed=0, reward="goal")
+    for frame, data in (("package", d), ("d4rl", to_d4rl_frame(d))):
+        path = tmp_path / f"{frame}.hdf5"
+        save_hdf5(data, path, layout=layout, frame=None)
+        np.testing.assert_allclose(load_hdf5(path)["observations"], d["observations"], atol=1e-5)
+
+
+def test_a_file_both_frames_fit_is_refused(d4rl_streams, tmp_path):
+    from lomap_planner import detect_frame
+
+    d = to_d4rl_frame(d4rl_streams["medium"])
+    d["rewards"] = np.zeros_like(d["rewards"])  # no reward rule to read, too few wall contacts
+    save_hdf5(d, tmp_path / "maze2d-medium-v1.hdf5", frame=None)
+    with pytest.raises(ValueError, match="cannot tell"):
+        load_hdf5(tmp_path / "maze2d-medium-v1.hdf5")
+    got = load_hdf5(tmp_path / "maze2d-medium-v1.hdf5", frame="d4rl")  # the way out
+    np.testing.assert_allclose(got["observations"], d4rl_streams["medium"]["observations"],
+                               atol=1e-5)  # fmt: skip
+    with pytest.raises(ValueError, match="cannot tell"):
+        detect_frame(d, "medium")
+
+
+def test_wall_clearance_known_answers():
+    from lomap_planner import wall_clearance
+    from lomap_planner.layouts import get_layout
+
+    walls = get_layout("umaze")  # row 0 and column 0 are walls; (1, 1) is free
+    p = np.array([[1.0, 1.0], [0.6, 1.0], [1.2, 1.3], [0.4, 1.0], [0.7, 0.7]])
+    np.testing.assert_allclose(wall_clearance(p, walls), [0.5, 0.1, 0.3, 0.0, 0.2])
+    with pytest.raises(ValueError, match="NaN"):
+        wall_clearance(np.array([[np.nan, 1.0]]), walls)

@@ -18,6 +18,7 @@ from lomap_planner.datasets import (
     subsample_frames,
     to_d4rl_frame,
     validate_dataset,
+    wall_clearance,
     wall_fraction,
 )
 from lomap_planner.demo import demo
@@ -93,6 +94,7 @@ __all__ = [
     "to_d4rl_frame",
     "train_diffusion",
     "validate_dataset",
+    "wall_clearance",
     "wall_fraction",
 ]
 

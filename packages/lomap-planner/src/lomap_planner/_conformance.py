@@ -30,14 +30,18 @@ from lomap_planner import (
     save_hdf5,
     segments_hit_walls,
     to_d4rl_frame,
+    wall_clearance,
     wall_fraction,
 )
+from lomap_planner.datasets import collect_d4rl_dataset, detect_frame
 
 
 def entries() -> list[dict]:
     walls = get_layout("umaze")
     env = PointMazeEnv("umaze")
     data = collect_maze2d_dataset(env, 600, n_streams=2, seed=0)
+    d4rl_stream = collect_d4rl_dataset("umaze", 4000, seed=1)  # package frame
+    d4rl_file = to_d4rl_frame(d4rl_stream)
     windows = make_windows(data, 8, stride=4, include_actions=False).astype(np.float32)
     plans = windows[:6].astype(float)
     lomap = LoMAP(windows, n_neighbors=5, proj_range=(0.0, 1.0))
@@ -47,8 +51,9 @@ def entries() -> list[dict]:
     outside[0, :, :2] += 40.0  # a plan entirely off the map
 
     def write_d4rl(folder):
+        # a real D4RL file: D4RL's controller, qpos frame, infos/qpos, no attributes
         path = folder / "maze2d-umaze-v1.hdf5"
-        save_hdf5(to_d4rl_frame(data), path, frame=None)  # a real D4RL file: qpos frame, no attrs
+        save_hdf5(d4rl_file, path, frame=None)
         return path
 
     def write_minari(folder):
@@ -170,7 +175,7 @@ def entries() -> list[dict]:
             "write": write_d4rl,
             "read": load_hdf5,
             "check": lambda d: np.testing.assert_allclose(
-                d["observations"], data["observations"], atol=1e-5
+                d["observations"], d4rl_stream["observations"], atol=1e-5
             ),
             "export": lambda d, folder: (
                 (folder.mkdir(), save_hdf5(d, folder / "x.hdf5")) and folder / "x.hdf5"
@@ -236,6 +241,55 @@ def entries() -> list[dict]:
                     "check": lambda f: abs(f - 2 / 3) < 1e-12,
                     "why": "a free cell, a wall cell and a point off the map",
                 }
+            ],
+        },
+        {
+            "name": "wall_clearance",
+            "call": wall_clearance,
+            "kwargs": {"positions": data["observations"][:50, :2], "walls": walls},
+            "arrays": {"positions": {"kind": "float", "ndim": 2}},
+            "rows": [["positions"]],
+            "order": "equivariant",
+            "known": [
+                {
+                    "kwargs": {
+                        "positions": np.array([[1.0, 1.0], [0.6, 1.0], [0.4, 1.0]]),
+                        "walls": walls,
+                    },
+                    "check": lambda d: np.allclose(d, [0.5, 0.1, 0.0]),
+                    "why": "a free cell's centre, 0.1 from the wall below, inside that wall",
+                }
+            ],
+        },
+        {
+            "name": "detect_frame",
+            "call": lambda observations, rewards: detect_frame(
+                {"observations": observations, "rewards": rewards}, "umaze"
+            ),
+            "kwargs": {
+                "observations": d4rl_file["observations"],
+                "rewards": d4rl_file["rewards"],
+            },
+            "arrays": {"observations": {"kind": "float", "ndim": 2}, "rewards": "float"},
+            "rows": [["observations", "rewards"]],
+            "order": None,  # row-invariant, but 4000-row permutations are too large to draw
+            "known": [
+                {
+                    "kwargs": {
+                        "observations": d4rl_file["observations"],
+                        "rewards": d4rl_file["rewards"],
+                    },
+                    "check": lambda out: out[:2] == ("umaze", "d4rl"),
+                    "why": "D4RL's controller, D4RL's frame: the reward rule decides",
+                },
+                {
+                    "kwargs": {
+                        "observations": d4rl_file["observations"],
+                        "rewards": np.zeros(len(d4rl_file["rewards"]), np.float32),
+                    },
+                    "raises": ["frame"],
+                    "why": "no reward rule to read and too few wall contacts: refused",
+                },
             ],
         },
         {

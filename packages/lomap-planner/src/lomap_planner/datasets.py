@@ -49,6 +49,7 @@ __all__ = [
     "save_hdf5",
     "to_d4rl_frame",
     "validate_dataset",
+    "wall_clearance",
     "wall_fraction",
 ]
 
@@ -417,16 +418,138 @@ def centre_offset(positions: np.ndarray) -> float:
     return float(np.mean(p - np.floor(p + 0.5)))
 
 
+BALL_RADIUS = 0.1  # D4RL's point_maze sphere
+CONTACT_TOLERANCE = 0.03  # MuJoCo's soft contacts let the ball sink this far into a wall
+
+
+def wall_clearance(positions: np.ndarray, walls: np.ndarray) -> np.ndarray:
+    """Distance from each ``(x, y)`` position to the nearest wall cell (package frame).
+
+    0 inside a wall cell or off the map. The ball's centre keeps ``BALL_RADIUS`` from every wall
+    in the frame the data were simulated in (less ``CONTACT_TOLERANCE`` for MuJoCo's soft
+    contacts); read in a frame 0.2 off, contacts on one side of the cells land inside walls.
+
+    Parameters
+    ----------
+    positions : ndarray, shape (n, >= 2)
+    walls : ndarray of bool, shape (n_rows, n_cols)
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+    """
+    p = np.asarray(positions, dtype=float)
+    if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] < 2:
+        raise ValueError(f"positions must be a non-empty (n, >= 2) array, got shape {p.shape}")
+    if not np.isfinite(p).all():
+        raise ValueError("positions contains NaN or inf")
+    walls = np.asarray(walls)
+    if walls.ndim != 2 or walls.size == 0 or walls.dtype.kind not in "bui":
+        raise ValueError(f"walls must be a non-empty 2-D grid of booleans, got {walls.shape}")
+    walls = walls.astype(bool)
+    p = p[:, :2]
+    n_rows, n_cols = walls.shape
+    cell = np.floor(p + 0.5).astype(np.int64)
+    best = np.full(len(p), np.inf)
+    for di in (-1, 0, 1):  # a wall further than the 3x3 neighbourhood is > 0.5 away
+        for dj in (-1, 0, 1):
+            c = cell + np.array([di, dj])
+            outside = (c[:, 0] < 0) | (c[:, 1] < 0) | (c[:, 0] >= n_rows) | (c[:, 1] >= n_cols)
+            hit = outside.copy()
+            inside = ~outside
+            hit[inside] = walls[c[inside, 0], c[inside, 1]]
+            gap = np.maximum(np.abs(p - c) - 0.5, 0.0)  # point-to-box distance per axis
+            d = np.hypot(gap[:, 0], gap[:, 1])
+            best = np.where(hit, np.minimum(best, d), best)
+    return np.minimum(best, 0.5)
+
+
+def _reward_rules(obs: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    dist = np.linalg.norm(obs[:, :2] - goal, axis=1)
+    return (dist <= 0.5).astype(float), np.exp(-dist)  # sparse, dense (D4RL's two variants)
+
+
+def _frame_evidence(obs, rewards, layout) -> dict[str, dict]:
+    """Evidence for the file being in the package frame vs D4RL's, for one layout.
+
+    Per frame: ``wall_fraction`` (rows whose centre is in a wall or off the map),
+    ``overlap_rows`` (rows whose ball sinks more than ``CONTACT_TOLERANCE`` into a wall) and
+    ``reward_match`` (share of the rows where the two frames' D4RL rewards differ that this
+    frame's rule reproduces, sparse or dense, 0 if the rule misses more than 1% of all rows;
+    None without rewards, a D4RL goal, or such rows with rewards of both kinds).
+    """
+    walls = get_layout(layout)
+    pos = {"package": obs[:, :2], "d4rl": obs[:, :2] + D4RL_FRAME_OFFSET}
+    out = {}
+    for frame, p in pos.items():
+        clear = wall_clearance(p, walls)
+        out[frame] = {
+            "wall_fraction": wall_fraction(p, walls),
+            "overlap_rows": int(np.sum(clear < BALL_RADIUS - CONTACT_TOLERANCE)),
+            "reward_match": None,
+        }
+    if rewards is not None and layout in DEFAULT_GOALS:
+        # the rule in the file's own coordinates: D4RL's goal is the integer cell in its frame
+        goal = np.asarray(DEFAULT_GOALS[layout], dtype=float)
+        rules = {"d4rl": _reward_rules(obs, goal),
+                 "package": _reward_rules(obs, goal + D4RL_FRAME_OFFSET)}  # fmt: skip
+        r = np.asarray(rewards, dtype=float).ravel()
+        for k in (0, 1):  # sparse, dense
+            a, b = rules["d4rl"][k], rules["package"][k]
+            differ = np.abs(a - b) > 1e-3
+            if differ.sum() < 5:
+                continue
+            match = {}
+            for frame, pred in (("d4rl", a), ("package", b)):
+                ok = np.abs(pred - r) <= 1e-3
+                # the rule must fire where the file has rewards (constant rewards, all 0 say,
+                # would otherwise fit whichever rule predicts "no" on the rows that differ)
+                if k == 0:
+                    fired = np.sum(ok & (pred > 0.5)) >= 5
+                else:
+                    fired = ok.any() and np.ptp(r[ok]) > 0.01
+                match[frame] = float(np.mean(ok[differ])) if np.mean(ok) >= 0.99 and fired else 0.0
+            if max(match.values()) == 0.0:  # not the file's rule in either frame
+                continue
+            for frame, m in match.items():
+                prev = out[frame]["reward_match"]
+                out[frame]["reward_match"] = m if prev is None else max(prev, m)
+    return out
+
+
+def _decide(ev: dict[str, dict], n: int) -> tuple[str | None, str]:
+    """The frame the evidence singles out (or None), and the reason."""
+    rm = {f: e["reward_match"] for f, e in ev.items()}
+    if all(v is not None for v in rm.values()):
+        good = [f for f, v in rm.items() if v >= 0.99]
+        if len(good) == 1 and min(rm.values()) <= 0.5:
+            return good[0], f"D4RL's reward rule reproduces the rewards ({rm})"
+    ov = {f: e["overlap_rows"] for f, e in ev.items()}
+    lo, hi = sorted(ov, key=ov.get)
+    if ov[lo] <= 2e-4 * n and ov[hi] >= max(10, 20 * ov[lo]):
+        return lo, f"rows whose ball sinks into a wall: {ov}"
+    return None, f"reward rule matches {rm}; rows whose ball sinks into a wall {ov}"
+
+
 def detect_frame(
     data: dict[str, Any], layout: str | None = None, source: str = "data"
 ) -> tuple[str, str, float]:
-    """Which frame (and layout) a Maze2D dataset is in, by where its positions fall.
+    """Which frame (and layout) a Maze2D dataset is in.
 
-    Every candidate -- the package frame and D4RL's (``qpos``, 0.2 off the cell centres), for
-    ``layout`` or, if it is None, every named layout -- is scored by the fraction of rows whose
-    position lies in a wall cell or off the map. Candidates within 0.5% of the best are told
-    apart by how far the positions' mean sits from the cell centres (:func:`centre_offset`):
-    a trajectory stream fills its cells symmetrically in its own frame.
+    Candidates are the package frame and D4RL's (MuJoCo ``qpos``, 0.2 off), for ``layout`` or,
+    if it is None, every named layout; those with more than 1% of the rows in a wall are out.
+    Two tests then tell the frames apart, each only where it is decisive:
+
+    1. **Reward rule.** D4RL relabels rewards as ``‖obs[:2] − goal‖ ≤ 0.5`` (sparse) or
+       ``exp(−‖obs[:2] − goal‖)`` (dense) with the layout's integer goal cell in its frame. On
+       the rows where the two frames' rules disagree, the true frame reproduces the file's
+       rewards (≥ 99%) and the other does not (≤ 50%).
+    2. **Contacts.** The ball's centre stays ``BALL_RADIUS`` from every wall in its own frame
+       (within MuJoCo's contact tolerance); in a frame 0.2 off, the contacts on one side of the
+       cells sink into walls. The frame with (almost) no such rows wins if the other has many.
+
+    A mean offset from the cell centres is *not* evidence: D4RL's controller steers to targets
+    0.2 off the physical cell centres, so its data sit off-centre in their true frame.
 
     Returns
     -------
@@ -435,18 +558,34 @@ def detect_frame(
     Raises
     ------
     ValueError
-        When even the best candidate puts more than 1% of the rows in walls: the file is in
-        neither frame (or another maze), and reading it would silently yield infeasible data.
+        When every candidate puts more than 1% of the rows in walls (another maze, or another
+        frame), or when neither test tells the frames apart (pass ``frame=``).
     """
-    obs = np.asarray(data["observations"], dtype=float)
+    if not isinstance(data, dict) or "observations" not in data:
+        raise TypeError("data must be a dict of arrays with an 'observations' key")
+    obs = np.asarray(data["observations"])
+    if obs.dtype.kind not in "iuf" or obs.ndim != 2 or obs.shape[0] == 0 or obs.shape[1] < 2:
+        raise ValueError(
+            f"observations must be a non-empty numeric (n, >= 2) array, got {obs.dtype} {obs.shape}"
+        )
+    obs = obs.astype(float)
+    if not np.isfinite(obs).all():
+        raise ValueError("observations contains NaN or inf")
+    rewards = data.get("rewards")
+    if rewards is not None:
+        rewards = np.asarray(rewards)
+        if rewards.dtype.kind not in "iufb" or rewards.shape != (len(obs),):
+            raise ValueError(
+                f"rewards must be a numeric array of shape ({len(obs)},), got {rewards.dtype} "
+                f"{rewards.shape}"
+            )
+        if not np.isfinite(rewards).all():
+            raise ValueError("rewards contains NaN or inf")
+    if layout is not None:
+        get_layout(layout)  # validates the name
     names = [layout] if layout is not None else [n for n in DEFAULT_GOALS if n != "tiny"]
-    shifted = obs[:, :2] + D4RL_FRAME_OFFSET
-    offsets = {"package": abs(centre_offset(obs)), "d4rl": abs(centre_offset(shifted))}
-    scores = {}
-    for name in names:
-        walls = get_layout(name)
-        scores[(name, "package")] = wall_fraction(obs, walls)
-        scores[(name, "d4rl")] = wall_fraction(shifted, walls)
+    evidence = {name: _frame_evidence(obs, rewards, name) for name in names}
+    scores = {(n, f): e["wall_fraction"] for n, ev in evidence.items() for f, e in ev.items()}
     best = min(scores.values())
     if best > WALL_TOLERANCE:
         table = ", ".join(f"{n}/{f}: {100 * v:.1f}%" for (n, f), v in scores.items())
@@ -455,17 +594,38 @@ def detect_frame(
             f"(rows in walls or off the map per layout/frame: {table}); pass layout= and "
             "frame= if this is another maze"
         )
-    close = [k for k, v in scores.items() if v <= best + 0.005]
-    best_layout, frame = min(close, key=lambda k: (offsets[k[1]], scores[k]))
-    return str(best_layout), frame, scores[(best_layout, frame)]
+    # the layout: fewest rows in walls in either frame
+    name = min(names, key=lambda n: min(scores[(n, f)] for f in ("package", "d4rl")))
+    ev = evidence[name]
+    fits = [f for f in ("package", "d4rl") if scores[(name, f)] <= WALL_TOLERANCE]
+    if len(fits) == 1:
+        return name, fits[0], scores[(name, fits[0])]
+    frame, why = _decide(ev, len(obs))
+    if frame is None:
+        raise ValueError(
+            f"{source}: cannot tell from its observations and rewards whether it is in D4RL's "
+            f"frame or the package's ({why}); "
+            "pass frame='d4rl' for a file written by D4RL's scripts or frame='package' for one "
+            "in the package frame"
+        )
+    return name, frame, scores[(name, frame)]
 
 
 def _to_package_frame(data, frame, layout, source):
     if frame not in ("auto", "package", "d4rl"):
         raise ValueError(f"frame must be 'auto', 'package' or 'd4rl', got {frame!r}")
-    auto = frame == "auto"
-    if auto:
+    if frame == "auto":
         layout, frame, _ = detect_frame(data, layout, source)
+    elif layout is not None:  # a forced frame: say so when the evidence points the other way
+        ev = _frame_evidence(np.asarray(data["observations"], float), data.get("rewards"), layout)
+        other, why = _decide(ev, len(data["observations"]))
+        if other is not None and other != frame:
+            warnings.warn(
+                f"{source}: read in the {frame} frame as asked, but the data look like the "
+                f"{other} frame ({why}); use frame='auto' or '{other}'",
+                UserWarning,
+                stacklevel=3,
+            )
     out = from_d4rl_frame(data) if frame == "d4rl" else data
     if layout is not None:
         frac = wall_fraction(out["observations"], get_layout(layout))
@@ -474,20 +634,6 @@ def _to_package_frame(data, frame, layout, source):
                 f"{source}: {100 * frac:.1f}% of the rows lie in walls of layout {layout!r} in "
                 f"the {frame} frame (> {100 * WALL_TOLERANCE:.0f}%): wrong frame or layout"
             )
-    off = centre_offset(out["observations"])
-    if abs(off) > 0.1 and auto:
-        raise ValueError(
-            f"{source}: in the best frame ({frame}) the positions still sit {off:+.2f} from the "
-            "cell centres on average: neither the package's nor D4RL's frame fits this file"
-        )
-    if abs(off) > 0.1:
-        warnings.warn(
-            f"{source}: positions sit {off:+.2f} from the cell centres on average in the "
-            f"{frame} frame; a D4RL file read in the package frame sits at -0.20 (use "
-            "frame='auto' or 'd4rl')",
-            UserWarning,
-            stacklevel=3,
-        )
     return out
 
 
