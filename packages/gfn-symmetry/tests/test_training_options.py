@@ -33,3 +33,24 @@ def test_replay_buffer_fills_and_mixes():
         _gfn(replay_fraction=1.0)
     with pytest.raises(ValueError, match="exploration"):
         _gfn(exploration="node")
+
+
+def test_huge_rewards_warn_that_log_z_cannot_catch_up():
+    import warnings
+
+    from gfn_symmetry import DenseGFlowNet, DenseGraphEnv, DenseGraphPolicy
+
+    def huge(g):
+        return 1e30 * cycle_reward(g)  # log R ~ 69: TB spends ~690 steps moving log Z
+
+    with pytest.warns(UserWarning, match="nats from"):
+        _gfn(batch_size=4).train(huge, steps=3)
+    dense = DenseGFlowNet(DenseGraphPolicy(DenseGraphEnv(3, 2), 8, 1), seed=0, batch_size=4)
+    with pytest.warns(UserWarning, match="nats from"):
+        dense.train(huge, steps=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # ordinary rewards, and huge ones divided out: silent
+        _gfn(batch_size=4).train(cycle_reward, steps=3)
+        gfn = _gfn(batch_size=4)
+        gfn.log_z.data.fill_(69.0)  # log Z started at the rewards' scale
+        gfn.train(huge, steps=3)

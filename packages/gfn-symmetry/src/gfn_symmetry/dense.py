@@ -37,7 +37,7 @@ from gfn_symmetry.env import STOP
 from gfn_symmetry.exact import StateSpace, state_policy_distribution
 from gfn_symmetry.gflownet import _check_training_args, _normalise_correction
 from gfn_symmetry.losses import detailed_balance_loss, trajectory_balance_loss
-from gfn_symmetry.rewards import log_reward
+from gfn_symmetry.rewards import _warn_reward_scale, log_reward
 
 __all__ = [
     "DenseBatch",
@@ -439,6 +439,13 @@ class DenseGFlowNet:
         flows = torch.where(live, log_flow.reshape(B, T), torch.zeros(B, T))
         return detailed_balance_loss(flows, log_pf, log_pb, log_reward, batch.lengths)
 
+    def _warn_reward_scale(self, log_r: torch.Tensor, steps: int) -> None:
+        groups = self.optimizer.param_groups
+        if self.loss == "tb":
+            _warn_reward_scale(log_r, float(self.log_z.detach()), groups[1]["lr"], steps, "log Z")
+        else:
+            _warn_reward_scale(log_r, 0.0, groups[0]["lr"], steps, "the state flows")
+
     def train(self, reward_fn: Callable[[nx.Graph], float], steps: int) -> DenseGFlowNet:
         """Train on-policy (with ``epsilon`` exploration) for ``steps`` gradient steps."""
         if not callable(reward_fn):
@@ -446,9 +453,13 @@ class DenseGFlowNet:
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps must be a positive int, got {steps!r}")
         self.policy.train()
-        for _ in tqdm(range(steps), disable=not self.verbose, desc=f"DenseGFlowNet[{self.loss}]"):
+        bar = tqdm(range(steps), disable=not self.verbose, desc=f"DenseGFlowNet[{self.loss}]")
+        for step in bar:
             batch = self.sample_batch(self.batch_size, self.epsilon)
-            loss = self.compute_loss(batch, self.log_rewards(batch, reward_fn))
+            log_r = self.log_rewards(batch, reward_fn)
+            if step == 0:  # TB fits log Z to the rewards, DB/SubTB the state flows
+                self._warn_reward_scale(log_r, steps)
+            loss = self.compute_loss(batch, log_r)
             self.optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.policy.parameters(), 10.0)

@@ -47,7 +47,7 @@ from gfn_symmetry.losses import (
     trajectory_balance_loss,
 )
 from gfn_symmetry.policy import GraphPolicy
-from gfn_symmetry.rewards import log_reward
+from gfn_symmetry.rewards import _warn_reward_scale, log_reward
 from gfn_symmetry.symmetry import (
     backward_equivalent_indices,
     child_classes,
@@ -468,6 +468,13 @@ class GFlowNet:
             flows, log_pf, log_pb, log_reward, lengths, self.subtb_lambda
         )
 
+    def _warn_reward_scale(self, log_r: torch.Tensor, steps: int) -> None:
+        groups = self.optimizer.param_groups
+        if self.loss == "tb":
+            _warn_reward_scale(log_r, float(self.log_z.detach()), groups[1]["lr"], steps, "log Z")
+        else:
+            _warn_reward_scale(log_r, 0.0, groups[0]["lr"], steps, "the state flows")
+
     def train(self, reward_fn: Callable[[nx.Graph], float], steps: int) -> GFlowNet:
         """Train on-policy for ``steps`` gradient steps.
 
@@ -488,12 +495,15 @@ class GFlowNet:
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps must be a positive int, got {steps!r}")
         self.policy.train()
-        for _ in tqdm(range(steps), disable=not self.verbose, desc=f"GFlowNet[{self.loss}]"):
+        bar = tqdm(range(steps), disable=not self.verbose, desc=f"GFlowNet[{self.loss}]")
+        for step in bar:
             n_replay = 0
             if self.replay_size and len(self.buffer_) >= self.batch_size:
                 n_replay = min(self.batch_size - 1, round(self.replay_fraction * self.batch_size))
             trajs = self.sample_trajectories(self.batch_size - n_replay, self.epsilon)
             log_r = self.log_rewards(trajs, reward_fn)
+            if step == 0:  # TB fits log Z to the rewards, DB/SubTB the state flows
+                self._warn_reward_scale(log_r, steps)
             if self.replay_size:
                 self._remember(trajs, log_r)
             if n_replay:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Callable
 
 import networkx as nx
@@ -63,6 +64,50 @@ def log_reward(reward_fn: RewardFn, graph: nx.Graph, floor: float = 1e-8) -> flo
     if r < 0:
         raise ValueError(f"reward_fn returned a negative reward ({r}); rewards must be >= 0")
     return math.log(max(r, floor))
+
+
+def _warn_reward_scale(log_r: object, start: float, rate: float, steps: int, what: str) -> bool:
+    """Warn when the fitted log-flow cannot reach the rewards' scale within a training run.
+
+    Trajectory balance fits log Z to the log-rewards, detailed balance the state flows (a
+    network whose outputs start near 0); Adam moves either by about ``rate`` per step, so a
+    batch whose mean log-reward sits ``gap`` away needs about ``gap / rate`` steps before the
+    policy sees a residual that is not dominated by the offset. Scaling a reward by a constant
+    does not change the GFlowNet's target distribution, so dividing it out (or, for TB,
+    starting log Z at the batch's mean log-reward) fixes this.
+
+    Parameters
+    ----------
+    log_r : array-like, shape (B,)
+        The first batch's training log-rewards.
+    start : float
+        Where the fitted quantity starts (log Z, or 0 for the flows).
+    rate : float
+        Its learning rate.
+    steps : int
+        Steps in this training call.
+    what : str
+        Its name in the message.
+
+    Returns
+    -------
+    bool
+        Whether it warned (offset beyond 20 nats and beyond half of what ``steps`` can move).
+    """
+    vals = [float(v) for v in log_r]
+    gap = abs(sum(vals) / len(vals) - float(start))
+    if gap <= max(20.0, 0.5 * rate * steps):
+        return False
+    warnings.warn(
+        f"reward_fn: the batch's mean log-reward is {gap:.1f} nats from {what} "
+        f"({float(start):.2f}), which Adam moves by about lr={rate:g} per step: this run of "
+        f"{steps} steps spends most of them catching up (about {gap / rate:.0f} are needed). "
+        "Divide the reward by a constant (the target distribution is unchanged), or with "
+        "loss='tb' set log_z to the mean log-reward before training",
+        UserWarning,
+        stacklevel=3,
+    )
+    return True
 
 
 def uniform_reward(graph: nx.Graph) -> float:
