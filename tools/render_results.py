@@ -80,6 +80,11 @@ def provenance(rec: dict[str, Any], key: str) -> str:
         (rec.get("recorded") or rec.get("started") or "")[:10],
         _machine(rec.get("machine") or {}),
     ]
+    official = (rec.get("extra") or {}).get("official")
+    if official:
+        commit = (official.get("commit") or "commit unknown")[:7]
+        bits.insert(2, f"official `{official['repo']}@{commit}`"
+                    + (" + local edits" if official.get("dirty") else ""))  # fmt: skip
     if load.get("max_1min") is not None:
         bits.append(f"load ≤ {load['max_1min']:.1f}")
     if _seeds(rec.get("seeds")):

@@ -296,6 +296,7 @@ def main(argv=None) -> None:
                f"normalisation differs from the reference's by up to {max(default_gap):.2f} "
                "relative on an asymmetric DTW graph)."],
         per_seed={name: [list(x) for x in v] for name, v in comps.items()},
+        extra={"official": official_source(a.official, "GuanchengWan/EARTH")},
         headline=f"EARTH vs the official code, float64: worst relative difference {worst:.1e}",
     )  # fmt: skip
 

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
-from parity_common import Record
+from parity_common import Record, official_source
 from record import Run
 
 from interaction_moe import I2MoE
@@ -168,6 +168,7 @@ def main(argv=None) -> None:
                "Switches: none (our defaults are the released code's; the gate's dropout is 0 "
                "on both sides only so that neither draws random numbers the other does not)."],
         per_seed=rec.per_seed(),
+        extra={"official": official_source(a.official, "Raina-Xin/I2MoE")},
         headline=f"I2MoE vs the official code, float64: worst relative difference {worst:.1e}",
     )  # fmt: skip
 

@@ -31,7 +31,7 @@ import sys
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
-from parity_common import Record
+from parity_common import Record, official_source
 from record import Run
 
 from lomap_planner.lomap import local_pca, project_affine
@@ -118,6 +118,7 @@ def main(argv=None) -> None:
                "default keeps each element's own rank, the last row. Not run: the FAISS GPU "
                "index and the sampler around the projection."],
         per_seed=rec.per_seed(),
+        extra={"official": official_source(a.official, "leekwoon/lomap")},
         headline=f"LoMAP projection vs the official code, float64: worst relative difference "
                  f"{worst:.1e} (batch_rank=True)",
     )  # fmt: skip

@@ -6,7 +6,40 @@ Imported by the scripts beside it (``python tools/parity/<pkg>.py`` puts this fo
 
 from __future__ import annotations
 
+import pathlib
+import subprocess
+
 import torch
+
+
+def official_source(root: pathlib.Path, repo: str) -> dict:
+    """Which official code a harness ran: ``{"repo", "commit", "dirty"}``.
+
+    The commit is the checkout's ``git rev-parse HEAD``; an exported tree without ``.git``
+    (``git archive``, or blobs written out of a snapshot) may carry it in ``.official_commit``.
+    ``commit`` is None when neither says it.
+    """
+    root = pathlib.Path(root).resolve()
+    marker = root / ".official_commit"
+    if marker.is_file():
+        return {"repo": repo, "commit": marker.read_text().split()[0], "dirty": None}
+
+    def git(*args: str, where: pathlib.Path = root) -> str:
+        return subprocess.run(["git", "-C", str(where), *args], check=True, capture_output=True,
+                              text=True).stdout.strip()  # fmt: skip
+
+    commit, dirty = None, None
+    try:
+        top = pathlib.Path(git("rev-parse", "--show-toplevel")).resolve()
+        ours = pathlib.Path(
+            git("rev-parse", "--show-toplevel", where=pathlib.Path(__file__).parent)
+        )
+        if top != ours.resolve():  # a tree exported inside this project is not the official git
+            commit = git("rev-parse", "HEAD")
+            dirty = bool(git("status", "--porcelain", "-uno"))
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return {"repo": repo, "commit": commit, "dirty": dirty}
 
 
 def diff(a, b) -> tuple[float, float]:

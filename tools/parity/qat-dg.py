@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib
+import math
 import pathlib
 import sys
 import types
@@ -33,10 +34,10 @@ import types
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
-from parity_common import Record
+from parity_common import Record, official_source
 from record import Run
 
-from qat_dg import QTDoG, default_hparams, init_step_size, lsq_fake_quant
+from qat_dg import QTDoG, default_hparams, init_step_size, lsq_fake_quant, quantized_modules
 
 WEIGHT_CFG = dict(mode="lsq", bit=7, per_channel=True, symmetric=False, all_positive=False)
 ACT_CFG = dict(mode="lsq", bit=8, per_channel=False, symmetric=False, all_positive=False)
@@ -49,6 +50,9 @@ WHERE = {
     "logits through the switch (frozen after it)": "trainer.py: train (switch at q_steps)",
     "parameters through the switch (frozen after it)": "trainer.py + algorithms.py: ERM.update",
     "parameters through the switch, paper default (learned steps)": "(documented deviation)",
+    "ResNet-18 layers quantized and their bits (config_q.yaml)": (
+        "config_q.yaml + domainbed/quan/utils.py: find_modules_to_quantize"
+    ),
 }
 
 
@@ -155,6 +159,46 @@ def compare_training(quan, rec, seed: int, freeze: bool, q_step: int = 2, n_step
             rec(f"parameters through the switch{' ' if freeze else ', '}{tag}", mine[key], p)
 
 
+def compare_resnet_targets(root: pathlib.Path, quan, rec) -> list[str]:
+    """Which ResNet-18 convolutions the official run quantizes, and at how many bits, vs ours.
+
+    The official ``trainer.py`` calls ``find_modules_to_quantize(algorithm, config.quan)`` on
+    the whole DomainBed ``ERM`` algorithm, with ``config_q.yaml``'s ``excepts`` (``conv1``,
+    ``fc``: no bit width, i.e. ``IdentityQuan``). Returns the official names it excepted.
+    """
+    import yaml
+
+    class AttrDict(dict):  # the official code reads its config through munch's attribute access
+        __getattr__ = dict.__getitem__
+
+    def attr(x):
+        return AttrDict({k: attr(v) for k, v in x.items()}) if isinstance(x, dict) else x
+
+    cfg = attr(yaml.safe_load((root / "config_q.yaml").read_text()))
+    algorithms = importlib.import_module("domainbed.algorithms.algorithms")
+    hp = {"resnet18": True, "pretrained": False, "resnet_dropout": 0.0, "optimizer": "adam",
+          "lr": 1e-3, "weight_decay": 0.0, "freeze_bn": True}  # fmt: skip
+    official = algorithms.ERM((3, 224, 224), 7, 3, hp)
+    replaced = quan.find_modules_to_quantize(official, cfg.quan)
+    convs = [n for n, m in official.featurizer.network.named_modules()
+             if isinstance(m, torch.nn.Conv2d)]  # fmt: skip
+
+    def official_bits(name: str) -> int:
+        q = replaced[f"featurizer.network.{name}"].quan_w_fn
+        if type(q).__name__ == "IdentityQuan":
+            return 0
+        return int(round(math.log2(q.thd_pos - q.thd_neg + 1)))
+
+    ours = QTDoG((3, 224, 224), 7, 3, {**default_hparams("QTDoG"), "arch": "resnet18"})
+    ours.switch_to_quantized()
+    mine = {n.removeprefix("features."): m.quantizer.bits
+            for n, m in quantized_modules(ours.network)}  # fmt: skip
+    rec("ResNet-18 layers quantized and their bits (config_q.yaml)",
+        torch.tensor([float(mine.get(n, 0)) for n in convs]),
+        torch.tensor([float(official_bits(n)) for n in convs]))  # fmt: skip
+    return [n for n in convs if official_bits(n) == 0]
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--official", required=True, type=pathlib.Path,
@@ -166,6 +210,7 @@ def main(argv=None) -> None:
     run = Run("qat-dg", out=a.out)
     rec = Record()
 
+    excepted = compare_resnet_targets(a.official.resolve(), quan, rec)
     for seed in range(a.seeds):
         compare_quantizer(lsq, rec, seed)
         compare_conv(quan, rec, seed)
@@ -187,10 +232,13 @@ def main(argv=None) -> None:
                f"(worst relative difference {worst:.1e}). Our default trains them, as the paper "
                f"describes (relative difference up to {gap:.1e} by the last step). Not compared: "
                "the official QuanConv2d also builds an activation quantizer its forward never "
-               "calls (skipped), and its ResNet config swaps conv1 for an unquantized copy "
-               "(IdentityQuan), which freezes conv1 too; ours quantizes a ResNet's conv1 like "
-               "any other conv (no switch restores that yet)."],
+               "calls (skipped). ResNet-18: config_q.yaml lists conv1 and fc as exceptions "
+               "(IdentityQuan), but find_modules_to_quantize matches them against the full "
+               "dotted names of the DomainBed algorithm (featurizer.network.conv1), so the "
+               f"official run excepts {len(excepted)} convolutions and quantizes conv1 at 7 bits "
+               "like every other conv, as ours does (row above)."],
         per_seed=rec.per_seed(),
+        extra={"official": official_source(a.official, "saqibjaved1/QT-DoG")},
         headline=f"QT-DoG vs the official code, float64: worst relative difference {worst:.1e}",
     )  # fmt: skip
 

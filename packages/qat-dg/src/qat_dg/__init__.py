@@ -31,7 +31,7 @@ from qat_dg.data import (
 from qat_dg.demo import demo
 from qat_dg.ensemble import Ensemble, EoQ
 from qat_dg.flatness import local_flatness
-from qat_dg.folders import IMAGE_EXTENSIONS, load_domainbed
+from qat_dg.folders import IMAGE_EXTENSIONS, IMAGENET_MEAN, IMAGENET_STD, ImageFiles, load_domainbed
 from qat_dg.models import MLP, ResNet18, SmallCNN, build_model
 from qat_dg.pretrain import pretrain_backbone
 from qat_dg.quant import (
@@ -61,6 +61,8 @@ from qat_dg.train import TrainConfig, accuracy, train_domain, train_loo
 __all__ = [
     "ERM",
     "ERM_SMA",
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
     "IMAGE_EXTENSIONS",
     "MLP",
     "PTQ",
@@ -76,6 +78,7 @@ __all__ = [
     "FakeQuantConv2d",
     "FakeQuantLinear",
     "FrozenFP",
+    "ImageFiles",
     "Int8Conv2d",
     "Int8Linear",
     "LSQQuantizer",

@@ -14,6 +14,7 @@ import qat_dg
 from qat_dg import (
     ERM,
     EoQ,
+    ImageFiles,
     SmallCNN,
     accuracy,
     build_model,
@@ -421,6 +422,22 @@ def entries() -> list[dict]:
                     "missing-class",
                     lambda p: [f.unlink() for f in (p / "sketch" / "horse").iterdir()],
                 ),
+                ("broken-image", lambda p: (p / "photo" / "dog" / "0.png").write_bytes(b"x")),
+                ("text-file", lambda p: (p / "photo" / "dog" / "labels.txt").write_text("x")),
+            ],
+        },
+        {
+            "name": "ImageFiles",
+            "kind": "loader",
+            "write": _folders,
+            "read": lambda p: load_domainbed(p, image_size=8, stream=True).envs[0][0],
+            "check": lambda files: (
+                isinstance(files, ImageFiles)
+                and files.shape == (4, 3, 8, 8)
+                and torch.equal(files.load(), files[torch.arange(4)])
+                and torch.equal(files[1], files.subset(torch.tensor([1])).load()[0])
+            ),
+            "corrupt": [
                 ("broken-image", lambda p: (p / "photo" / "dog" / "0.png").write_bytes(b"x")),
                 ("text-file", lambda p: (p / "photo" / "dog" / "labels.txt").write_text("x")),
             ],

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ from torch.ao.quantization import FakeQuantize, MovingAveragePerChannelMinMaxObs
 from torch.nn.utils import parametrize
 from torch.optim import swa_utils
 
+from qat_dg._sources import batches, is_lazy
 from qat_dg._validation import check_batch
 from qat_dg.models import build_model
 from qat_dg.quant import (
@@ -207,7 +209,20 @@ class Algorithm(nn.Module):
                 raise ValueError(f"minibatches: y holds labels outside [0, {self.num_classes})")
             xs.append(x)
             ys.append(y.long())
-        return torch.cat(xs), torch.cat(ys)
+        x, y = torch.cat(xs), torch.cat(ys)
+        if getattr(self, "_pretrained_unchecked", False):
+            self._pretrained_unchecked = False
+            if float(x.min()) >= 0.0 and float(x.max()) <= 1.0:
+                warnings.warn(
+                    "minibatches: the first batch lies in [0, 1], but a pretrained resnet18 "
+                    "backbone was loaded; torchvision's ImageNet weights expect "
+                    "ImageNet-normalised inputs (mean (0.485, 0.456, 0.406), std (0.229, 0.224, "
+                    "0.225)), as load_domainbed gives by default. Ignore this if the weights "
+                    "were trained on [0, 1] inputs",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        return x, y
 
     def update(self, minibatches: list[tuple[Tensor, Tensor]], step: int | None = None) -> dict:
         """One optimisation step on one minibatch per training domain; returns logged values."""
@@ -251,6 +266,8 @@ class ERM(Algorithm):
                     f"hparams['pretrained'] does not fit the {hp['arch']}: {err}"
                 ) from err
             self.hparams["pretrained"] = None  # loaded; do not carry a copy in every checkpoint
+            # torchvision's ImageNet weights: the first batch's range is checked once
+            self._pretrained_unchecked = hp["arch"] == "resnet18"
         self.train(True)
         self.optimizer = torch.optim.Adam(
             self.network.parameters(), lr=hp["lr"], weight_decay=hp["weight_decay"]
@@ -625,12 +642,16 @@ class SWA(ERM):
 
     def finalize(self, x_source: Tensor, y_source: Tensor) -> None:
         """BatchNorm statistics of the averaged weights (skipped with ``freeze_bn``)."""
-        x_source, _ = self._check_minibatches([(x_source, y_source)])
+        if not is_lazy(x_source):  # streamed images are checked as they are decoded
+            x_source, _ = self._check_minibatches([(x_source, y_source)])
         if not self.averaging:
             self.network_swa.update_parameters(self.network)
         if not self.hparams["freeze_bn"]:
             bs = int(self.hparams["batch_size"]) * self.num_domains
-            loader = [x_source[i : i + bs] for i in range(0, len(x_source), bs)]
+            loader = (
+                self._check_minibatches([(x_source[i : i + bs], y_source[i : i + bs])])[0]
+                for i in range(0, len(x_source), bs)
+            )
             swa_utils.update_bn(loader, self.network_swa)
 
     def predict_network(self) -> nn.Module:
@@ -697,14 +718,20 @@ class SWAD(ERM):
 
     def on_checkpoint(self, x_val: Tensor, y_val: Tensor) -> None:
         """Close the segment: record its average weights and their source-validation loss."""
-        x_val, y_val = self._check_minibatches([(x_val, y_val)])
+        if not is_lazy(x_val):
+            x_val, y_val = self._check_minibatches([(x_val, y_val)])
         if self._sum is None:
             return
         mean = [a / self._count for a in self._sum]
         net = self._with_weights(mean)
         net.eval()
-        with torch.no_grad():
-            loss = float(F.cross_entropy(net(x_val), y_val))
+        total, bs = 0.0, 256
+        with torch.no_grad():  # in chunks: streamed validation images are decoded per chunk
+            for i, xb in enumerate(batches(x_val, bs)):
+                yb = y_val[i * bs : i * bs + len(xb)]
+                xb, yb = self._check_minibatches([(xb, yb)])
+                total += float(F.cross_entropy(net(xb), yb, reduction="sum"))
+        loss = total / len(y_val)
         self.segments.append((mean, self._count, loss))
         self._sum, self._count = None, 0
 

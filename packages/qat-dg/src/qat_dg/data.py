@@ -43,7 +43,9 @@ class DomainDataset:
     Attributes
     ----------
     envs : list of (Tensor, Tensor)
-        ``X`` float32 of shape (n_e, C, H, W) in [0, 1], ``y`` int64 of shape (n_e,).
+        ``X`` float32 of shape (n_e, C, H, W) (the synthetic sets: in [0, 1]; image folders:
+        normalised, and with ``stream=True`` an :class:`~qat_dg.folders.ImageFiles` standing
+        for that tensor), ``y`` int64 of shape (n_e,).
     env_names : list of str
         One name per domain.
     num_classes : int

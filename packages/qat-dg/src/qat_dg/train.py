@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from qat_dg._sources import batches, concat_sources, take
 from qat_dg.algorithms import Algorithm, get_algorithm_class
 from qat_dg.data import DomainDataset, split_domains
 
@@ -59,7 +60,10 @@ class TrainConfig:
 
 @torch.no_grad()
 def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Top-1 accuracy of ``model.predict`` (or ``model``) on x (N, C, H, W), y (N,), in eval mode."""
+    """Top-1 accuracy of ``model.predict`` (or ``model``) on x (N, C, H, W), y (N,), in eval mode.
+
+    ``x`` may be an :class:`~qat_dg.folders.ImageFiles` (decoded 256 images at a time).
+    """
     if not isinstance(y, torch.Tensor) or y.is_floating_point() or y.is_complex():
         raise TypeError("y must be an integer tensor of class ids")
     if y.ndim != 1:
@@ -69,10 +73,11 @@ def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     was = model.training
     model.eval()
     try:
-        out = model.predict(x) if hasattr(model, "predict") else model(x)
+        run = model.predict if hasattr(model, "predict") else model
+        hits = [run(xb).argmax(dim=1) for xb in batches(x, 256)]  # streamed images: chunks
     finally:
         model.train(was)
-    return float((out.argmax(dim=1) == y).float().mean())
+    return float((torch.cat(hits) == y).float().mean())
 
 
 def _select(records: list[dict], key: str) -> dict:
@@ -131,10 +136,10 @@ def train_domain(
     views = {}
     for e, (i_in, i_out) in enumerate(splits):
         x, y = dataset.envs[e]
-        views[e] = {"in": (x[i_in], y[i_in]), "out": (x[i_out], y[i_out])}
-    val_x = torch.cat([views[e]["out"][0] for e in sources])
+        views[e] = {"in": (take(x, i_in), y[i_in]), "out": (take(x, i_out), y[i_out])}
+    val_x = concat_sources([views[e]["out"][0] for e in sources])
     val_y = torch.cat([views[e]["out"][1] for e in sources])
-    src_x = torch.cat([views[e]["in"][0] for e in sources])
+    src_x = concat_sources([views[e]["in"][0] for e in sources])
     src_y = torch.cat([views[e]["in"][1] for e in sources])
 
     def evaluated(rec: dict[str, Any]) -> dict[str, Any]:
@@ -155,7 +160,7 @@ def train_domain(
         for e in sources:
             xi, yi = views[e]["in"]
             idx = torch.randint(len(xi), (bs,), generator=gen)
-            mbs.append((xi[idx], yi[idx]))
+            mbs.append((xi[idx], yi[idx]))  # streamed images are decoded here
         stats = algo.update(mbs, step=step)
         if (step + 1) % cfg.checkpoint_freq == 0 or step + 1 == cfg.n_steps:
             algo.on_checkpoint(val_x, val_y)
