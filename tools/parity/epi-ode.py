@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+from parity_common import official_source
 from record import Run
 
 from epi_ode.model import EARTH

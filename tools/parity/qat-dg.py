@@ -187,7 +187,7 @@ def compare_resnet_targets(root: pathlib.Path, quan, rec) -> list[str]:
         q = replaced[f"featurizer.network.{name}"].quan_w_fn
         if type(q).__name__ == "IdentityQuan":
             return 0
-        return int(round(math.log2(q.thd_pos - q.thd_neg + 1)))
+        return round(math.log2(q.thd_pos - q.thd_neg + 1))
 
     ours = QTDoG((3, 224, 224), 7, 3, {**default_hparams("QTDoG"), "arch": "resnet18"})
     ours.switch_to_quantized()
