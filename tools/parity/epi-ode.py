@@ -5,7 +5,8 @@ The official checkout is an input, never copied: ``--official DIR`` (the reposit
 stay on the CPU and with stubs for the imports it never uses at run time (``mamba_ssm``,
 ``vmamba``, ``einops``; ``torch_geometric`` too when it is not installed), builds ours with the
 switches that restore the official behaviour, copies the official weights into ours, and
-compares on identical inputs:
+compares on identical inputs (the official __init__ normalises the fused graph in float32; the
+harness reruns the official ``normalize_adj2`` on it in float64, as it patches ``.cuda()``):
 
 - the control path (natural cubic spline and its derivative),
 - the vector field of the joint CDE at several times,
@@ -140,6 +141,12 @@ def build_official(models, A, S, N, W, d, seed):
     for name in ("adj", "fused_adj", "norm_adj"):
         setattr(vf, name, getattr(vf, name).double())
     off.adj = off.adj.double()
+    # the official __init__ normalises the fused graph in float32 (a float32 A_new through
+    # normalize_adj2, then sparse_mx_to_torch_sparse_tensor's astype(float32)); the harness
+    # runs the same official normalize_adj2 on the float64 A_new instead, as it patches .cuda()
+    utils = importlib.import_module("utils")
+    a_new = vf.fused_orig_adj.double().cpu().numpy()
+    vf.fused_adj = torch.as_tensor(utils.normalize_adj2(a_new).toarray(), dtype=torch.float64)
     return off
 
 

@@ -270,11 +270,12 @@ class EARTH(nn.Module):
             )
         S = check_adjacency(semantic, self.num_nodes, "semantic")
         A = self.adjacency.cpu().numpy()
+        dtype = self.field.a_f.dtype  # a float64 model gets a float64 graph
         if normalization == "symmetric":
-            union = np.maximum(A > 0, S > 0).astype(np.float32)
-            a_f = sym_normalize(torch.as_tensor(union))
+            union = np.maximum(A > 0, S > 0)
+            a_f = sym_normalize(torch.as_tensor(union, dtype=dtype))
         else:
-            union = torch.as_tensor(A + ((S > 0) & ~(A > 0)), dtype=torch.float32)
+            union = torch.as_tensor(A + ((S > 0) & ~(A > 0)), dtype=dtype)
             a_f = sym_normalize(union).transpose(0, 1)  # D^-1/2 U^T D^-1/2, D from U's rows
             # sym_normalize scales rows and columns by the same D, so the transpose is exact
         self.field.a_f.copy_(a_f.to(self.field.a_f.dtype))
