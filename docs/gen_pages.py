@@ -1,7 +1,8 @@
 """Build-time pages for the documentation site (run by mkdocs-gen-files).
 
 One page per package from its README, one API reference page per package (mkdocstrings reads
-the code's NumPy docstrings), the results files and benchmark plots beside them. Relative links
+the code's NumPy docstrings), the workspace status table (``tools/workspace_status.py``), the
+results files and benchmark plots beside them. Relative links
 in the READMEs are mapped to their pages; links to files the site does not carry (scripts,
 sources) become plain code text, so ``mkdocs build --strict`` fails only on real breakage; an
 image that the site cannot show (a missing PNG) fails the build.
@@ -113,6 +114,11 @@ def main() -> None:
     index = rewrite_links((ROOT / "README.md").read_text(), ROOT / "README.md", "index.md")
     with mkdocs_gen_files.open("index.md", "w") as f:
         f.write(index)
+    sys.path.insert(0, str(ROOT / "tools"))
+    import workspace_status
+
+    with mkdocs_gen_files.open("workspace.md", "w") as f:
+        f.write(workspace_status.page())
     for pkg in PACKAGES:
         name = pkg.name
         page = f"packages/{name}.md"

@@ -138,6 +138,7 @@ def test_docs_site_builds_strictly(tmp_path: pathlib.Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "api" / "isocal" / "index.html").is_file()
+    assert "GuanchengWan/EARTH" in (tmp_path / "workspace" / "index.html").read_text()
     # every public name has an API entry (its heading's anchor), and no Sphinx role is raw text
     pages = _module("gen_pages", ROOT / "docs" / "gen_pages.py")
     missing, raw = [], []
@@ -200,3 +201,16 @@ def test_prose_numbers_need_a_source(tmp_path: pathlib.Path) -> None:
     assert "has no kind" in render.unsourced(unknown, "pkg", tmp_path)[0]
     # the precision printed counts: 0.4537 is not 0.45370001 rounded differently
     assert render._held("0.4537", [0.4537]) and not render._held("0.4538", [0.4537])
+
+
+def test_workspace_status_covers_every_package_from_results_files() -> None:
+    status = _module("workspace_status", ROOT / "tools" / "workspace_status.py")
+    names = {p.parent.name for p in (ROOT / "packages").glob("*/README.md")} - {"aware-ml"}
+    assert set(status.SOURCES) == names  # all 18 packages
+    table = status.table()
+    assert len(table.strip().splitlines()) == 2 + len(names)
+    for pkg, src in status.SOURCES.items():
+        for key in src.get("parity", []) + src["real"] + src["generator"]:
+            assert key.startswith(pkg + "/") and (ROOT / "results" / f"{key}.json").is_file()
+    # a parity harness's record names the official commit it ran against
+    assert "`GuanchengWan/EARTH` @ `" in table
