@@ -28,12 +28,12 @@ SOURCES: dict[str, dict] = {
         "parity": ["qat-dg/parity"],
         "real": [],
         "generator": ["qat-dg/accuracy_wide"],
-    },  # fmt: skip
+    },
     "kd-losses": {
         "official": (None, "none found (DA-KD)"),
         "real": [],
         "generator": ["kd-losses/dakd_paired"],
-    },  # fmt: skip
+    },
     "sparse-attn": {
         "official": (
             "chenyaofo/CCA-Attention, dddavid4real/Querent",
@@ -41,81 +41,81 @@ SOURCES: dict[str, dict] = {
         ),
         "real": [],
         "generator": ["sparse-attn/mil", "sparse-attn/cca_speed"],
-    },  # fmt: skip
+    },
     "causal-ts": {
         "official": ("kimanki/CAROTS", "LICENSE and README only: no code"),
         "real": ["causal-ts/daphnet"],
         "generator": ["causal-ts/halves"],
-    },  # fmt: skip
+    },
     "gfn-symmetry": {
         "official": ("hohyun312/sagfn", "not run: needs torch_scatter and RDKit"),
         "real": [],
         "generator": ["gfn-symmetry/atom"],
-    },  # fmt: skip
+    },
     "lomap-planner": {
         "official": ("leekwoon/lomap", None),
         "parity": ["lomap-planner/parity"],
         "real": [],
         "generator": ["lomap-planner/main"],
-    },  # fmt: skip
+    },
     "sys-unlearn": {
         "official": (None, "none found"),
         "real": [],
         "generator": ["sys-unlearn/margin"],
-    },  # fmt: skip
+    },
     "pareto-merge": {
         "official": (None, "none found"),
         "real": [],
         "generator": ["pareto-merge/conflict"],
-    },  # fmt: skip
+    },
     "nas-puzzle": {
         "official": (None, "none found (Puzzle)"),
         "real": [],
         "generator": ["nas-puzzle/equal_speed"],
-    },  # fmt: skip
+    },
     "cost-model": {
         "official": (None, "none found (COGNATE)"),
         "real": ["cost-model/mtx_headroom"],
         "generator": ["cost-model/sim_spmm_paired"],
-    },  # fmt: skip
+    },
     "vlm-pseudolabel": {
         "official": ("Noahwangyuchen/CAP", "not run: a file-path and accelerate pipeline"),
         "real": [],
         "generator": ["vlm-pseudolabel/ssl"],
-    },  # fmt: skip
+    },
     "evolving-dg": {
         "official": ("BIT-DA/SYNC", None),
         "parity": ["evolving-dg/official_code_circle"],
         "real": ["evolving-dg/cida_circle_official_b64_reference"],
         "generator": ["evolving-dg/circle"],
-    },  # fmt: skip
+    },
     "learngene": {
         "official": ("mathieuxu/TAL-Task-Aware-Learngene-", "not run: built on the ghn3 code"),
         "real": [],
         "generator": ["learngene/untrained"],
-    },  # fmt: skip
+    },
     "brain-gcl": {
         "official": ("qinsheng1900/CIA-GCL-Experimental-Results", "result tables only: no code"),
         "real": [],
         "generator": ["brain-gcl/ood"],
-    },  # fmt: skip
+    },
     "interaction-moe": {
         "official": ("Raina-Xin/I2MoE", None),
         "parity": ["interaction-moe/parity"],
         "real": [],
         "generator": ["interaction-moe/routing"],
-    },  # fmt: skip
+    },
     "spectral-reservoir": {
         "official": (None, "none found (SARC)"),
         "real": ["spectral-reservoir/accuracy", "spectral-reservoir/archive"],
         "generator": [],
-    },  # fmt: skip
+    },
     "epi-ode": {
         "official": ("GuanchengWan/EARTH", None),
         "parity": ["epi-ode/parity"],
         "real": ["epi-ode/real_us_hhs_ablation"],
         "generator": ["epi-ode/ablation"],
-    },  # fmt: skip
+    },
 }
 
 
