@@ -202,3 +202,71 @@ def test_gradient_overwriting_logits_is_exact_across_sub_blocks(loss, monkeypatc
         assert torch.allclose(out, ref, atol=1e-12, rtol=1e-10)
         assert torch.allclose(gh, gh_ref, atol=1e-12, rtol=1e-9)
         assert torch.allclose(gw, gw_ref, atol=1e-12, rtol=1e-9)
+
+
+@pytest.mark.parametrize("loss", K.LOSS_NAMES)
+def test_float16_gradients_match_the_float32_logits_path_and_survive_loss_scaling(loss):
+    # the fused head once summed the float16 weight gradient block by block in float16: 1% off,
+    # and NaN under GradScaler's 2^16 scale; every accumulation is float32 now
+    g = torch.Generator().manual_seed(5)
+    n, d, vocab, dt = 96, 16, 700, 12
+    hs = torch.randn(n, d, generator=g).half()
+    ws = (torch.randn(vocab, d, generator=g) * 0.3).half()
+    bs = (torch.randn(vocab, generator=g) * 0.1).half()
+    ht = torch.randn(n, dt, generator=g).half()
+    wt = (torch.randn(vocab, dt, generator=g) * 0.3).half()
+    h32, w32, b32 = (t.float().requires_grad_() for t in (hs, ws, bs))
+    ref = K.distill_loss(loss, h32 @ w32.T + b32, ht.float() @ wt.float().T)
+    want = torch.autograd.grad(ref, (h32, w32, b32))
+    for scale in (1.0, 2.0**16):
+        leaves = [t.clone().requires_grad_() for t in (hs, ws, bs)]
+        out = K.fused_kd_loss(leaves[0], leaves[1], student_bias=leaves[2], teacher_hidden=ht,
+                              teacher_weight=wt, loss=loss, chunk_size=32)  # fmt: skip
+        got = torch.autograd.grad(out * scale, leaves)
+        assert (
+            out.dtype == torch.float32
+            and abs(float(out) - float(ref)) <= 1e-5 * abs(float(ref)) + 1e-6
+        )
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == torch.float16 and torch.isfinite(a).all()
+            rel = (a.float() / scale - b).abs().max() / b.abs().max()
+            assert rel <= 1e-3, (loss, scale, float(rel))
+
+
+def test_bfloat16_gradients_are_the_float32_ones_rounded():
+    g = torch.Generator().manual_seed(6)
+    hs = torch.randn(40, 8, generator=g).bfloat16()
+    ws = (torch.randn(300, 8, generator=g) * 0.3).bfloat16()
+    tl = torch.randn(40, 300, generator=g).bfloat16()
+    h32, w32 = (t.float().requires_grad_() for t in (hs, ws))
+    want = torch.autograd.grad(K.distill_loss("jsd", h32 @ w32.T, tl.float()), (h32, w32))
+    leaves = [t.clone().requires_grad_() for t in (hs, ws)]
+    got = torch.autograd.grad(K.fused_kd_loss(*leaves, teacher_logits=tl, loss="jsd"), leaves)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == torch.bfloat16
+        # one bfloat16 rounding of the float32 gradient (8 mantissa bits: 2^-8 relative)
+        assert ((a.float() - b).abs() <= b.abs() * 2**-8 + 1e-6 * b.abs().max()).all()
+
+
+def test_grad_scaler_step_with_float16_hidden_states_and_float32_weights():
+    # mixed precision as AMP runs it: autocast's float16 hidden states, float32 master weights
+    # and GradScaler's 2^16 scale: finite gradients, the scale is kept, the step equals the
+    # float32 logits path's
+    torch.manual_seed(0)
+    ws = torch.nn.Parameter(torch.randn(200, 8) * 0.3)
+    hs = torch.randn(32, 8).half().requires_grad_()
+    tl = torch.randn(32, 200)
+    opt = torch.optim.SGD([ws], lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
+    scaler.scale(K.fused_kd_loss(hs, ws, teacher_logits=tl, loss="fkl")).backward()
+    assert ws.grad.dtype == torch.float32 and hs.grad.dtype == torch.float16
+    w32 = ws.detach().clone().requires_grad_()
+    (want,) = torch.autograd.grad(K.distill_loss("fkl", hs.detach().float() @ w32.T, tl), (w32,))
+    torch.testing.assert_close(ws.grad / 2.0**16, want, rtol=1e-5, atol=1e-8)
+    before = ws.detach().clone()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 2.0**16  # no inf/NaN found: the scale was kept
+    torch.testing.assert_close(ws.detach(), before - 0.1 * want, rtol=1e-5, atol=1e-7)
+    with pytest.raises(TypeError, match="student_weight"):  # float64 weights, half states
+        K.fused_kd_loss(hs, ws.detach().double(), teacher_logits=tl)

@@ -17,6 +17,15 @@ passes over the ``(V, d)`` weights few (each block reads them), small kernel sub
 the float32 temporaries small. Inputs are checked for NaN / inf without full-size masks
 (``torch.isfinite`` allocates a weight-sized mask and an ``abs`` copy).
 
+Half precision. With float16 / bfloat16 inputs the block logits, their gradient and every
+accumulation are float32 (the weights are converted a vocabulary chunk of 1/8 of the budget at
+a time), and the gradients are rounded to the inputs' dtypes once, after the incoming loss
+scale is applied: a float16 weight gradient summed in float16 was 1% off and overflowed to NaN
+under GradScaler's 2^16 scale. The price is a float32 weight-gradient accumulator during the
+forward pass (``V x d`` float32; it is stored in the weight's dtype, scaled to its largest
+entry, until the backward pass) and float32 block logits (the automatic block sizes count 4
+bytes per logit).
+
 One backward pass. The gradients are computed in the forward pass and scaled in place by the
 incoming gradient in the backward pass, so a second backward through the same graph
 (``retain_graph=True``, PCGrad-style code) raises a ``RuntimeError`` saying so: call
@@ -26,6 +35,8 @@ The teacher is a constant (its hidden states, weights or logits receive no gradi
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
@@ -77,15 +88,49 @@ def auto_block_sizes(
     return rows, min(sub, rows)
 
 
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _vocab_rows(d: int, budget: int = MEMORY_BUDGET) -> int:
+    """Weight rows converted to float32 at a time in the half-precision path (1/8 budget)."""
+    return max(1, (budget // 8) // (4 * max(d, 1)))
+
+
+def _logits32(h32: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, vc: int):
+    """float32 logits of float32 rows ``h32`` against a half-precision head, vocabulary-chunked
+    (a (vc, d) float32 copy of the weight at a time, never the whole weight)."""
+    out = torch.empty(h32.shape[0], w.shape[0], dtype=torch.float32, device=h32.device)
+    for v in range(0, w.shape[0], vc):
+        sl = slice(v, v + vc)
+        out[:, sl] = h32 @ w[sl].float().T
+        if b is not None:
+            out[:, sl] += b[sl].float()
+    return out
+
+
 class _FusedHead(torch.autograd.Function):
     @staticmethod
     def forward(ctx, hs, ws, bs, ht, wt, bt, tl, weights, kind, param, temperature, chunk, sub):
         n = hs.shape[0]
         want = ctx.needs_input_grad[0] or ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
         acc = torch.float64 if hs.dtype == torch.float64 else torch.float32
+        # half precision: logits, their gradient and every accumulation in float32 (a float16
+        # weight gradient summed block by block lost 1% and overflowed to NaN under a 2^16
+        # loss scale); float32 / float64 inputs keep the in-place path in their own dtype
+        half = hs.dtype in _HALF
+        vc = _vocab_rows(hs.shape[1]) if half else 0
+        vct = _vocab_rows(ht.shape[1]) if half and ht is not None else 0
         total = torch.zeros((), dtype=acc, device=hs.device)
-        gh = torch.zeros_like(hs) if want else None
-        gw = torch.zeros_like(ws) if want else None
+        gh = (
+            torch.zeros(hs.shape, dtype=acc if half else hs.dtype, device=hs.device)
+            if want
+            else None
+        )
+        gw = (
+            torch.zeros(ws.shape, dtype=acc if half else ws.dtype, device=hs.device)
+            if want
+            else None
+        )
         gb = (
             torch.zeros(ws.shape[0], dtype=acc, device=hs.device)
             if want and bs is not None
@@ -97,8 +142,17 @@ class _FusedHead(torch.autograd.Function):
                 w_c = weights[c]
                 if not bool((w_c != 0).any()):
                     continue  # a fully masked block contributes nothing
-                zs = _logits(hs[c], ws, bs)
-                zt = tl[c] if tl is not None else _logits(ht[c], wt, bt)
+                if half:
+                    h32 = hs[c].float()
+                    zs = _logits32(h32, ws, bs, vc)
+                    if tl is not None:
+                        zt = tl[c].float()
+                    else:
+                        zt = _logits32(ht[c].float(), wt, bt, vct)
+                else:
+                    zs = _logits(hs[c], ws, bs)
+                    # a half teacher with float32 weights (mixed precision) computes in float32
+                    zt = tl[c] if tl is not None else _logits(ht[c].to(wt.dtype), wt, bt)
                 for b in range(0, zs.shape[0], sub):  # the float32 kernel, a few rows at a time
                     r = slice(b, b + sub)
                     loss, g = loss_and_grad(kind, param, zs[r], zt[r], temperature, want)
@@ -110,10 +164,26 @@ class _FusedHead(torch.autograd.Function):
                         zs[r] = g  # these logits are done with: hold their gradient instead
                     del loss, g
                 del zt
-                if want:
+                if want and half:
+                    for v in range(0, ws.shape[0], vc):
+                        sl = slice(v, v + vc)
+                        w32 = ws[sl].float()
+                        gh[c] += zs[:, sl] @ w32
+                        gw[sl].addmm_(zs[:, sl].T, h32)
+                    del w32
+                elif want:
                     gh[c] = zs @ ws
                     gw.addmm_(zs.T, hs[c])
                 del zs  # free this block before the next one is formed
+        if want and half:  # keep the weight gradient in the weight's dtype until backward,
+            # scaled by a power of two that puts its largest entry in [1, 2): float16's range
+            # holds it, and a power-of-two loss scale (GradScaler's) later rescales it exactly,
+            # so the float32 sum is rounded to the weight's dtype once
+            amax = float(gw.abs().max())
+            exp = math.frexp(amax)[1] if amax > 0 else 0
+            gw = _to_dtype_chunked(gw, ws.dtype, 2.0 ** (1 - exp), vc)
+            ctx.gw_scale = 2.0 ** (exp - 1)
+        ctx.half, ctx.vc, ctx.out_dtype = half, vc, (hs.dtype, ws.dtype)
         ctx.grads = (gh, gw, gb)
         return total
 
@@ -127,13 +197,28 @@ class _FusedHead(torch.autograd.Function):
                 "in the forward pass and scaled in place (retain_graph=True cannot reuse them); "
                 "call fused_kd_loss again for another backward"
             )
-        g = grad_total.to(gh.dtype)
-        gh.mul_(g)
-        gw.mul_(g)
+        if ctx.half:  # scale in float32, then round once to the inputs' dtypes
+            g = grad_total.float()
+            gh = (gh * g).to(ctx.out_dtype[0])
+            gw = _to_dtype_chunked(gw, ctx.out_dtype[1], ctx.gw_scale * g, ctx.vc)
+        else:
+            g = grad_total.to(gh.dtype)
+            gh.mul_(g)
+            gw.mul_(g)
         if gb is not None:
             gb = (gb * grad_total).to(gw.dtype)
         ctx.grads = (None, None, None)
         return gh, gw, gb, None, None, None, None, None, None, None, None, None, None
+
+
+def _to_dtype_chunked(x: torch.Tensor, dtype: torch.dtype, factor, rows: int) -> torch.Tensor:
+    """``(x * factor).to(dtype)`` computed in float32 a block of rows at a time (in place when
+    ``x`` is already ``dtype``), so no second full-size float32 temporary is formed."""
+    out = x if x.dtype == dtype else torch.empty(x.shape, dtype=dtype, device=x.device)
+    for v in range(0, x.shape[0], rows):
+        sl = slice(v, v + rows)
+        out[sl] = (x[sl].float() * factor).to(dtype)
+    return out
 
 
 def fused_kd_loss(
@@ -201,10 +286,7 @@ def fused_kd_loss(
     hs = _as_tokens(student_hidden, "student_hidden")
     lead = student_hidden.shape[:-1]
     _check_weight(student_weight, hs.shape[1], "student_weight")
-    if student_weight.dtype != hs.dtype:
-        raise TypeError(
-            f"student_weight: dtype {student_weight.dtype} differs from student_hidden's {hs.dtype}"
-        )
+    _check_dtypes(student_weight, hs, "student")
     vocab = student_weight.shape[0]
     if student_bias is not None and student_bias.shape != (vocab,):
         raise ValueError(
@@ -234,11 +316,7 @@ def fused_kd_loss(
         if ht.shape[0] != hs.shape[0]:
             raise ValueError(f"teacher_hidden: {ht.shape[0]} tokens, student has {hs.shape[0]}")
         _check_weight(teacher_weight, ht.shape[1], "teacher_weight")
-        if teacher_weight.dtype != ht.dtype:
-            raise TypeError(
-                f"teacher_weight: dtype {teacher_weight.dtype} differs from teacher_hidden's "
-                f"{ht.dtype}"
-            )
+        _check_dtypes(teacher_weight, ht, "teacher")
         wt = teacher_weight.detach()
         if teacher_bias is not None:
             _check_vector(teacher_bias, "teacher_bias")
@@ -246,7 +324,9 @@ def fused_kd_loss(
             raise ValueError(
                 f"teacher_weight: vocab {wt.shape[0]} differs from the student's {vocab}"
             )
-    auto_rows, sub = auto_block_sizes(vocab, hs.element_size(), loss=loss)
+    # half-precision inputs form their block logits in float32 (see _FusedHead)
+    itemsize = 4 if hs.dtype in _HALF else hs.element_size()
+    auto_rows, sub = auto_block_sizes(vocab, itemsize, loss=loss)
     if chunk_size is None:
         chunk_size = auto_rows
     elif (
@@ -293,6 +373,16 @@ def _check_weight(w: torch.Tensor, d: int, name: str) -> None:
         raise ValueError(f"{name}: expected {d} columns (the hidden width), got {w.shape[1]}")
     if not all_finite(w):
         raise ValueError(f"{name}: contains NaN or inf")
+
+
+def _check_dtypes(w: torch.Tensor, h: torch.Tensor, who: str) -> None:
+    """Same dtype, or mixed precision: half hidden states (autocast) with float32 weights."""
+    if w.dtype == h.dtype or (h.dtype in _HALF and w.dtype == torch.float32):
+        return
+    raise TypeError(
+        f"{who}_weight: dtype {w.dtype} differs from {who}_hidden's {h.dtype} (the head takes "
+        "equal dtypes, or float16/bfloat16 hidden states with float32 weights)"
+    )
 
 
 def _check_vector(b: torch.Tensor, name: str) -> None:
