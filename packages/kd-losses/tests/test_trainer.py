@@ -242,3 +242,42 @@ def test_heads_the_fused_path_cannot_reproduce_raise():
     odd.lm_head.forward = lambda h: torch.nn.functional.linear(h, odd.lm_head.weight) * 2.0
     with pytest.raises(UnsupportedHeadError, match="differ from lm_head"):
         kd_loss_for_causal_lm(odd, _family("llama"), batch)
+
+
+def _trainer(tmp_path, name, steps, **kw):
+    student, teacher = _tiny_llama(16, 1), _tiny_llama(24, 0)
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / name), per_device_train_batch_size=2, max_steps=steps,
+        learning_rate=1e-2, lr_scheduler_type="linear", logging_steps=1, report_to=[],
+        use_cpu=True, seed=0, disable_tqdm=True, **kw,
+    )  # fmt: skip
+    return KDTrainer(model=student, args=args, train_dataset=_Ragged(), teacher=teacher,
+                     kd_loss="bdl", ce_weight=0.5)  # fmt: skip
+
+
+def test_resume_from_a_checkpoint_equals_the_uninterrupted_run(tmp_path):
+    full = _trainer(tmp_path, "full", 4, save_strategy="no")
+    full.train()
+    first = _trainer(tmp_path, "part", 4, save_strategy="steps", save_steps=2)
+    first.train()  # writes checkpoint-2 and checkpoint-4
+    resumed = _trainer(tmp_path, "part", 4, save_strategy="no")
+    resumed.train(resume_from_checkpoint=str(tmp_path / "part" / "checkpoint-2"))
+    assert resumed.state.global_step == 4
+    want = dict(full.model.named_parameters())
+    for k, v in resumed.model.named_parameters():
+        torch.testing.assert_close(v, want[k], atol=1e-6, rtol=1e-5)  # Adam state restored too
+    losses = [h["loss"] for h in resumed.state.log_history if "loss" in h]
+    full_losses = [h["loss"] for h in full.state.log_history if "loss" in h]
+    assert losses[-2:] == pytest.approx(full_losses[-2:], rel=1e-5)
+
+
+def test_bf16_mixed_precision_training_runs_the_fused_head(tmp_path):
+    # autocast's bfloat16 activations with float32 master weights (TrainingArguments(bf16=True))
+    fp32 = _trainer(tmp_path, "fp32", 2, save_strategy="no")
+    fp32.train()
+    bf16 = _trainer(tmp_path, "bf16", 2, save_strategy="no", bf16=True)
+    bf16.train()
+    a = [h["loss"] for h in fp32.state.log_history if "loss" in h]
+    b = [h["loss"] for h in bf16.state.log_history if "loss" in h]
+    assert all(torch.isfinite(torch.tensor(b)))
+    assert b == pytest.approx(a, rel=5e-2)  # bfloat16 rounding of the activations only

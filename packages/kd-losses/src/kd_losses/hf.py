@@ -69,7 +69,7 @@ def _head(model, name: str) -> tuple[torch.Tensor, torch.Tensor | None, float]:
     return head.weight, getattr(head, "bias", None), mult
 
 
-def _check_head(name, model, h_last, logits_last, w, b, mult) -> None:
+def _check_head(name, model, h_last, logits_last, w, b, mult, half=False) -> None:
     """The model's own last-position logits must equal ``mult * lm_head(h)``: any other head
     (a custom scaling, a cap) would make the fused loss silently wrong."""
     with torch.no_grad():
@@ -78,7 +78,12 @@ def _check_head(name, model, h_last, logits_last, w, b, mult) -> None:
         )
         want = want * mult
         got = logits_last.float()
-        tol = (1e-4 if h_last.dtype == torch.float32 else 3e-2) * want.abs().max().clamp_min(1.0)
+        # the model's own logits are as precise as their least precise input; under autocast
+        # (Trainer's bf16/fp16) the head ran in half precision whatever the tensors' dtypes
+        full = (torch.float32, torch.float64)
+        precise = not half and all(t.dtype in full for t in (h_last, logits_last, w))
+        precise = precise and not torch.is_autocast_enabled(h_last.device.type)
+        tol = (1e-4 if precise else 3e-2) * want.abs().max().clamp_min(1.0)
         err = (got - want).abs().max()
     if err > tol:
         cfg = getattr(getattr(model, "module", model), "config", None)
@@ -111,6 +116,7 @@ def kd_loss_for_causal_lm(
     temperature: float = 1.0,
     ce_weight: float = 0.0,
     chunk_size: int | None = None,
+    mixed_precision: bool = False,
 ) -> torch.Tensor:
     """Distillation loss of ``student`` towards ``teacher`` on one batch of token ids.
 
@@ -121,6 +127,11 @@ def kd_loss_for_causal_lm(
     inputs : dict
         ``input_ids`` (B, T), optionally ``attention_mask`` and ``labels`` (``-100`` ignored;
         default: ``input_ids``).
+    mixed_precision : bool, default=False
+        The models' forwards run under autocast (a wrapped forward, as accelerate's bf16/fp16
+        does, returns float32 tensors that were computed in half precision): the check that
+        each model's logits equal ``lm_head(h)`` allows half-precision rounding. Inside an
+        active ``torch.autocast`` this is detected.
 
     Returns
     -------
@@ -140,8 +151,8 @@ def kd_loss_for_causal_lm(
     hs_all, zs_last = _body(student, inputs)
     with torch.no_grad():
         ht_all, zt_last = _body(teacher, inputs)
-    _check_head("student", student, hs_all[:, -1], zs_last, ws, bs, ms)
-    _check_head("teacher", teacher, ht_all[:, -1], zt_last, wt, bt, mt)
+    _check_head("student", student, hs_all[:, -1], zs_last, ws, bs, ms, mixed_precision)
+    _check_head("teacher", teacher, ht_all[:, -1], zt_last, wt, bt, mt, mixed_precision)
     # a logit multiplier m (Granite's 1 / logits_scaling, Cohere's logit_scale) is applied to
     # h: m (W h + b) = W (m h) + m b
     hs, ht = hs_all[:, :-1] * ms, ht_all[:, :-1] * mt
@@ -233,6 +244,7 @@ class KDTrainer(Trainer):
         loss = kd_loss_for_causal_lm(
             model, self.teacher, inputs, loss=self.kd_loss, loss_kwargs=self.kd_loss_kwargs,
             temperature=self.temperature, ce_weight=self.ce_weight, chunk_size=self.chunk_size,
+            mixed_precision=bool(self.args.bf16 or self.args.fp16),
         )  # fmt: skip
         if num_items_in_batch is not None:
             n_kept = _kept_targets(inputs).sum()
