@@ -17,6 +17,7 @@ from kd_losses.functional import (
     total_variation,
 )
 from kd_losses.fused import FusedKDLoss, fused_kd_loss
+from kd_losses.gkd import gkd_loss
 from kd_losses.losses import (
     AdaptiveKL,
     BidirectionalDiscrepancyLoss,
@@ -60,6 +61,7 @@ __all__ = [
     "forward_kl",
     "functional",
     "fused_kd_loss",
+    "gkd_loss",
     "js_divergence",
     "make_corpus",
     "make_loss",

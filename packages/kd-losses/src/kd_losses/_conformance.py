@@ -144,6 +144,37 @@ def entries() -> list[dict]:
                                "why": "the short name gives the named loss"}],
                 }
             )  # fmt: skip
+
+    def gkd(student_logits, teacher_logits, loss="bdl", beta=0.5, temperature=1.0):
+        lead = (None,) if student_logits.ndim == 2 else ()  # (T, V) -> one sequence
+        labels = None
+        if student_logits.ndim >= 2:
+            labels = torch.ones(student_logits.shape[:-1], dtype=torch.long,
+                                device=student_logits.device)  # fmt: skip
+            labels[..., 2::3] = -100  # every third token ignored
+            labels = labels[lead]
+        return K.gkd_loss(loss)(student_logits[lead], teacher_logits[lead], labels,
+                                beta=beta, temperature=temperature)  # fmt: skip
+
+    keep = torch.tensor([0, 1, 3, 4])
+    out.append(
+        {
+            "name": "gkd_loss",
+            "call": gkd,
+            "kwargs": {"student_logits": zs, "teacher_logits": zt},
+            "arrays": logits_arrays,
+            "rows": [["student_logits", "teacher_logits"]],
+            "order": None,  # the ignored positions are fixed, not the rows'
+            "params": {"loss": {"type": "str", "bad": ["kl"]},
+                       "beta": {"type": "float", "bad": [1.5, -0.1]},
+                       "temperature": {"type": "float", "bad": [0.0, float("nan")]}},
+            "grid": {"loss": ["jsd", "fkl"], "beta": [0.0, 1.0]},
+            "known": [{"kwargs": {"student_logits": zs, "teacher_logits": zt},
+                       "check": lambda v: torch.allclose(v, K.distill_loss(
+                           "bdl", zs, zt, reduction="none")[keep].sum() / 4),
+                       "why": "TRL's batchmean: the token sum over the kept tokens"}],
+        }
+    )  # fmt: skip
     out.append(
         {
             "name": "make_corpus",
