@@ -9,9 +9,13 @@ The config names a base model, the fine-tuned models and a method, as mergekit's
         parameters: {weight: 0.4}      # task_arithmetic: theta_0 + sum_k weight_k tau_k
       - model: ./code
         parameters: {weight: 0.3}
-    parameters: {}                     # method settings: ties takes density, scale, scope
-    dtype: bfloat16                    # optional: the merged floating tensors' dtype
+    parameters: {}                     # method settings (ties: density, normalize, lambda, ...)
+    dtype: bfloat16                    # optional: the dtype the merge computes in
+    out_dtype: bfloat16                # optional: the merged tensors' dtype (default: dtype)
 
+The schema is mergekit's for the methods both implement (:mod:`pareto_merge.recipes`): per-model
+``weight`` and ``density``, ``normalize``, ``lambda``, ``int8_mask``, ``dtype``, ``out_dtype``,
+``tokenizer_source``.
 ``merge_method: pareto`` takes ``merger:`` (a file written by :meth:`ParetoMerger.save`) and
 ``preference:`` (one weight per model, on the simplex). The output directory gets the merged
 weights as sharded safetensors (``--max-shard-size``), every non-weight file of the base model
@@ -31,24 +35,18 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
-from pareto_merge.baselines import task_arithmetic, ties_merge, weighted_task_arithmetic
-from pareto_merge.io import LazyStateDict, load_state_dict, save_state_dict
+from pareto_merge.baselines import ties_merge
+from pareto_merge.io import LazyStateDict, ShardWriter, load_state_dict
 from pareto_merge.pareto import ParetoMerger
+from pareto_merge.recipes import cast_inputs, merge_tensor, parse_recipe
 
-__all__ = ["main", "merge_from_config"]
+__all__ = ["iter_merged", "main", "merge_from_config"]
 
-METHODS = ("linear", "task_arithmetic", "ties", "pareto")
-_TOP = {"merge_method", "base_model", "models", "parameters", "dtype", "merger", "preference"}
-_METHOD_PARAMS = {
-    "linear": set(),
-    "task_arithmetic": set(),
-    "ties": {"density", "scale", "scope"},
-    "pareto": set(),
-}
 _WEIGHT_FILES = re.compile(r"(\.safetensors|\.bin|\.pt|\.pth|\.ckpt|\.index\.json)$")
+_TOKENIZER_FILES = re.compile(r"^(tokenizer.*|special_tokens_map\.json|vocab\..*|merges\.txt|"
+                              r"added_tokens\.json|.*\.model)$")  # fmt: skip
 
 
 def _size(text: str | int) -> int:
@@ -62,62 +60,61 @@ def _size(text: str | int) -> int:
     return max(1, int(float(m.group(1)) * unit))
 
 
-def _unknown(given: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    extra = sorted(set(given) - allowed)
-    if extra:
-        raise ValueError(f"{where}: unknown keys {extra} (allowed: {sorted(allowed)})")
+def _check_input(i: int, name: str, t: torch.Tensor, base: torch.Tensor) -> None:
+    if t.shape != base.shape:
+        raise ValueError(f"models[{i}]: {name!r} has shape {tuple(t.shape)}, base_model has "
+                         f"{tuple(base.shape)}")  # fmt: skip
+    if t.is_floating_point() != base.is_floating_point():
+        raise ValueError(f"models[{i}]: {name!r} has dtype {t.dtype}, base_model {base.dtype}")
+    if t.is_floating_point() and not torch.isfinite(t).all():
+        raise ValueError(f"models[{i}]: {name!r} contains NaN or inf")
 
 
-def _check_config(config: Any) -> dict[str, Any]:
-    if not isinstance(config, Mapping):
-        raise ValueError("config: expected a mapping at the top level")
-    _unknown(config, _TOP, "config")
-    method = config.get("merge_method")
-    if method not in METHODS:
-        raise ValueError(f"config: merge_method must be one of {METHODS}, got {method!r}")
-    for key in ("base_model", "models"):
-        if key not in config:
-            raise ValueError(f"config: {key!r} is required")
-    models = config["models"]
-    if not isinstance(models, Sequence) or isinstance(models, str) or not models:
-        raise ValueError("config: 'models' must be a non-empty list of {model: PATH} entries")
-    for i, entry in enumerate(models):
-        if not isinstance(entry, Mapping) or "model" not in entry:
-            raise ValueError(f"config: models[{i}] must be a mapping with a 'model' path")
-        _unknown(entry, {"model", "parameters"}, f"config: models[{i}]")
-        _unknown(entry.get("parameters") or {}, {"weight"}, f"config: models[{i}].parameters")
-    _unknown(config.get("parameters") or {}, _METHOD_PARAMS[method], f"config: {method} parameters")
-    if method == "pareto":
-        for key in ("merger", "preference"):
-            if key not in config:
-                raise ValueError(f"config: merge_method 'pareto' needs {key!r}")
-    else:
-        for key in ("merger", "preference"):
-            if key in config:
-                raise ValueError(f"config: {key!r} is only used by merge_method 'pareto'")
-    return dict(config)
+def iter_merged(config: Mapping[str, Any], root: str | os.PathLike = "."):
+    """``(name, merged tensor)`` pairs of a recipe, in the base model's order (see
+    :func:`merge_from_config`); the tensor-by-tensor methods never hold the merged model."""
+    r = parse_recipe(config)
 
+    def path(p: str) -> str:
+        return p if os.path.isabs(p) else os.path.join(os.fspath(root), p)
 
-def _weights(models: Sequence[Mapping[str, Any]], method: str) -> list[float] | None:
-    given = [(m.get("parameters") or {}).get("weight") for m in models]
-    if all(w is None for w in given):
-        return None
-    if method in ("ties", "pareto"):
-        raise ValueError(
-            f"config: per-model 'weight' is not used by {method!r} (ties: parameters.scale; "
-            "pareto: preference)"
-        )
-    if any(w is None for w in given):
-        raise ValueError("config: give a 'weight' for every model or for none")
-    w = [float(x) for x in given]
-    if not all(np.isfinite(w)) or min(w) < 0 or sum(w) <= 0:
-        raise ValueError(f"config: model weights must be finite, >= 0, not all 0; got {w}")
-    return w
+    out_dtype = r.out_dtype
 
+    def finish(name: str, v: torch.Tensor) -> torch.Tensor:
+        if v.is_floating_point():
+            if out_dtype is not None:
+                v = v.to(out_dtype)
+            if not torch.isfinite(v).all():
+                raise ValueError(f"merged weights are not finite (overflow?) in {[name]}")
+        return v
 
-def _per_tensor(fn, base: Mapping, tuned: Sequence[Mapping]) -> dict[str, torch.Tensor]:
-    """``fn`` applied to one tensor name at a time (exactly ``fn`` on the whole models when
-    ``fn`` treats every tensor alone), holding the output and one tensor per input."""
+    if r.method == "pareto" or (r.method == "ties" and r.scope == "model"):
+        # the merger, and TIES's model-wide trim, need every tensor at once
+        base = load_state_dict(path(r.base_model))
+        tuned = [load_state_dict(path(m)) for m in r.models]
+        floats = [v.dtype for v in base.values() if v.is_floating_point()]
+        dtype = r.dtype or (floats[0] if floats else None)
+        if dtype is not None:  # one compute dtype, as the tensor-by-tensor path
+            seen: set = set()
+            tuned = [dict(t) for t in tuned]
+            for k in base:
+                ref = base[k].dtype
+                cast = cast_inputs(k, [t[k] for t in tuned], dtype, seen, reference=ref)
+                for t, v in zip(tuned, cast, strict=True):
+                    t[k] = v
+            base = {k: v.to(dtype) if v.is_floating_point() else v for k, v in base.items()}
+        if r.method == "pareto":
+            merger = ParetoMerger.load(path(r.merger), base, tuned)
+            merged = merger.merge(list(r.preference))
+        else:
+            if not r.normalize:
+                raise ValueError("config: scope 'model' computes the paper's mean (normalize)")
+            merged = ties_merge(base, tuned, density=r.densities[0], scale=r.lam, scope="model")
+        for name, v in merged.items():
+            yield name, finish(name, v)
+        return
+    base = LazyStateDict(path(r.base_model))
+    tuned = [LazyStateDict(path(m)) for m in r.models]
     names = list(base)
     for i, t in enumerate(tuned):
         if set(t) != set(names):
@@ -126,88 +123,44 @@ def _per_tensor(fn, base: Mapping, tuned: Sequence[Mapping]) -> dict[str, torch.
                 f"models[{i}]: tensors differ from base_model (missing {missing[:3]}, "
                 f"extra {extra[:3]})"
             )
-    out: dict[str, torch.Tensor] = {}
-    for name in names:
-        out.update(fn({name: base[name]}, [{name: t[name]} for t in tuned]))
-    return out
+    seen = set()
+    for name in names:  # one tensor name at a time
+        b = base[name]
+        if b.is_floating_point() and not torch.isfinite(b).all():
+            raise ValueError(f"base_model: {name!r} contains NaN or inf")
+        dtype = r.dtype or b.dtype if b.is_floating_point() else b.dtype
+
+        def inputs(name=name, b=b, dtype=dtype):  # read, check and cast one model at a time
+            for i, t in enumerate(tuned):
+                x = t[name]
+                _check_input(i, name, x, b)
+                yield cast_inputs(name, [x], dtype, seen, reference=b.dtype, index=i)[0]
+
+        if not b.is_floating_point():
+            for _ in inputs():  # integer buffers: the base's, once every model's is checked
+                pass
+            yield name, b.clone()
+            continue
+        yield name, finish(name, merge_tensor(r, b.to(dtype), inputs()))
 
 
 def merge_from_config(
     config: Mapping[str, Any], root: str | os.PathLike = "."
 ) -> dict[str, torch.Tensor]:
-    """The merged state_dict a config describes (relative paths resolved against ``root``).
+    """The merged state_dict a mergekit-style recipe describes (paths relative to ``root``).
 
-    Every method but ``pareto`` (and TIES with ``scope: model``) reads the checkpoints one
-    tensor at a time (:class:`~pareto_merge.io.LazyStateDict`), so memory holds the merged
-    model plus one tensor per input model. ``linear``: the average of the fine-tuned models,
-    weighted by ``weight`` (normalised; uniform without weights). ``task_arithmetic``: ``theta_0 + sum_k weight_k tau_k``
-    (``weight`` defaults to 0.3, this package's Task Arithmetic scale). ``ties``:
-    :func:`ties_merge` (``scope`` defaults to ``"tensor"``, as mergekit). ``pareto``:
-    :meth:`ParetoMerger.merge` of a saved merger at ``preference``.
+    The recipe is read as mergekit reads it (:mod:`pareto_merge.recipes`) and every method but
+    ``pareto`` (and TIES with ``scope: model``) computes as mergekit computes
+    (:func:`~pareto_merge.recipes.merge_tensor`; equal to mergekit 0.1.5's output bit for bit
+    on the recorded recipes), reading the checkpoints one tensor at a time
+    (:class:`~pareto_merge.io.LazyStateDict`): linear and task arithmetic read one model's
+    tensor at a time, TIES every model's tensor of one name. Inputs of another dtype than the
+    base's are cast to the compute dtype (``dtype``, else the base's) with a warning. Integer
+    buffers are copied from the base. ``pareto``: :meth:`ParetoMerger.merge` of a saved merger
+    at ``preference``. The command line streams the same tensors into shards
+    (:class:`~pareto_merge.io.ShardWriter`) instead of building this dict.
     """
-    config = _check_config(config)
-    method, models = config["merge_method"], config["models"]
-    params = dict(config.get("parameters") or {})
-    weights = _weights(models, method)
-
-    def path(p: str) -> str:
-        return p if os.path.isabs(p) else os.path.join(os.fspath(root), p)
-
-    k = len(models)
-    if method == "pareto" or (method == "ties" and params.get("scope", "tensor") == "model"):
-        # the merger, and TIES's model-wide trim, need every tensor at once
-        base = load_state_dict(path(config["base_model"]))
-        tuned = [load_state_dict(path(m["model"])) for m in models]
-        if method == "pareto":
-            merger = ParetoMerger.load(path(config["merger"]), base, tuned)
-            merged = merger.merge(config["preference"])
-        else:
-            merged = ties_merge(
-                base, tuned, density=float(params.get("density", 0.2)),
-                scale=float(params.get("scale", 1.0)), scope="model",
-            )  # fmt: skip
-    else:
-        if method == "linear":
-            w = np.ones(k) if weights is None else np.asarray(weights)
-
-            def fn(b, ts):
-                return weighted_task_arithmetic(b, ts, w / w.sum(), scale=1.0 / k)
-
-        elif method == "task_arithmetic":
-            if weights is None or len(set(weights)) == 1:
-                scale = 0.3 if weights is None else weights[0]
-
-                def fn(b, ts):
-                    return task_arithmetic(b, ts, scale=scale)
-
-            else:
-                w = np.asarray(weights)
-
-                def fn(b, ts):
-                    return weighted_task_arithmetic(b, ts, w / w.sum(), scale=w.sum() / k)
-
-        else:
-
-            def fn(b, ts):
-                return ties_merge(
-                    b, ts, density=float(params.get("density", 0.2)),
-                    scale=float(params.get("scale", 1.0)), scope="tensor",
-                )  # fmt: skip
-
-        # every method here acts on each tensor alone: read and merge one tensor at a time
-        base = LazyStateDict(path(config["base_model"]))
-        tuned = [LazyStateDict(path(m["model"])) for m in models]
-        merged = _per_tensor(fn, base, tuned)
-    dtype = config.get("dtype")
-    if dtype is not None:
-        if not isinstance(dtype, str) or not isinstance(getattr(torch, dtype, None), torch.dtype):
-            raise ValueError(f"config: dtype must name a torch dtype, got {dtype!r}")
-        target = getattr(torch, dtype)
-        merged = {n: v.to(target) if v.is_floating_point() else v for n, v in merged.items()}
-    bad = [n for n, v in merged.items() if v.is_floating_point() and not torch.isfinite(v).all()]
-    if bad:
-        raise ValueError(f"merged weights are not finite (overflow?) in {bad[:5]}")
-    return merged
+    return dict(iter_merged(config, root))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -229,25 +182,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = os.path.dirname(os.path.abspath(a.config))
     if os.path.isdir(a.out) and os.listdir(a.out) and not a.overwrite:
         ap.error(f"out: {a.out!r} is not empty (pass --overwrite)")
-    merged = merge_from_config(config, root)
     os.makedirs(a.out, exist_ok=True)
-    base_dir = config["base_model"]
+    base_dir = config.get("base_model") or config["models"][0]["model"]
     base_dir = base_dir if os.path.isabs(base_dir) else os.path.join(root, base_dir)
     if os.path.isdir(base_dir):  # config, tokenizer, generation config: everything but weights
         for name in sorted(os.listdir(base_dir)):
             src = os.path.join(base_dir, name)
             if os.path.isfile(src) and not _WEIGHT_FILES.search(name):
                 shutil.copy2(src, os.path.join(a.out, name))
-    if config.get("dtype") and os.path.isfile(os.path.join(a.out, "config.json")):
+    source = config.get("tokenizer_source")
+    if source not in (None, "base"):  # mergekit's tokenizer_source: that model's tokenizer
+        src_dir = source if os.path.isabs(source) else os.path.join(root, source)
+        for name in sorted(os.listdir(a.out)):
+            if _TOKENIZER_FILES.match(name):
+                os.remove(os.path.join(a.out, name))
+        for name in sorted(os.listdir(src_dir)):
+            if _TOKENIZER_FILES.match(name) and os.path.isfile(os.path.join(src_dir, name)):
+                shutil.copy2(os.path.join(src_dir, name), os.path.join(a.out, name))
+    out_dtype = config.get("out_dtype") or config.get("dtype")
+    if out_dtype and os.path.isfile(os.path.join(a.out, "config.json")):
         with open(os.path.join(a.out, "config.json")) as f:
             hf = json.load(f)
-        hf["torch_dtype"] = hf["dtype"] = config["dtype"]
+        hf["torch_dtype"] = hf["dtype"] = out_dtype
         with open(os.path.join(a.out, "config.json"), "w") as f:
             json.dump(hf, f, indent=2)
     meta = {"pareto_merge.merge_method": config["merge_method"]}
     if "preference" in config:
         meta["pareto_merge.preference"] = json.dumps(list(map(float, config["preference"])))
-    save_state_dict(merged, a.out, metadata=meta, max_shard_bytes=_size(a.max_shard_size))
+    # merged tensors go to disk as they are made: the merged model is never held in memory
+    writer = ShardWriter(a.out, _size(a.max_shard_size), metadata=meta)
+    try:
+        for name, tensor in iter_merged(config, root):
+            writer.add(name, tensor)
+    except BaseException:
+        writer.abort()
+        raise
+    writer.close()
     with open(os.path.join(a.out, "pareto_merge_config.yml"), "w") as f:
         f.write(text)
     print(f"merged {len(config['models'])} models ({config['merge_method']}) into {a.out}")

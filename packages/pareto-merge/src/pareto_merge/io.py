@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import torch
 
-__all__ = ["LazyStateDict", "load_state_dict", "load_state_dicts", "save_state_dict"]
+__all__ = ["LazyStateDict", "ShardWriter", "load_state_dict", "load_state_dicts", "save_state_dict"]
 
 # safetensors stores tensors sorted by name; the original order travels in the header
 _ORDER_KEY = "pareto_merge.key_order"
@@ -231,3 +231,88 @@ def save_state_dict(
             f,
             indent=2,
         )
+
+
+class ShardWriter:
+    """Hugging Face safetensors shards written as tensors arrive (one shard in memory at most).
+
+    ``add(name, tensor)`` buffers a tensor and writes the buffered shard once the next tensor
+    would make it larger than ``max_shard_bytes``; ``close()`` writes the last one, names the
+    shards ``model-0000i-of-0000n.safetensors`` and writes ``model.safetensors.index.json``, the
+    layout :func:`save_state_dict` writes for the same tensors in the same order. A merge that
+    hands its tensors over one by one never holds the merged model.
+
+    Parameters
+    ----------
+    folder : str or PathLike
+        Output directory (created).
+    max_shard_bytes : int
+    metadata : mapping of str to str, optional
+        Stored in every shard header and the index (as :func:`save_state_dict`).
+    """
+
+    def __init__(
+        self,
+        folder: str | os.PathLike,
+        max_shard_bytes: int,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        if (
+            isinstance(max_shard_bytes, bool)
+            or not isinstance(max_shard_bytes, int)
+            or (max_shard_bytes < 1)
+        ):
+            raise ValueError(f"max_shard_bytes: expected a positive int, got {max_shard_bytes!r}")
+        self.folder, self.limit = os.fspath(folder), max_shard_bytes
+        self.metadata = dict(metadata or {})
+        os.makedirs(self.folder, exist_ok=True)
+        self._buffer: dict[str, torch.Tensor] = {}
+        self._size = 0
+        self._shards: list[list[str]] = []
+        self._total = 0
+
+    def _part(self, i: int) -> str:
+        return os.path.join(self.folder, f".pareto-merge-part-{i:05d}.safetensors")
+
+    def _flush(self) -> None:
+        from safetensors.torch import save_file
+
+        if not self._buffer:
+            return
+        keys = list(self._buffer)
+        meta = {**self.metadata, _ORDER_KEY: json.dumps(keys), "format": "pt"}
+        save_file(self._buffer, self._part(len(self._shards)), metadata=meta)
+        self._shards.append(keys)
+        self._buffer, self._size = {}, 0
+
+    def add(self, name: str, tensor: torch.Tensor) -> None:
+        """Buffer ``tensor`` under ``name`` (a contiguous copy), writing a full shard first."""
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"tensor: {name!r} is not a tensor")
+        nbytes = tensor.numel() * tensor.element_size()
+        if self._buffer and self._size + nbytes > self.limit:
+            self._flush()
+        self._buffer[name] = tensor.detach().contiguous().clone()
+        self._size += nbytes
+        self._total += nbytes
+
+    def close(self) -> None:
+        """Write the last shard, give every shard its final name, write the index."""
+        self._flush()
+        if not self._shards:
+            raise ValueError("state_dict: no tensor was written")
+        n, weight_map = len(self._shards), {}
+        for i, keys in enumerate(self._shards):
+            final = f"model-{i + 1:05d}-of-{n:05d}.safetensors"
+            os.replace(self._part(i), os.path.join(self.folder, final))
+            weight_map.update(dict.fromkeys(keys, final))
+        with open(os.path.join(self.folder, _INDEX), "w") as f:
+            json.dump({"metadata": {"total_size": self._total, **self.metadata},
+                       "weight_map": weight_map}, f, indent=2)  # fmt: skip
+
+    def abort(self) -> None:
+        """Remove the shards written so far (a merge that failed half-way)."""
+        for i in range(len(self._shards)):
+            if os.path.exists(self._part(i)):
+                os.remove(self._part(i))
+        self._buffer, self._shards = {}, []
