@@ -57,7 +57,11 @@ class TemperatureScaling(BaseCalibrator):
         rows = np.arange(len(y))
 
         def nll(log_beta: float) -> float:
-            return float(-(wn @ log_softmax(np.exp(log_beta) * Z, axis=1)[rows, y]))
+            # beta is capped below float overflow: an infinite beta times the zero logit of a
+            # row's top class would be NaN (the search interval doubles towards large beta)
+            with np.errstate(over="ignore"):
+                beta = np.exp(min(log_beta, 700.0))
+                return float(-(wn @ log_softmax(beta * Z, axis=1)[rows, y]))
 
         # The loss is convex in beta = 1/T, hence unimodal in log(beta). The search interval
         # doubles while the optimum sits on its edge, so logits on any scale (1e6 x, 1e-6 x)

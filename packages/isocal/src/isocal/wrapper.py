@@ -14,11 +14,12 @@ from __future__ import annotations
 import numbers
 import warnings
 from inspect import signature
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold, check_cv
+from sklearn.model_selection import LeaveOneOut, StratifiedKFold, check_cv
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import _safe_indexing, indexable
 from sklearn.utils.multiclass import check_classification_targets
@@ -52,6 +53,13 @@ METHODS = {
     "dirichlet": DirichletCalibrator,
     "histogram": HistogramBinningCalibrator,
 }
+
+
+class CalibratedPair(NamedTuple):
+    """One fitted ``(estimator, calibrator)`` pair (attributes as scikit-learn's)."""
+
+    estimator: object
+    calibrator: object
 
 
 def _full_proba(est, X, n_classes: int) -> np.ndarray:
@@ -99,8 +107,9 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (n_classes,)
         The class labels (any labels ``LabelEncoder`` accepts).
-    calibrated_classifiers_ : list of (estimator, calibrator)
-        The fitted pairs (one when ``ensemble=False`` or ``cv="prefit"``).
+    calibrated_classifiers_ : list of CalibratedPair
+        The fitted ``(estimator, calibrator)`` pairs, also as ``.estimator`` and
+        ``.calibrator`` (one when ``ensemble=False`` or ``cv="prefit"``).
     n_features_in_ : int
     """
 
@@ -194,22 +203,31 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             est_enc = _Relabel(est, np.arange(K))
             P = _named("X", _full_proba, est_enc, X, K)
             cal = self._calibrator().fit(P, yi, sample_weight)
-            pairs.append((est_enc, cal))
+            pairs.append(CalibratedPair(est_enc, cal))
         else:
-            if isinstance(self.cv, numbers.Integral) and not isinstance(self.cv, bool):
+            if isinstance(self.cv, bool):
+                raise TypeError("cv: expected an int, a splitter or 'prefit', got a bool")
+            if isinstance(self.cv, numbers.Integral):
                 if self.cv < 2:
                     raise ValueError(f"cv: needs at least 2 folds, got {self.cv}")
-                counts = np.bincount(yi, minlength=K)
-                if counts.min() < self.cv:
-                    raise ValueError(
-                        f"y: the smallest class has {counts.min()} samples, fewer than "
-                        f"cv={self.cv} folds"
-                    )
-                splitter = StratifiedKFold(n_splits=int(self.cv))
-            elif isinstance(self.cv, bool):
-                raise TypeError("cv: expected an int, a splitter or 'prefit', got a bool")
+                n_folds = int(self.cv)
+                splitter = StratifiedKFold(n_splits=n_folds)
             else:
+                n_folds = getattr(self.cv, "n_splits", None)
+                n_folds = n_folds if isinstance(n_folds, numbers.Integral) else None
+                if isinstance(self.cv, LeaveOneOut):
+                    raise ValueError(
+                        "cv: LeaveOneOut cross-validation does not allow all classes to be "
+                        "present in test splits; use a splitter whose test folds hold every class"
+                    )
                 splitter = check_cv(self.cv, yi, classifier=True)
+            counts = np.bincount(yi, minlength=K)
+            if n_folds is not None and counts.min() < n_folds:
+                # as CalibratedClassifierCV: some fold would miss a class entirely
+                raise ValueError(
+                    f"y: Requesting {n_folds}-fold cross-validation but the smallest class has "
+                    f"{counts.min()} samples, fewer than {n_folds}"
+                )
             oof = np.zeros((len(yi), K))
             for train, test in splitter.split(np.zeros((n, 1)), yi):
                 params = _check_method_params(X, params=fit_params, indices=train)
@@ -217,12 +235,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 P = _named("X", _full_proba, est, _safe_indexing(X, test), K)
                 if self.ensemble:
                     w = None if sample_weight is None else sample_weight[test]
-                    pairs.append((est, self._calibrator().fit(P, yi[test], w)))
+                    pairs.append(CalibratedPair(est, self._calibrator().fit(P, yi[test], w)))
                 else:
                     oof[test] = P
             if not self.ensemble:
                 est = _named("X", clone(base).fit, X, yi, **fit_params)
-                pairs.append((est, self._calibrator().fit(oof, yi, sample_weight)))
+                pairs.append(CalibratedPair(est, self._calibrator().fit(oof, yi, sample_weight)))
         self.classes_ = classes
         self.calibrated_classifiers_ = pairs
         first = pairs[0][0].est if isinstance(pairs[0][0], _Relabel) else pairs[0][0]
