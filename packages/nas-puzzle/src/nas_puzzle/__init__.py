@@ -20,6 +20,7 @@ from nas_puzzle.cost import (
     variant_num_params,
 )
 from nas_puzzle.data import ByteTokenizer, batch_iter, eval_windows, split_tokens, toy_corpus
+from nas_puzzle.decilm import DecilmLayoutError, from_decilm, to_decilm
 from nas_puzzle.demo import demo
 from nas_puzzle.evaluation import evaluate, measure_throughput
 from nas_puzzle.gkd import uptrain
@@ -51,6 +52,7 @@ __all__ = [
     "ByteTokenizer",
     "Constraints",
     "CostTable",
+    "DecilmLayoutError",
     "DecoderConfig",
     "FFNConfig",
     "HeteroDecoder",
@@ -75,6 +77,7 @@ __all__ = [
     "estimate",
     "eval_windows",
     "evaluate",
+    "from_decilm",
     "from_hf",
     "gkd_loss",
     "infer_block_configs",
@@ -93,6 +96,7 @@ __all__ = [
     "split_tokens",
     "sweep_batch_sizes",
     "time_round_robin",
+    "to_decilm",
     "to_hf",
     "toy_corpus",
     "train_parent",

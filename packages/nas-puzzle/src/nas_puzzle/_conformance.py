@@ -125,6 +125,69 @@ def _truncate(name):
     return go
 
 
+# the DeciLM layout: head width d / heads and FFN widths that are multiples of 256
+_DCFG = DecoderConfig(vocab_size=32, d_model=32, n_layers=2, n_heads=2, n_kv_heads=2,
+                      ffn_intermediate=256, max_seq_len=16)  # fmt: skip
+
+
+def _decilm_child():
+    from nas_puzzle.config import AttentionConfig, BlockConfig, FFNConfig
+
+    torch.manual_seed(0)
+    blocks = [BlockConfig(AttentionConfig("gqa", 1), FFNConfig("swiglu", 256)),
+              BlockConfig(AttentionConfig("linear"), FFNConfig("noop"))]  # fmt: skip
+    return HeteroDecoder(_DCFG, blocks).eval()
+
+
+def _write_decilm(folder):
+    npz.to_decilm(_decilm_child(), folder / "decilm")
+    return folder / "decilm"
+
+
+def _same_child(a, b) -> bool:
+    with torch.no_grad():
+        return bool(torch.allclose(a(_TOKS)[0], b(_TOKS)[0], atol=1e-6))
+
+
+def _check_decilm(model) -> None:
+    assert _same_child(model, _decilm_child()), "the read child differs from the written one"
+
+
+def _export_decilm(model, folder):
+    npz.to_decilm(model, folder)
+    return folder
+
+
+def _edit_config(edit):
+    def go(path):
+        import json
+
+        cfg = json.loads((path / "config.json").read_text())
+        edit(cfg)
+        (path / "config.json").write_text(json.dumps(cfg))
+
+    return go
+
+
+def _retype(model_type):
+    return _edit_config(lambda c: c.update(model_type=model_type))
+
+
+def _window(n):
+    return _edit_config(lambda c: c["block_configs"][0]["attention"].update(window_length=n))
+
+
+def _drop_tensor(name):
+    def go(path):
+        from safetensors.torch import load_file, save_file
+
+        sd = load_file(path / "model.safetensors")
+        del sd[name]
+        save_file(sd, path / "model.safetensors")
+
+    return go
+
+
 torch.manual_seed(0)
 _PARENT = HeteroDecoder(CFG).eval()
 
@@ -221,6 +284,18 @@ def entries() -> list[dict]:
          "corrupt": [("no-config", _drop("config.json")),
                      ("no-weights", _drop("model.safetensors")),
                      ("truncated-weights", _truncate("model.safetensors"))],
+         "errors": (ValueError, OSError, _safetensors_error())},
+        {"name": "to_decilm", "kind": "loader", "write": _write_decilm, "read": npz.from_decilm,
+         "check": _check_decilm, "export": _export_decilm, "same": _same_child,
+         "corrupt": [("no-config", _drop("config.json")),
+                     ("no-weights", _drop("model.safetensors")),
+                     ("truncated-weights", _truncate("model.safetensors")),
+                     ("not-decilm", _retype("llama"))],
+         "errors": (ValueError, OSError, _safetensors_error())},
+        {"name": "from_decilm", "kind": "loader", "write": _write_decilm, "read": npz.from_decilm,
+         "check": _check_decilm,
+         "corrupt": [("missing-weight", _drop_tensor("model.layers.0.mlp.up_proj.weight")),
+                     ("window-length", _window(64))],
          "errors": (ValueError, OSError, _safetensors_error())},
         {"name": "Puzzle", "call": _puzzle, "kwargs": {"data": corpus[0], "val_data": corpus[1]},
          "modules": lambda: [_PARENT],
