@@ -152,6 +152,11 @@ def synthetic(run, seeds, epochs, n_train, n_test):
         ["model", "uni_1 on type uni_1", "uni_2 on uni_2", "syn on syn", "red on red"],
         erows,
         seeds=seeds,
+        per_seed={
+            k: [list(map(float, r["expert_acc"])) for r in v]
+            for k, v in res.items()
+            if "expert_acc" in v[0]
+        },
         title="Each expert's clean accuracy on its own planted type",
         notes="A constant-class expert scores about 0.5 here (2 classes).",
     )
@@ -188,7 +193,7 @@ def proportions(run, epochs, n_train):
 
 
 def real(run, seeds, epochs):
-    rows = []
+    rows, per_seed = [], {}
     for dname, loader in (
         ("breast cancer (3 groups)", load_breast_cancer_groups),
         ("digits halves (2)", load_digits_halves),
@@ -209,6 +214,9 @@ def real(run, seeds, epochs):
                 fx.append(f.score(b, y[te]))
                 gl.append(m.interaction_weights(b).mean(0))
             g = np.mean(gl, axis=0)
+            per_seed[f"{dname} / {backbone}"] = {"vanilla": list(map(float, va)),
+                                                  "i2moe": list(map(float, mo)),
+                                                  "fixes": list(map(float, fx))}  # fmt: skip
             rows.append([dname, backbone, fmt_sd(va), fmt_sd(mo), fmt_ci(100 * np.subtract(mo, va), 1, sign=True),
                          fmt_sd(fx), fmt_ci(100 * np.subtract(fx, va), 1, sign=True),
                          ", ".join(f"{x:.2f}" for x in g)])  # fmt: skip
@@ -228,6 +236,7 @@ def real(run, seeds, epochs):
         ],
         rows,
         seeds=seeds,
+        per_seed=per_seed,
         title=f"Real feature groups (stratified 70/30, {epochs} epochs)",
     )
 

@@ -134,7 +134,7 @@ def have(mod: str) -> bool:
 
 
 def part_s(run, seeds, lags) -> None:
-    rows = []
+    rows, per_seed = [], {}
     for P in lags:
         r: dict[str, list] = {}
         npers = []
@@ -155,6 +155,8 @@ def part_s(run, seeds, lags) -> None:
             print(f"  P={P} seed {s} done", file=sys.stderr)
         rows.append([P, ms(r["sarc"]), ms(r["oracle"]), ms(r["esn"]),
                      ms(r["mr"]) if "mr" in r else None, ms(r["nn"]), float(np.mean(npers))])  # fmt: skip
+        per_seed[f"P={P}"] = {**{k: [float(v) for v in vals] for k, vals in r.items()},
+                              "sarc_periods": npers}  # fmt: skip
     run.table(
         "lag_task",
         [
@@ -169,6 +171,7 @@ def part_s(run, seeds, lags) -> None:
         rows,
         fmt=[None] * 6 + [".0f"],
         seeds=seeds,
+        per_seed=per_seed,
         title="Lag-sign task (class = sign of the lag-P correlation), 200 train / 200 test, L = 400",
     )
 

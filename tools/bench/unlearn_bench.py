@@ -227,7 +227,7 @@ def part2(run: Run, seeds: int) -> None:
             ["data", "method", *(f"{int(100 * f)}% deleted" for f in FRACTIONS)],
             rows,
             seeds=seeds_l,
-            per_seed=per_seed if scheme == "uniform" else None,
+            per_seed={k: v for k, v in per_seed.items() if f"/{scheme}/" in k},
             title=f"Part 2: test accuracy vs fraction of the stream deleted ({what})",
             notes=(
                 "Mean [95% t-interval] over seeds. Positives-only deletions stop at 80% of the "
@@ -252,6 +252,7 @@ def part2(run: Run, seeds: int) -> None:
         ["data", "method", "uniform: Δ acc pts vs retrain", "positives: Δ acc pts vs retrain"],
         rows,
         seeds=seeds_l,
+        per_seed={k: v for k, v in per_seed.items() if k.endswith("/0.4")},
         title="Part 2: accuracy minus full retraining after 40% deletions (points, paired)",
     )
 
@@ -338,6 +339,7 @@ def part4(run: Run, n: int, seeds: int) -> None:
         ],
         rows,
         seeds=list(range(seeds)),
+        per_seed={k: [list(map(float, r)) for r in v] for k, v in res.items()},
         timing=True,
         title=f"Part 4: Algorithm 2, disc in 2-D with 5% label noise, stream n={n}",
         notes=(
