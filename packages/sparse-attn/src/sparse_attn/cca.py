@@ -162,9 +162,19 @@ def cca_core_tokens(
         (B, Hk, num_groups, Dv).
     """
     g = check_positive_int(group_size, "group_size")
+    r = check_positive_int(shared_heads, "shared_heads")
+    check_qkv(q, k, v, enable_gqa=True)
+    if q.shape[1] != k.shape[1] * r:
+        raise ValueError(
+            f"q: {q.shape[1]} heads, but k has {k.shape[1]} with shared_heads={r} "
+            f"(expected {k.shape[1] * r})"
+        )
+    if pool_scale is not None and not (isinstance(pool_scale, int | float)
+                                       and math.isfinite(pool_scale)):  # fmt: skip
+        raise ValueError(f"pool_scale must be a finite number, got {pool_scale!r}")
     length = k.shape[-2]
     m = length // g if num_groups is None else num_groups
-    if m < 0 or m * g > length:
+    if isinstance(m, bool) or not isinstance(m, int) or m < 0 or m * g > length:
         raise ValueError(f"num_groups={num_groups} needs more than {length} tokens")
     scale = 1.0 / math.sqrt(q.shape[-1]) if pool_scale is None else pool_scale
     q_last = q[..., g - 1 : m * g : g, :]  # (B, H, m, D): the last query of each group

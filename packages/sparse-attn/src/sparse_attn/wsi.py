@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sparse_attn.validation import check_positive_int
+
 __all__ = ["Bag", "load_feature_bag", "make_wsi_bags"]
 
 
@@ -93,14 +95,24 @@ def make_wsi_bags(
     -------
     list of Bag
     """
-    for name, value in (("n_slides", n_slides), ("feat_dim", feat_dim), ("n_codes", n_codes)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}: must be a positive int, got {value!r}")
+    n_slides = check_positive_int(n_slides, "n_slides")
+    feat_dim = check_positive_int(feat_dim, "feat_dim")
+    n_codes = check_positive_int(n_codes, "n_codes")
+    n_tissues = check_positive_int(n_tissues, "n_tissues")
+    lesion_patches = check_positive_int(lesion_patches, "lesion_patches")
     if n_codes < 2:
         raise ValueError("n_codes: needs at least 2 codes")
-    lo, hi = n_patches
-    if not (isinstance(lo, int) and isinstance(hi, int) and 4 * lesion_patches <= lo <= hi):
+    if isinstance(n_patches, str) or len(n_patches) != 2:
+        raise ValueError(f"n_patches: expected a (lo, hi) pair, got {n_patches!r}")
+    lo, hi = (check_positive_int(x, "n_patches") for x in n_patches)
+    if not 4 * lesion_patches <= lo <= hi:
         raise ValueError(f"n_patches: need 4 * lesion_patches <= lo <= hi, got {n_patches}")
+    if (
+        isinstance(noise, bool | np.bool_)
+        or not isinstance(noise, int | float | np.number)
+        or (not np.isfinite(noise))
+    ):
+        raise ValueError(f"noise: must be a finite number, got {noise!r}")
     if noise < 0:
         raise ValueError(f"noise: must be >= 0, got {noise}")
     rng = np.random.default_rng(seed)
