@@ -24,11 +24,14 @@ from lomap_planner import (
     load_hdf5,
     load_minari,
     make_windows,
+    maze2d_set_terminals,
     normalized_score,
     parse_layout,
     plan_is_infeasible,
+    point_mass_step,
     save_hdf5,
     segments_hit_walls,
+    subsample_frames,
     to_d4rl_frame,
     wall_clearance,
     wall_fraction,
@@ -291,6 +294,82 @@ def entries() -> list[dict]:
                     "why": "no reward rule to read and too few wall contacts: refused",
                 },
             ],
+        },
+        {
+            "name": "point_mass_step",
+            "call": lambda pos, vel, action: np.concatenate(
+                point_mass_step(pos, vel, action, walls), 1
+            ),
+            "kwargs": {
+                "pos": np.array([[1.0, 1.0], [3.0, 2.0]]),
+                "vel": np.zeros((2, 2)),
+                "action": np.array([[1.0, 0.0], [-0.5, 0.5]]),
+            },
+            "arrays": {k: {"kind": "float", "ndim": 2} for k in ("pos", "vel", "action")},
+            "rows": [["pos", "vel", "action"]],
+            "order": "equivariant",
+            "known": [
+                {
+                    "kwargs": {
+                        "pos": np.array([[1.0, 1.0]]),
+                        "vel": np.zeros((1, 2)),
+                        "action": np.zeros((1, 2)),
+                    },
+                    "check": lambda out: np.array_equal(out, [[1.0, 1.0, 0.0, 0.0]]),
+                    "why": "no force, no velocity: the ball stays",
+                },
+                {
+                    "kwargs": {
+                        "pos": np.array([[1.0, 1.0]]),
+                        "vel": np.array([[-5.0, 0.0]]),
+                        "action": np.zeros((1, 2)),
+                    },
+                    "check": lambda out: abs(out[0, 0] - 0.6) < 1e-5 and out[0, 2] == 0.0,
+                    "why": "driven into the wall below: stopped at the radius, velocity zeroed",
+                },
+            ],
+        },
+        {
+            "name": "get_layout",
+            "call": lambda name_or_spec="umaze": get_layout(name_or_spec).astype(float),
+            "kwargs": {},
+            "params": {"name_or_spec": {"type": "str", "bad": ["huge"]}},
+            "known": [
+                {
+                    "kwargs": {"name_or_spec": "####\\#OO#\\####"},
+                    "check": lambda w: w.shape == (3, 4) and w.sum() == 10,
+                    "why": "a maze_spec string: 10 walls around two free cells",
+                }
+            ],
+        },
+        {
+            "name": "subsample_frames",
+            "call": lambda observations, every=2: subsample_frames(
+                {**data, "observations": observations}, every
+            )["observations"],
+            "kwargs": {"observations": data["observations"]},
+            "arrays": {"observations": {"kind": "float", "ndim": 2}},
+            "rows": [["observations"]],
+            "min_rows": len(data["observations"]),  # the other arrays keep their length
+            "params": {"every": {"type": "int", "bad": [0, -1]}},
+            "known": [
+                {
+                    "kwargs": {"observations": data["observations"], "every": 1},
+                    "check": lambda o: np.array_equal(o, data["observations"]),
+                    "why": "every = 1 keeps every row",
+                }
+            ],
+        },
+        {
+            "name": "maze2d_set_terminals",
+            "call": lambda observations, threshold=0.5: maze2d_set_terminals(
+                {**data, "observations": observations}, np.array([1.0, 1.0]), threshold
+            )["timeouts"].astype(float),
+            "kwargs": {"observations": data["observations"]},
+            "arrays": {"observations": {"kind": "float", "ndim": 2}},
+            "rows": [["observations"]],
+            "min_rows": len(data["observations"]),
+            "params": {"threshold": {"type": "float", "bad": [0.0, -1.0, float("nan")]}},
         },
         {
             "name": "parse_layout",

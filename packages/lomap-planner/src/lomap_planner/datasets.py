@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 from lomap_planner.controller import D4RLWaypointController, WaypointController
 from lomap_planner.env import D4RL_MAX_EPISODE_STEPS, PointMazeEnv
 from lomap_planner.layouts import DEFAULT_GOALS, free_cells, get_layout
-from lomap_planner.physics import PhysicsParams, in_wall, point_mass_step
+from lomap_planner.physics import PhysicsParams, _step, in_wall
 
 __all__ = [
     "D4RL_FRAME_OFFSET",
@@ -211,7 +211,7 @@ def collect_maze2d_dataset(
         action = np.clip(action + action_noise * rng.standard_normal((m, 2)), -1.0, 1.0)
         obs[t], acts[t], goals[t] = state, action, goal
         for _ in range(env.frame_skip):
-            pos, vel = point_mass_step(pos, vel, action, env.walls, env.physics)
+            pos, vel = _step(pos, vel, action, env.walls, env.physics)
             rews[t] += np.linalg.norm(pos - goal, axis=1) <= 0.5
     timeouts = np.zeros((length, m), dtype=bool)
     timeouts[env.max_episode_steps - 1 :: env.max_episode_steps] = True
@@ -309,7 +309,7 @@ def collect_d4rl_dataset(
             done, timeouts[t] = True, True
         obs[t], acts[t], goals[t], dones[t] = s, act, target, done
         # physics in the package frame (walls at integer cell centres)
-        pos, vel = point_mass_step((qpos + off)[None], qvel[None], act[None], walls, params)
+        pos, vel = _step((qpos + off)[None], qvel[None], act[None], walls, params)
         qpos, qvel = pos[0] - off, vel[0]
         ts += 1
         if done:
@@ -875,7 +875,7 @@ def subsample_frames(data: dict[str, np.ndarray], every: int) -> dict[str, np.nd
     -------
     dict of ndarray (new arrays; the input is not modified)
     """
-    if not isinstance(every, (int, np.integer)) or every < 1:
+    if isinstance(every, bool | np.bool_) or not isinstance(every, int | np.integer) or every < 1:
         raise ValueError(f"every must be a positive int, got {every!r}")
     arrs = validate_dataset(data)
     bounds = episode_bounds(arrs)

@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from lomap_planner.layouts import DEFAULT_GOALS, LAYOUTS, free_cells, get_layout
-from lomap_planner.physics import PhysicsParams, in_wall, point_mass_step
+from lomap_planner.physics import PhysicsParams, _step, in_wall
 
 __all__ = ["D4RL_MAX_EPISODE_STEPS", "PointMazeEnv", "register_envs"]
 
@@ -137,7 +137,7 @@ class PointMazeEnv(gym.Env):
         reward = 0.0
         pos, vel = self._pos[None], self._vel[None]
         for _ in range(self.frame_skip):
-            pos, vel = point_mass_step(pos, vel, a[None], self.walls, self.physics)
+            pos, vel = _step(pos, vel, a[None], self.walls, self.physics)
             reward += float(np.linalg.norm(pos[0] - self.goal) <= 0.5)
         self._pos, self._vel = pos[0], vel[0]
         self._t += 1

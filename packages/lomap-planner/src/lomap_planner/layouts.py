@@ -70,7 +70,10 @@ def get_layout(name_or_spec: str) -> np.ndarray:
     if name_or_spec in LAYOUTS:
         return parse_layout(LAYOUTS[name_or_spec])
     if "#" not in str(name_or_spec):
-        raise ValueError(f"layout must be one of {sorted(LAYOUTS)} or a maze_spec string")
+        raise ValueError(
+            f"name_or_spec: layout must be one of {sorted(LAYOUTS)} or a maze_spec string, "
+            f"got {name_or_spec!r}"
+        )
     return parse_layout(name_or_spec)
 
 

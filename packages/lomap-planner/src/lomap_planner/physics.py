@@ -143,7 +143,30 @@ def point_mass_step(
     -------
     new_pos, new_vel : ndarray, shape (n, 2)
     """
-    p = params or PhysicsParams()
+    arrays = []
+    for name, x in (("pos", pos), ("vel", vel), ("action", action)):
+        a = np.asarray(x)
+        if a.dtype.kind not in "iuf":
+            raise TypeError(f"{name} must hold numbers, got dtype {a.dtype}")
+        if a.ndim != 2 or a.shape[1] != 2 or a.shape[0] == 0:
+            raise ValueError(f"{name} must have shape (n, 2) with n >= 1, got {a.shape}")
+        if not np.isfinite(a).all():
+            raise ValueError(f"{name} contains NaN or inf")
+        arrays.append(a)
+    if not (arrays[0].shape == arrays[1].shape == arrays[2].shape):
+        raise ValueError(
+            f"pos, vel and action must have the same shape, got {[a.shape for a in arrays]}"
+        )
+    w = np.asarray(walls)
+    if w.ndim != 2 or w.size == 0 or w.dtype.kind not in "bui":
+        raise ValueError(f"walls must be a non-empty 2-D boolean grid, got {w.dtype} {w.shape}")
+    if params is not None and not isinstance(params, PhysicsParams):
+        raise TypeError(f"params must be a PhysicsParams, got {type(params).__name__}")
+    return _step(*arrays, w.astype(bool), params or PhysicsParams())
+
+
+def _step(pos, vel, action, walls, p: PhysicsParams) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`point_mass_step` on checked inputs (the collectors' inner loop)."""
     a = np.clip(np.asarray(action, dtype=float), -1.0, 1.0)
     v0 = np.clip(np.asarray(vel, dtype=float), -p.max_speed, p.max_speed)  # D4RL clips first
     if p.implicit_damping:  # MuJoCo Euler: (1 + dt c) v' = v + dt g a
