@@ -320,7 +320,7 @@ def entries() -> list[dict]:
                 },
                 {
                     "kwargs": {
-                        "pos": np.array([[1.0, 1.0]]),
+                        "pos": np.array([[0.62, 1.0]]),
                         "vel": np.array([[-5.0, 0.0]]),
                         "action": np.zeros((1, 2)),
                     },
