@@ -13,9 +13,13 @@ import torch
 import qat_dg
 from qat_dg import (
     ERM,
+    CorruptedDigits,
     EoQ,
     ImageFiles,
+    PretrainDigits,
+    RotatedDigits,
     SmallCNN,
+    StyledDigits,
     accuracy,
     build_model,
     default_hparams,
@@ -27,8 +31,14 @@ from qat_dg import (
     lsq_fake_quant,
     model_size_bits,
     quant_range,
+    split_domains,
 )
 from qat_dg.quant import quantize_model
+
+
+def _flat_domains(ds):
+    """Every domain's images and labels as one float64 vector (for the contract's checks)."""
+    return torch.cat([torch.cat([x.flatten().double(), y.double()]) for x, y in ds.envs])
 
 
 def _fq(weight, bits=4):
@@ -248,6 +258,8 @@ def _int8(x, mode):
 
 
 def entries() -> list[dict]:
+    global _SMALL_DS
+    _SMALL_DS = RotatedDigits((0, 45), size=8, seed=0)
     rng = np.random.default_rng(0)
     W = rng.normal(size=(6, 5)).astype(np.float32)
     X = rng.random((5, 1, 8, 8)).astype(np.float32)
@@ -424,6 +436,61 @@ def entries() -> list[dict]:
                 ),
                 ("broken-image", lambda p: (p / "photo" / "dog" / "0.png").write_bytes(b"x")),
                 ("text-file", lambda p: (p / "photo" / "dog" / "labels.txt").write_text("x")),
+            ],
+        },
+        {
+            "name": "RotatedDigits",
+            "call": lambda size=8, seed=0: _flat_domains(
+                RotatedDigits((0, 30, 60), size=size, seed=seed)
+            ),
+            "kwargs": {},
+            "params": {"size": {"type": "int", "bad": [0, -1]}},
+        },
+        {
+            "name": "CorruptedDigits",
+            "call": lambda size=8, noise_std=0.25, blur_sigma=1.0: _flat_domains(
+                CorruptedDigits(size=size, noise_std=noise_std, blur_sigma=blur_sigma)
+            ),
+            "kwargs": {},
+            "params": {
+                "size": {"type": "int", "bad": [0]},
+                "noise_std": {"type": "float", "bad": [-0.1, float("nan")]},
+                "blur_sigma": {"type": "float", "bad": [-1.0, float("inf")]},
+            },
+        },
+        {
+            "name": "StyledDigits",
+            "call": lambda size=8, n_per_domain=20, max_rotation=15.0: _flat_domains(
+                StyledDigits(size=size, n_per_domain=n_per_domain, max_rotation=max_rotation)
+            ),
+            "kwargs": {},
+            "params": {
+                "size": {"type": "int", "bad": [0]},
+                "n_per_domain": {"type": "int", "bad": [0]},
+                "max_rotation": {"type": "float", "bad": [float("nan"), -5.0]},
+            },
+        },
+        {
+            "name": "PretrainDigits",
+            "call": lambda size=8, n=40: torch.cat(
+                [t.flatten().double() for t in PretrainDigits(size=size, n=n)]
+            ),
+            "kwargs": {},
+            "params": {"size": {"type": "int", "bad": [0]}, "n": {"type": "int", "bad": [0]}},
+        },
+        {
+            "name": "split_domains",
+            "call": lambda holdout_fraction=0.2, seed=0: torch.cat(
+                [torch.cat(p).double() for p in split_domains(_SMALL_DS, holdout_fraction, seed)]
+            ),
+            "kwargs": {},
+            "params": {"holdout_fraction": {"type": "float", "bad": [0.0, 1.0, float("nan")]}},
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda idx: len(idx) == sum(len(e[1]) for e in _SMALL_DS.envs),
+                    "why": "every image in exactly one of its domain's two splits",
+                }
             ],
         },
         {

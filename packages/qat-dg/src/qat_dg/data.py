@@ -72,7 +72,7 @@ class DomainDataset:
 
 
 def _digits(size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(size, bool) or not isinstance(size, int) or size < 8:
+    if isinstance(size, bool | np.bool_) or not isinstance(size, int | np.integer) or size < 8:
         raise ValueError(f"size must be an int >= 8, got {size!r}")
     d = load_digits()
     x = d.images.astype(np.float64) / 16.0
@@ -353,7 +353,11 @@ def StyledDigits(
     domains = list(domains)
     if len(domains) < 2 or len(set(domains)) != len(domains) or set(domains) - set(STYLES):
         raise ValueError(f"domains must be >= 2 distinct names from {STYLES}, got {domains}")
-    if isinstance(n_per_domain, bool) or not isinstance(n_per_domain, int) or n_per_domain < 10:
+    if (
+        isinstance(n_per_domain, bool | np.bool_)
+        or not isinstance(n_per_domain, int | np.integer)
+        or n_per_domain < 10
+    ):
         raise ValueError(f"n_per_domain must be an int >= 10, got {n_per_domain!r}")
     if not (np.isfinite(max_rotation) and 0 <= max_rotation <= 180):
         raise ValueError(f"max_rotation must be in [0, 180], got {max_rotation}")
@@ -399,7 +403,7 @@ def PretrainDigits(
     (Tensor, Tensor)
         X float32 (n, 3, size, size) in [0, 1]; y int64 (n,) in [0, 20).
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 40:
+    if isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer) or n < 40:
         raise ValueError(f"n must be an int >= 40, got {n!r}")
     styles = [styles] if isinstance(styles, str) else list(styles)
     if not styles or len(set(styles)) != len(styles) or set(styles) - set(STYLES):
