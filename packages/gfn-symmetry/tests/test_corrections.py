@@ -359,3 +359,38 @@ def test_learned_backward_policy_bad_inputs():
         GraphPolicy(env, hidden=8, n_layers=1).forward_backward(
             featurize(env, [_labelled(nx.path_graph(2))], backward=True)
         )
+
+
+def test_hand_built_graphs_without_edge_kinds_compare_as_states():
+    # a networkx graph built by hand has no "kind" on its edges; the environment's states
+    # carry kind=0, so the comparison failed silently: B(triangle -> path) was 0, not 3, and
+    # the path was "not in the space"
+    import networkx as nx
+
+    from gfn_symmetry import (
+        FragmentEnv,
+        GraphEnv,
+        backward_equivalent_count,
+        build_state_space,
+        molecule_fragments,
+    )
+
+    env = GraphEnv(max_nodes=3, n_labels=1)
+    path, tri = nx.path_graph(3), nx.cycle_graph(3)
+    for g in (path, tri):
+        nx.set_node_attributes(g, 0, "label")
+    assert backward_equivalent_count(env, tri, path) == 3
+    space = build_state_space(env)
+    assert space.graphs[space.index(path)].number_of_edges() == 2
+    with pytest.raises(ValueError, match="kind"):
+        bad = nx.Graph([(0, 1, {"kind": 5}), (1, 2, {"kind": 0})])
+        nx.set_node_attributes(bad, 0, "label")
+        backward_equivalent_count(env, tri, bad)
+    frag = FragmentEnv(molecule_fragments()[:2], max_fragments=2)
+    g = frag.step(frag.initial_state(), frag.forward_actions(frag.initial_state())[0])
+    plain = nx.Graph(g)
+    for e in plain.edges:
+        del plain.edges[e]["kind"]
+    if plain.number_of_edges():
+        with pytest.raises(ValueError, match="kind"):  # two kinds: a missing one is ambiguous
+            frag.validate_state(plain)

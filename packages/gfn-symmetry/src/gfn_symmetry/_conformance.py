@@ -393,10 +393,29 @@ def _log(p):
         return np.log(p)
 
 
+def _path(n: int) -> nx.Graph:
+    g = nx.path_graph(n)
+    nx.set_node_attributes(g, 0, "label")
+    return g
+
+
+def _residuals(beta: float, corrected: bool):
+    from gfn_symmetry import action_tb_residuals, log_symmetry_correction, optimal_state_policy
+
+    space, log_t = _space(), _log(_target(beta))
+    pf, stop = optimal_state_policy(space, log_t)
+    c = np.array([log_symmetry_correction(space.env, g) if g.number_of_nodes() else 0.0
+                  for g in space.graphs])  # fmt: skip
+    train = np.where(np.isfinite(log_t), log_t + c, log_t) if corrected else log_t
+    return action_tb_residuals(space, pf, stop, train)
+
+
 def _exact_entries() -> list[dict]:
     """Identities on the enumerable 3-node space (the flow-matching policy reproduces its
     target exactly; an exact terminal distribution sums to 1) and |Aut| of a triangle."""
     from gfn_symmetry import (
+        backward_equivalent_count,
+        equivalent_action_indices,
         exact_terminal_distribution,
         log_symmetry_correction,
         molecule_fragments,
@@ -426,6 +445,29 @@ def _exact_entries() -> list[dict]:
          "kwargs": {"graph": tri},
          "known": [{"kwargs": {"graph": tri}, "check": lambda v: abs(v - math.log(6)) < 1e-12,
                     "why": "|Aut(triangle)| = 3! = 6"}]},
+        {"name": "action_tb_residuals",
+         "call": lambda beta=1.0, corrected=True: _residuals(beta, corrected),
+         "kwargs": {},
+         "known": [{"kwargs": {}, "check": lambda r: float(np.abs(r).max()) < 1e-12,
+                    "why": "the flow-matching state policy minimises action-level TB exactly "
+                           "for the symmetry-corrected reward (SA-GFN's reward scaling)"},
+                   {"kwargs": {"corrected": False},
+                    "check": lambda r: float(np.abs(r).max()) > 0.5,
+                    "why": "and not for the uncorrected reward (the bias the paper removes)"}]},
+        {"name": "backward_equivalent_count",
+         "call": lambda child, parent: backward_equivalent_count(_space().env, child, parent),
+         "kwargs": {"child": tri, "parent": _path(3)},
+         "known": [{"kwargs": {"child": tri, "parent": _path(3)}, "check": lambda n: n == 3,
+                    "why": "each of a triangle's three edges, removed, leaves a path"},
+                   {"kwargs": {"child": tri, "parent": tri}, "check": lambda n: n == 0,
+                    "why": "no backward action leaves the triangle itself"}]},
+        {"name": "equivalent_action_indices",
+         "call": lambda graph, index=0: equivalent_action_indices(_space().env, graph, index),
+         "kwargs": {"graph": _path(2)},
+         "params": {"index": {"type": "int", "bad": [-1, 99]}},
+         "known": [{"kwargs": {"graph": _path(2), "index": 1},
+                    "check": lambda idx: len(idx) == 2,
+                    "why": "adding a node to either end of an edge gives the same path"}]},
         {"name": "molecule_fragments", "call": lambda: len(molecule_fragments()), "kwargs": {},
          "known": [{"kwargs": {}, "check": lambda n: n == 8, "why": "the 8-fragment vocabulary"}]},
     ]  # fmt: skip

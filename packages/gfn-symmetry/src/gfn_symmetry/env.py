@@ -22,6 +22,7 @@ import numbers
 from typing import NamedTuple
 
 import networkx as nx
+import numpy as np
 
 __all__ = [
     "ADD_EDGE",
@@ -120,6 +121,7 @@ class GraphEnv:
 
     node_attrs: tuple[str, ...] = ("label",)
     edge_attrs: tuple[str, ...] = ("kind",)
+    n_edge_kinds: int = 1  # the "kind" values the environment's steps write on edges
 
     def __init__(self, max_nodes: int = 4, n_labels: int = 1, max_edges: int | None = None):
         self.max_nodes = _check_int(max_nodes, "max_nodes", 1)
@@ -168,8 +170,35 @@ class GraphEnv:
                 or not 0 <= lab < self.n_labels
             ):
                 raise ValueError(f"{name} node {v} has label {lab!r} outside [0, {self.n_labels})")
+        for u, v, d in graph.edges(data=True):
+            kind = d.get("kind", 0 if self.n_edge_kinds == 1 else None)  # one kind: implied
+            if isinstance(kind, np.generic):
+                kind = kind.item()
+            if (
+                isinstance(kind, bool)
+                or not isinstance(kind, int)
+                or not 0 <= kind < self.n_edge_kinds
+            ):
+                # with several kinds a missing attribute is ambiguous, and it would match no
+                # state of the environment (None != 0): every comparison would silently fail
+                raise ValueError(
+                    f"{name} edge ({u}, {v}) has kind {kind!r}; this environment's edges carry an "
+                    f"int 'kind' in [0, {self.n_edge_kinds}) (0 for a plain bond), e.g. "
+                    "graph.add_edge(u, v, kind=0)"
+                )
         if n > 0 and not nx.is_connected(graph):
             raise ValueError(f"{name} must be connected")
+
+    def with_edge_kinds(self, graph: nx.Graph) -> nx.Graph:
+        """``graph`` with ``kind=0`` on edges that lack it, for a one-kind environment (a copy
+        when any was missing): hand-built graphs then compare equal to the environment's."""
+        missing = [(u, v) for u, v, d in graph.edges(data=True) if "kind" not in d]
+        if not missing or self.n_edge_kinds != 1:
+            return graph
+        graph = graph.copy()
+        for u, v in missing:
+            graph.edges[u, v]["kind"] = 0
+        return graph
 
     def n_steps(self, graph: nx.Graph) -> int:
         """Number of forward steps from :math:`s_0` to ``graph`` (its DAG level)."""

@@ -91,8 +91,14 @@ class StateSpace:
         return self.stop_action >= 0
 
     def index(self, graph: nx.Graph) -> int:
-        """State index of ``graph`` (``KeyError`` if it is not in the space)."""
-        cid = self.cache.class_id(graph)
+        """State index of ``graph`` (``KeyError`` if it is not in the space).
+
+        In a one-kind environment edges without ``kind`` are read as ``kind=0`` (a hand-built
+        path was "not in the space" before).
+        """
+        cid = self.cache.class_id(self.env.with_edge_kinds(graph))
+        if cid not in self._by_class:
+            raise KeyError(f"graph: no state of this space is isomorphic to it ({graph})")
         return self._by_class[cid]
 
 

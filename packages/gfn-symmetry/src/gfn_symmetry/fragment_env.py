@@ -132,6 +132,8 @@ class FragmentEnv(GraphEnv):
         :math:`\\prod_i|\\mathrm{Aut}(F_i)|` is exact).
     """
 
+    n_edge_kinds = 2  # 0 inside a fragment, 1 between fragments
+
     def __init__(
         self,
         fragments: Sequence[nx.Graph],

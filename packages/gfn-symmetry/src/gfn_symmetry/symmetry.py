@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 import networkx as nx
+import numpy as np
 
 from gfn_symmetry.automorphisms import IsoClassCache
 from gfn_symmetry.env import STOP, GraphAction, GraphEnv
@@ -127,7 +128,10 @@ def equivalent_action_indices(
         Contains ``index``; its length is :math:`M(G \\to G')`.
     """
     if classes is None:
-        classes = child_classes(env, graph, cache=cache)
+        env.validate_state(graph)
+        classes = child_classes(env, env.with_edge_kinds(graph), cache=cache)
+    if isinstance(index, bool) or not isinstance(index, int | np.integer):
+        raise TypeError(f"index must be an int, got {type(index).__name__}")
     if not 0 <= index < len(classes):
         raise ValueError(f"index must lie in [0, {len(classes)}), got {index}")
     c = classes[index]
@@ -153,5 +157,13 @@ def backward_equivalent_indices(
 def backward_equivalent_count(
     env: GraphEnv, child: nx.Graph, parent: nx.Graph, cache: IsoClassCache | None = None
 ) -> int:
-    """:math:`B(G' \\to G)`: backward actions of ``child`` whose result is isomorphic to ``parent``."""
+    """:math:`B(G' \\to G)`: backward actions of ``child`` whose result is isomorphic to ``parent``.
+
+    Both graphs must be states of ``env`` (``env.validate_state``); a hand-built graph without
+    edge kinds, in a one-kind environment, is read with ``kind=0`` (it matched no state and gave
+    0 before).
+    """
+    env.validate_state(child, "child")
+    env.validate_state(parent, "parent")
+    child, parent = env.with_edge_kinds(child), env.with_edge_kinds(parent)
     return len(backward_equivalent_indices(env, child, parent, cache))
