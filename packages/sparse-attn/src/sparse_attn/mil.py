@@ -186,10 +186,13 @@ class QuerentLayer(nn.Module):
         return self._scores(self.est_q(x), self.est_min(xmin), self.est_max(xmax))
 
     @torch.no_grad()
-    def _select(self, h, q0, k0, region_ids, kk, chunk: int = 2048) -> torch.Tensor:
-        """Top-kk regions per query (own region always kept), chunked: O(chunk * M) memory."""
+    def _select(self, h, q0, k0, region_ids, kk, chunk: int | None = None) -> torch.Tensor:
+        """Top-kk regions per query (own region always kept), chunked: O(chunk * M) memory
+        (by default a chunk's score block stays near 4 MB)."""
         n = h.shape[0]
         m = int(region_ids.max()) + 1
+        if chunk is None:
+            chunk = max(64, 2**19 // max(m, 1))
         if self.score == "learned":
             xmin, xmax = self.metadata(h, region_ids)
             q_all = self.est_q(h) / math.sqrt(self.est_q.out_features)
@@ -220,13 +223,23 @@ class QuerentLayer(nn.Module):
         kk = min(self.top_k + 1, int(region_ids.max()) + 1)
         sel = self._select(h.detach(), q[0, 0].detach(), k[0, 0].detach(), region_ids, kk)
         sel_scores = None
-        if self.score == "learned":
-            # differentiable scores of the selected regions only: no (N, M) gradient buffer
+        if self.score == "learned" and torch.is_grad_enabled():
+            # differentiable scores of the selected regions only: no (N, M) gradient buffer;
+            # their straight-through term is zero in the forward pass, so inference skips them
             xmin, xmax = self.metadata(h, region_ids)
             sel_scores = self._scores(
                 self.est_q(h)[:, None, :], self.est_min(xmin)[sel], self.est_max(xmax)[sel]
             )[None]
-        out = attend_selected_regions(q, k, v, sel[None], region_ids, scores=sel_scores)
+        # one head at a time: the region-major tiles of a head are independent of the others',
+        # so the output is the same and the gathered keys, values and logits are 1 / H as large
+        out = torch.cat(
+            [
+                attend_selected_regions(q[:, i : i + 1], k[:, i : i + 1], v[:, i : i + 1],
+                                        sel[None], region_ids, scores=sel_scores)
+                for i in range(self.heads)
+            ],
+            dim=1,
+        )  # fmt: skip
         x = x + self.drop(self.proj(out[0].transpose(0, 1).reshape(n, dim)))
         x = x + self.drop(self.mlp(self.norm2(x)))
         return x, sel
