@@ -13,6 +13,7 @@ from spectral_reservoir import (
     SARCClassifierCV,
     SARCTransformer,
     extract_periods,
+    freqres_states,
     hp_filter,
     load_archive,
     load_bundled,
@@ -88,6 +89,11 @@ def _states(X, leaky=0.0):
     global _W
     _W = _W or make_weights(1, [3, 5], n_reservoir=4, rng=0)
     return states_batch(X, _W, leaky=leaky)
+
+
+_RNG = np.random.default_rng(0)
+_W = (0.5 * _RNG.standard_normal((4, 1)), 0.3 * _RNG.standard_normal((4, 4)),
+      0.3 * _RNG.standard_normal((4, 4)))  # fmt: skip
 
 
 def entries() -> list[dict]:
@@ -250,6 +256,30 @@ def entries() -> list[dict]:
             "rows": [["X"]],
             "order": "equivariant",
             "params": {"leaky": {"type": "float", "bad": [1.0, -0.1]}},
+        },
+        {
+            "name": "freqres_states",
+            "call": lambda x, period=3, leaky=0.0: freqres_states(x, period, *_W, leaky=leaky),
+            "kwargs": {"x": X[0, :1, :20]},
+            "arrays": {"x": {"kind": "float", "ndim": 2}},
+            "params": {
+                "period": {"type": "int", "bad": [0, -2]},
+                "leaky": {"type": "float", "bad": [1.0, -0.1, float("nan")]},
+            },
+            "known": [
+                {
+                    "kwargs": {"x": X[0, :1, :20]},
+                    "check": lambda h: np.allclose(
+                        h, freqres_states(X[0, :1, :20], 3, _W[0], _W[1], _W[2])
+                    ),
+                    "why": "deterministic reference loop",
+                },
+                {
+                    "kwargs": {"x": np.zeros((1, 20))},
+                    "check": lambda h: np.array_equal(h, np.zeros((20, 4))),
+                    "why": "a zero input leaves the zero state (tanh(0) = 0, no bias)",
+                },
+            ],
         },
         {
             "name": "make_periodic_motifs",

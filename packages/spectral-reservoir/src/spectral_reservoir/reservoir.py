@@ -98,9 +98,31 @@ def freqres_states(
     W_c: np.ndarray,
     leaky: float = 0.0,
 ) -> np.ndarray:
-    """Reference loop: forward states (L, H) of one series ``x`` (C, L) for one period."""
-    x = np.asarray(x, dtype=np.float64)
-    L, H = x.shape[1], W_s.shape[0]
+    """Reference loop: forward states (L, H) of one series ``x`` (C, L) for one period.
+
+    ``h_t = (1 - a) tanh(W_in x_t + W_s h_{t-1} + W_c h_{t-p}) + a h_{t-1}`` with zeros before
+    the start; ``W_in`` (H, C), ``W_s`` and ``W_c`` (H, H), ``a = leaky`` in [0, 1).
+    """
+    x = np.asarray(x)
+    if x.dtype.kind not in "iuf" or x.ndim != 2 or 0 in x.shape:
+        raise ValueError(f"x must be a non-empty numeric (C, L) array, got {x.dtype} {x.shape}")
+    x = x.astype(np.float64)
+    if not np.isfinite(x).all():
+        raise ValueError("x contains NaN or inf")
+    if isinstance(period, bool) or not isinstance(period, int | np.integer) or period < 1:
+        raise ValueError(f"period must be a positive int, got {period!r}")
+    W_in, W_s, W_c = (np.asarray(w, dtype=np.float64) for w in (W_in, W_s, W_c))
+    H = W_s.shape[0] if W_s.ndim == 2 else -1
+    for name, w, shape in (("W_in", W_in, (H, x.shape[0])), ("W_s", W_s, (H, H)),
+                           ("W_c", W_c, (H, H))):  # fmt: skip
+        if H < 1 or w.shape != shape:
+            raise ValueError(f"{name} must have shape {shape}, got {w.shape}")
+        if not np.isfinite(w).all():
+            raise ValueError(f"{name} contains NaN or inf")
+    if isinstance(leaky, bool) or not (isinstance(leaky, int | float | np.floating)
+                                       and 0.0 <= leaky < 1.0):  # fmt: skip
+        raise ValueError(f"leaky must be in [0, 1), got {leaky!r}")
+    L = x.shape[1]
     h = np.zeros((L, H))
     for t in range(L):
         prev = h[t - 1] if t >= 1 else np.zeros(H)
