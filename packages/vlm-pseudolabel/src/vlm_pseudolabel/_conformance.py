@@ -23,12 +23,16 @@ from vlm_pseudolabel import (
     detect_mismatch,
     evaluate,
     expected_calibration_error,
+    grow_main_samples,
     growth_k,
     harmonic_mean,
+    make_glyph_digits_task,
     make_synthetic_vlm_task,
     margin_cross_entropy,
     margin_matrix,
     pseudolabel_report,
+    render_glyph,
+    select_descriptions,
     topk_pseudolabels,
     zero_shot_proba,
 )
@@ -294,7 +298,96 @@ def entries() -> list[dict]:
                 else params,
             }
         )
-    return [*out, *_module_entries()]
+    return [*out, *_module_entries(), *_data_entries(task)]
+
+
+def _task_arrays(t) -> tuple:
+    """A task's arrays, in one tuple (the contract compares arrays, not dataclasses)."""
+    return (t.X_unlabeled, t.X_test, t.y_test, t.text_features,
+            *(t.descriptions[c] for c in sorted(t.descriptions)))  # fmt: skip
+
+
+@functools.wraps(make_synthetic_vlm_task)  # the contract reads the generator's signature
+def _synthetic(**kw):
+    return _task_arrays(make_synthetic_vlm_task(**kw))
+
+
+@functools.wraps(make_glyph_digits_task)
+def _glyph(**kw):
+    t = make_glyph_digits_task(**kw)
+    return (*_task_arrays(t), t.augment([0, 1, 2], "strong", np.random.default_rng(0)))
+
+
+def _grow(main, confident_pred, confident_conf, confident_idx, k=3):
+    new = grow_main_samples(main, confident_pred, confident_conf, confident_idx, k)
+    return np.concatenate([new[c] for c in sorted(new)])
+
+
+def _select(centres, text_features, descriptions):
+    chosen = select_descriptions([0, 1], descriptions, centres, text_features=text_features)
+    return np.array([chosen.get(c, -1) for c in (0, 1)])
+
+
+def _data_entries(task) -> list[dict]:
+    small = {"n_classes": 4, "dim": 8, "n_groups": 2, "n_unlabeled": 3, "n_test": 2,
+             "n_mismatch": 1, "n_confused_groups": 1, "n_descriptions": 2}  # fmt: skip
+    main = {0: np.array([1, 2]), 1: np.array([3])}
+    pred, conf = np.array([0, 0, 1, 1, 0]), np.array([0.9, 0.95, 0.99, 0.8, 0.7])
+    idx = np.array([10, 11, 12, 13, 2])
+    d = task.text_features.shape[1]
+    centres = np.stack([task.descriptions[0][0], task.descriptions[1][0], task.text_features[2]])
+    return [
+        {"name": "render_glyph", "call": lambda char, font, stroke=0: render_glyph(char, font, stroke),
+         "kwargs": {"char": "3", "font": "DejaVuSans"},
+         "params": {"stroke": {"type": "int", "bad": [-1]}},
+         "known": [{"kwargs": {"char": "1", "font": "DejaVuSans"},
+                    "check": lambda g: g.shape == (8, 8) and g.min() >= 0 and g.max() <= 16
+                    and (g == np.round(g)).all() and g.sum() > 0,
+                    "why": "an 8x8 block-count image of a drawn glyph (UCI optdigits counts 0..16)"},
+                   {"kwargs": {"char": "1", "font": "NoSuchFont"}, "raises": ["font"], "check": None,
+                    "why": "a font matplotlib does not bundle"}]},
+        {"name": "make_synthetic_vlm_task", "call": _synthetic, "kwargs": small,
+         "params": {"n_classes": {"type": "int", "bad": [1]}, "dim": {"type": "int", "bad": [1]},
+                    "n_unlabeled": {"type": "int", "bad": [0]},
+                    "n_mismatch": {"type": "int", "bad": [-1, 3]},
+                    "n_confused_groups": {"type": "int", "bad": [-1, 3]},
+                    "n_descriptions": {"type": "int", "bad": [0]},
+                    "logit_scale": {"type": "float", "bad": [0.0, float("nan")]},
+                    "confusion_strength": {"type": "float", "bad": [-0.1, 1.5, float("nan")]}},
+         "known": [{"kwargs": {**small, "n_groups": 3}, "raises": ["n_groups"], "check": None,
+                    "why": "4 classes do not split into 3 groups"}]},
+        {"name": "make_glyph_digits_task", "call": _glyph,
+         "kwargs": {"paradigm": "ssl", "n_descriptions": 2},
+         "params": {"paradigm": {"type": "str", "bad": ["zsl"]},
+                    "encoder": {"type": "str", "bad": ["clip"]},
+                    "test_size": {"type": "float", "bad": [0.0, 1.0, float("nan")]},
+                    "n_labeled": {"type": "int", "bad": [0]},
+                    "n_seen": {"type": "int", "bad": [0, 10]},
+                    "n_descriptions": {"type": "int", "bad": [0, 8]},
+                    "pca_dim": {"type": "int", "bad": [0]},
+                    "logit_scale": {"type": "float", "bad": [0.0, float("inf")]}},
+         "grid": {"paradigm": ["trzsl"], "encoder": ["pca"]}},
+        {"name": "grow_main_samples", "call": _grow,
+         "kwargs": {"main": main, "confident_pred": pred, "confident_conf": conf, "confident_idx": idx},
+         "arrays": {"confident_pred": "labels", "confident_conf": {"kind": "float", "ndim": 1},
+                    "confident_idx": "labels"},
+         "rows": [["confident_pred", "confident_conf", "confident_idx"]],
+         "min_rows": 0,  # an epoch without confident predictions keeps the old main samples
+         "params": {"k": {"type": "int", "bad": [0, -1]}},
+         "known": [{"kwargs": {"main": main, "confident_pred": pred, "confident_conf": conf,
+                               "confident_idx": idx},
+                    "check": lambda v: v.tolist() == [11, 10, 1, 12, 13, 3],
+                    "why": "most confident new images first, old main samples top up, at most k"}]},
+        {"name": "select_descriptions", "call": _select,
+         "kwargs": {"centres": centres, "text_features": task.text_features,
+                    "descriptions": {c: task.descriptions[c] for c in (0, 1)}},
+         "arrays": {"centres": {"kind": "float", "ndim": 2},
+                    "text_features": {"kind": "float", "ndim": 2}},
+         "known": [{"kwargs": {"centres": centres[:, : d - 1], "text_features": task.text_features,
+                               "descriptions": {c: task.descriptions[c] for c in (0, 1)}},
+                    "raises": ["centres"], "check": None,
+                    "why": "descriptions of another width than the centres"}]},
+    ]  # fmt: skip
 
 
 @functools.cache

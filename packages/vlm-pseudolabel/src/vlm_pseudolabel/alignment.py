@@ -22,6 +22,23 @@ def _norm(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=-1, keepdims=True).clip(1e-12)
 
 
+def _finite(x, name: str, dim: int | None = None, empty_ok: bool = True) -> np.ndarray:
+    """A finite numeric 2-D float64 array (``dim`` columns when given); errors name ``name``."""
+    a = np.asarray(x)
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array, got shape {a.shape}")
+    if a.dtype.kind not in "fiub":
+        raise TypeError(f"{name} must be numeric, got dtype {a.dtype}")
+    a = a.astype(np.float64)
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    if dim is not None and a.shape[1] != dim:
+        raise ValueError(f"{name} has {a.shape[1]} columns, centres have {dim}")
+    if not empty_ok and len(a) == 0:
+        raise ValueError(f"{name} is empty")
+    return a
+
+
 def detect_mismatch(
     X: np.ndarray,
     text_features: np.ndarray,
@@ -146,10 +163,25 @@ def select_descriptions(
         Class -> index of the chosen description (classes without descriptions, or rejected by
         the gate, are skipped).
     """
+    centres = _finite(centres, "centres")
+    if not isinstance(descriptions, dict):
+        raise TypeError(
+            f"descriptions must be a dict class -> (n_c, d) array, got {type(descriptions).__name__}"
+        )
+    if isinstance(mismatched, str) or not all(
+        isinstance(c, int | np.integer) and not isinstance(c, bool) for c in mismatched
+    ):
+        raise TypeError(f"mismatched must be a list of int class ids, got {mismatched!r}")
+    d_dim = centres.shape[1]
+    for c in mismatched:
+        if c in descriptions:
+            _finite(descriptions[c], f"descriptions[{c}]", d_dim, empty_ok=True)
+    if text_features is not None:
+        text_features = _finite(text_features, "text_features", d_dim)
     cls = [c for c in mismatched if c in descriptions and len(descriptions[c])]
     if not cls or len(centres) == 0:
         return {}
-    centres = _norm(np.asarray(centres, dtype=np.float64))
+    centres = _norm(centres)
     best = np.stack(
         [(_norm(np.asarray(descriptions[c], dtype=np.float64)) @ centres.T).max(0) for c in cls]
     )  # (|cls|, K)

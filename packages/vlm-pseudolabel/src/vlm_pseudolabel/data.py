@@ -170,9 +170,17 @@ def make_synthetic_vlm_task(
         ("n_unlabeled", n_unlabeled, 1),
         ("n_test", n_test, 1),
         ("n_descriptions", n_descriptions, 1),
+        ("n_mismatch", n_mismatch, 0),
+        ("n_confused_groups", n_confused_groups, 0),
     ):
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < lo:
-            raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+        _check_int(name, v, lo)
+    _check_positive("logit_scale", logit_scale)
+    if isinstance(confusion_strength, bool) or not isinstance(
+        confusion_strength, int | float | np.number
+    ):
+        raise ValueError(
+            f"confusion_strength must be a number in [0, 1], got {confusion_strength!r}"
+        )
     if n_classes % n_groups:
         raise ValueError(f"n_classes ({n_classes}) must be a multiple of n_groups ({n_groups})")
     if not 0 <= n_mismatch <= n_classes // 2:
@@ -241,6 +249,24 @@ def make_synthetic_vlm_task(
 # ---------------------------------------------------------------------------------------------
 
 
+def _check_int(name: str, v, lo: int, hi: int | None = None) -> None:
+    """An int (not a bool) in ``[lo, hi]``; the error names the argument."""
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, int | np.integer)
+        or v < lo
+        or (hi is not None and v > hi)
+    ):
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ValueError(f"{name} must be an int {rng}, got {v!r}")
+
+
+def _check_positive(name: str, v) -> None:
+    ok = not isinstance(v, bool) and isinstance(v, int | float | np.number)
+    if not ok or not np.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+
+
 def _font_path(name: str) -> str:
     import matplotlib
 
@@ -273,6 +299,9 @@ def render_glyph(char: str, font: str, stroke: int = 0) -> np.ndarray:
 
     if not isinstance(char, str) or len(char) != 1:
         raise ValueError(f"char must be one character, got {char!r}")
+    if not isinstance(font, str):
+        raise TypeError(f"font must be a font name (str), got {type(font).__name__}")
+    _check_int("stroke", stroke, 0, 48)
     f = ImageFont.truetype(_font_path(font), 96)
     img = Image.new("L", (160, 160), 0)
     ImageDraw.Draw(img).text((30, 10), char, fill=255, font=f, stroke_width=stroke, stroke_fill=255)
@@ -376,18 +405,23 @@ def make_glyph_digits_task(
 
     if paradigm not in PARADIGMS:
         raise ValueError(f"paradigm must be one of {PARADIGMS}, got {paradigm!r}")
-    if not 0 < test_size < 1:
-        raise ValueError(f"test_size must be in (0, 1), got {test_size}")
-    if not 1 <= n_descriptions <= len(DESCRIPTION_FONTS):
-        raise ValueError(f"n_descriptions must be in [1, {len(DESCRIPTION_FONTS)}]")
-    if not 1 <= n_seen <= 9:
-        raise ValueError(f"n_seen must be in [1, 9], got {n_seen}")
-    if n_labeled < 1:
-        raise ValueError(f"n_labeled must be >= 1, got {n_labeled}")
+    if encoder not in ("centered", "pca"):
+        raise ValueError(f"encoder must be 'centered' or 'pca', got {encoder!r}")
+    if (
+        isinstance(test_size, bool)
+        or not isinstance(test_size, float | np.floating)
+        or not 0 < float(test_size) < 1
+    ):
+        raise ValueError(f"test_size must be a float in (0, 1), got {test_size!r}")
+    _check_int("n_descriptions", n_descriptions, 1, len(DESCRIPTION_FONTS))
+    _check_int("n_seen", n_seen, 1, 9)
+    _check_int("n_labeled", n_labeled, 1)
+    _check_int("pca_dim", pca_dim, 1, 64)
+    _check_positive("logit_scale", logit_scale)
     digits = load_digits()
     images, y = digits.images.astype(np.float64), digits.target.astype(np.int64)
     idx_tr, idx_te = train_test_split(
-        np.arange(len(y)), test_size=test_size, stratify=y, random_state=seed
+        np.arange(len(y)), test_size=float(test_size), stratify=y, random_state=seed
     )
     rng = np.random.default_rng(seed)
     classes = list(range(10))

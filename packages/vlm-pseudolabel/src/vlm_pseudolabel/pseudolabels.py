@@ -94,10 +94,43 @@ def grow_main_samples(
     Each class takes its most confident new images (each image at most once, classes visited in
     index order, at most 1000 per class, images already main samples excluded), up to ``k``;
     the old main samples top the list up. Classes in ``protect`` keep their samples.
+
+    Parameters
+    ----------
+    main : dict of int -> ndarray of int
+        Class -> current main samples (pool indices).
+    confident_pred, confident_conf, confident_idx : ndarray (M,)
+        The epoch's confident predictions: class, confidence, pool index (M may be 0).
+    k : int
+        Main samples per class after growth.
+    protect : set of int, optional
+        Classes whose main samples are kept as they are.
+
+    Returns
+    -------
+    dict of int -> ndarray of int
     """
     protect = protect or set()
-    order = np.argsort(-np.asarray(confident_conf), kind="stable")
-    pred, idx = np.asarray(confident_pred)[order], np.asarray(confident_idx)[order]
+    if not isinstance(main, dict):
+        raise TypeError(f"main must be a dict class -> indices, got {type(main).__name__}")
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"k must be an int >= 1, got {k!r}")
+    pred = _index_array(confident_pred, "confident_pred")
+    idx = _index_array(confident_idx, "confident_idx")
+    conf = np.asarray(confident_conf)
+    if conf.ndim != 1 or conf.dtype.kind not in "fiub":
+        raise ValueError(f"confident_conf must be a 1-D numeric array, got shape {conf.shape}")
+    if not np.isfinite(conf).all():
+        raise ValueError("confident_conf contains NaN or inf")
+    conf = conf.astype(np.float64)
+    if not len(pred) == len(conf) == len(idx):
+        raise ValueError(
+            "confident_pred, confident_conf, confident_idx must have one length, got "
+            f"{len(pred)}, {len(conf)}, {len(idx)}"
+        )
+    main = {int(c): _index_array(v, f"main[{c}]") for c, v in main.items()}
+    order = np.argsort(-conf, kind="stable")
+    pred, idx = pred[order], idx[order]
     taken = set(np.concatenate([v for v in main.values()] or [np.zeros(0, int)]).tolist())
     out = {}
     for cls in sorted(main):
@@ -114,3 +147,19 @@ def grow_main_samples(
         merged = list(dict.fromkeys(new + [int(j) for j in main[cls]]))[:k]
         out[cls] = np.asarray(merged, dtype=int)
     return out
+
+
+def _index_array(x, name: str) -> np.ndarray:
+    """Non-negative integer ids, 1-D; float arrays with fractions raise."""
+    a = np.asarray(x)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
+    if a.dtype.kind == "f" and len(a):
+        if not np.isfinite(a).all() or (a != np.round(a)).any():
+            raise ValueError(f"{name} must hold integer ids")
+    elif a.dtype.kind not in "iuf" and len(a):
+        raise TypeError(f"{name} must hold integer ids, got dtype {a.dtype}")
+    a = a.astype(np.int64)
+    if len(a) and a.min() < 0:
+        raise ValueError(f"{name} must hold non-negative ids, got {a.min()}")
+    return a
