@@ -302,4 +302,120 @@ def entries() -> list[dict]:
          "arrays": {"data": {"kind": "labels", "ndim": 1}, "val_data": {"kind": "labels", "ndim": 1}},
          "rows": [["data"], ["val_data"]], "min_rows": 20,
          "params": {"seed": {"type": "int", "bad": [True]}}},
+        *_mip_entries(),
+    ]  # fmt: skip
+
+
+def _mip_tables():
+    """Analytic costs of a 3-layer model and random scores, 6 variants per layer."""
+    cfg = DecoderConfig(d_model=32, n_layers=3, n_heads=4, n_kv_heads=4, ffn_intermediate=64,
+                        max_seq_len=32)  # fmt: skip
+    space = npz.SearchSpace.from_names(cfg, ["gqa4", "gqa1", "noop"], ["ffn64", "ffn16"])
+    costs = npz.estimate(
+        space, cfg, npz.Scenario(batch_sizes=(1, 8), prefill_len=16, decode_len=16)
+    )
+    kl = np.random.default_rng(0).random((cfg.n_layers, len(space.variants())))
+    kl[:, 0] = 0.0
+    scores = npz.ScoreTable(space.variants(), {"kl": kl})
+    cons = npz.Constraints(
+        latency_max_s=0.6 * costs.model_totals([0] * cfg.n_layers, 8)["runtime_s"]
+    )
+    return scores, costs, cons
+
+
+def _grouped(obj, rows, lo, hi, solver="highs", time_limit_s=60.0, max_overlap=None):
+    prev = [np.zeros(len(obj), int)] if max_overlap is not None else ()
+    return npz.solve_grouped(obj, rows, lo, hi, previous=prev, max_overlap=max_overlap,
+                             solver=solver, time_limit_s=time_limit_s)[0]  # fmt: skip
+
+
+def _brute_best(obj, rows, lo, hi) -> float:
+    import itertools
+
+    best = np.inf
+    for pick in itertools.product(range(obj.shape[1]), repeat=obj.shape[0]):
+        x = np.zeros_like(obj)
+        x[np.arange(len(pick)), pick] = 1
+        tot = (rows * x).sum((1, 2))
+        if np.all(tot >= lo - 1e-9) and np.all(tot <= hi + 1e-9):
+            best = min(best, obj[np.arange(len(pick)), pick].sum())
+    return best
+
+
+def _solve(alpha=None, batch_size=8, objective="kl", solver="highs", time_limit_s=60.0):
+    scores, costs, cons = _mip_tables()
+    prev = [np.zeros(costs.param_bytes.shape[0], int)] if alpha is not None else ()
+    sol = npz.solve(scores, costs, cons, objective=objective, batch_size=batch_size, solver=solver,
+                    time_limit_s=time_limit_s, previous=prev, alpha=alpha)  # fmt: skip
+    return sol.indices, sol.objective
+
+
+def _solve_many(n=3, alpha=0.7):
+    scores, costs, cons = _mip_tables()
+    return np.stack(
+        [s.indices for s in npz.solve_many(scores, costs, cons, n=n, alpha=alpha, batch_size=8)]
+    )
+
+
+def _library(ms_budget=5.0, objective="metrics.kl_div", minimize=True, solver="highs"):
+    lib = {
+        "L0": {"a": {"stats": {"ms": 3.0}, "metrics": {"kl_div": 0.0}},
+               "b": {"stats": {"ms": 1.0}, "metrics": {"kl_div": 0.5}}},
+        "L1": {"a": {"stats": {"ms": 3.0}, "metrics": {"kl_div": 0.0}},
+               "b": {"stats": {"ms": 2.0}, "metrics": {"kl_div": 0.1}},
+               "c": {"stats": {"ms": 0.5}, "metrics": {"kl_div": 0.9}}},
+    }  # fmt: skip
+    out = npz.solve_library_dict(lib, objective=objective, constraints={"stats.ms": ms_budget},
+                                 minimize=minimize, solver=solver)  # fmt: skip
+    return out["objective"], [out["choices"][k] for k in ("L0", "L1")]
+
+
+def _mip_entries() -> list[dict]:
+    rng = np.random.default_rng(3)
+    obj = rng.random((3, 4))
+    rows = rng.random((2, 3, 4))
+    lo, hi = np.array([-np.inf, 0.5]), np.array([1.6, np.inf])
+    kw = {"obj": obj, "rows": rows, "lo": lo, "hi": hi}
+    best = _brute_best(obj, rows, lo, hi)
+    scores, costs, cons = _mip_tables()
+    brute = npz.solve(scores, costs, cons, batch_size=8, solver="brute").objective
+    return [
+        {"name": "solve_grouped", "call": _grouped, "kwargs": kw,
+         "arrays": {"obj": {"kind": "float", "ndim": 2}, "rows": {"kind": "float", "ndim": 3},
+                    "lo": {"kind": "float", "ndim": 1, "inf_ok": True},
+                    "hi": {"kind": "float", "ndim": 1, "inf_ok": True}},
+         "params": {"solver": {"type": "str", "bad": ["gurobi"]},
+                    "time_limit_s": {"type": "float", "bad": [0.0, float("nan")]},
+                    "max_overlap": {"type": "int", "bad": [-1, 4], "good": 2}},
+         "known": [{"kwargs": kw, "check": lambda i: abs(obj[np.arange(3), i].sum() - best) < 1e-9,
+                    "why": "the optimum of an enumerated 3-layer, 4-variant instance"},
+                   {"kwargs": {**kw, "solver": "brute"},
+                    "check": lambda i: abs(obj[np.arange(3), i].sum() - best) < 1e-9,
+                    "why": "the brute-force solver on the same instance"}],
+         "grid": {"solver": ["brute", "cvxpy"]}},
+        {"name": "solve", "call": _solve, "kwargs": {},
+         "params": {"alpha": {"type": "float", "bad": [-0.1, 1.5, float("nan")], "good": 0.7},
+                    "batch_size": {"type": "int", "bad": [4]},
+                    "objective": {"type": "str", "bad": ["bleu"]},
+                    "solver": {"type": "str", "bad": ["gurobi"]},
+                    "time_limit_s": {"type": "float", "bad": [-1.0]}},
+         "known": [{"kwargs": {}, "check": lambda r: abs(r[1] - brute) < 1e-12,
+                    "why": "HiGHS reaches the brute-force optimum under a 60 % latency budget"}],
+         "grid": {"solver": ["brute"]}},
+        {"name": "solve_many", "call": _solve_many, "kwargs": {},
+         "params": {"n": {"type": "int", "bad": [0, -1]},
+                    "alpha": {"type": "float", "bad": [-0.1, 1.5, float("nan")]}},
+         "known": [{"kwargs": {"n": 3, "alpha": 0.7},
+                    "check": lambda s: all((s[i] == s[j]).sum() <= 2 for i in range(len(s))
+                                           for j in range(i)),
+                    "why": "every pair of the diverse solutions shares at most floor(0.7 * 3) layers"}]},
+        {"name": "solve_library_dict", "call": _library, "kwargs": {},
+         "params": {"objective": {"type": "str", "bad": ["metrics.mmlu"]},
+                    "solver": {"type": "str", "bad": ["gurobi"]}},
+         "known": [{"kwargs": {}, "check": lambda r: r[1] == ["a", "b"] and abs(r[0] - 0.1) < 1e-12,
+                    "why": "the 5 ms menu: keep L0, the cheaper L1 variant (kl 0.1)"},
+                   {"kwargs": {"ms_budget": 1.0}, "raises": ["stats.ms"], "check": None,
+                    "why": "infeasible: the error gives the smallest total, 1.5 ms"},
+                   {"kwargs": {"ms_budget": float("nan")}, "raises": ["constraints"], "check": None,
+                    "why": "a NaN budget"}]},
     ]  # fmt: skip

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -320,20 +321,33 @@ def solve_grouped(
     lo = np.full(m, -np.inf) if lo is None else np.asarray(lo, dtype=float)
     hi = np.full(m, np.inf) if hi is None else np.asarray(hi, dtype=float)
     if lo.shape != (m,) or hi.shape != (m,):
-        raise ValueError(f"lo and hi must have shape ({m},)")
+        raise ValueError(f"lo and hi must have shape ({m},), got {lo.shape} and {hi.shape}")
+    if np.isnan(lo).any() or np.isnan(hi).any():
+        raise ValueError("lo and hi contain NaN (use -inf / inf for a one-sided row)")
     allowed = np.ones((L, K), bool) if allowed is None else np.asarray(allowed, dtype=bool)
     if allowed.shape != (L, K):
         raise ValueError(f"allowed must have shape ({L}, {K}), got {allowed.shape}")
     if not allowed.any(1).all():
         raise InfeasibleError("some layer has no allowed variant")
-    if max_overlap is not None and not 0 <= max_overlap <= L:
+    if max_overlap is not None and (
+        isinstance(max_overlap, bool)
+        or not isinstance(max_overlap, numbers.Integral)
+        or not 0 <= max_overlap <= L
+    ):
         raise ValueError(f"max_overlap must be in [0, {L}], got {max_overlap}")
     previous = [np.asarray(y, dtype=int) for y in previous]
     for y in previous:
         if y.shape != (L,) or y.min() < 0 or y.max() >= K:
             raise ValueError(f"previous solutions must be int arrays of shape ({L},) in [0, {K})")
-    if not time_limit_s > 0:
-        raise ValueError(f"time_limit_s must be positive, got {time_limit_s}")
+    if (
+        isinstance(time_limit_s, bool)
+        or not isinstance(time_limit_s, numbers.Real)
+        or not time_limit_s > 0
+    ):
+        raise ValueError(f"time_limit_s must be a positive number, got {time_limit_s!r}")
+    time_limit_s = float(time_limit_s)
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     args = (obj, rows, lo, hi, allowed, previous, max_overlap)
     if solver == "highs":
         idx, status = _solve_highs(*args, time_limit_s)
@@ -445,6 +459,10 @@ def _resolve(scores, costs: CostTable, objective, batch_size: int | None, minimi
             raise TypeError(f"scores must be a ScoreTable, got {type(scores).__name__}")
         if scores.variants != costs.variants:
             raise ValueError("scores.variants and costs.variants differ (column order must match)")
+        if objective not in scores.values:
+            raise ValueError(
+                f"objective {objective!r} is not a metric of scores {sorted(scores.values)}"
+            )
         obj = scores[objective]
         if minimize is None:
             minimize = not objective.endswith("acc")
@@ -460,6 +478,11 @@ def _resolve(scores, costs: CostTable, objective, batch_size: int | None, minimi
                 f"{costs.scenario.batch_sizes} (or use sweep_batch_sizes)"
             )
         batch_size = costs.scenario.batch_sizes[0]
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
+        raise TypeError(f"batch_size must be an int, got {batch_size!r}")
+    if minimize is not None and not isinstance(minimize, bool | np.bool_):
+        raise TypeError(f"minimize must be a bool or None, got {minimize!r}")
+    batch_size = int(batch_size)
     costs.b_index(batch_size)
     return (obj if minimize else -obj), obj, batch_size
 
@@ -530,8 +553,8 @@ def solve(
     L, _ = obj.shape
     max_overlap = None
     if alpha is not None:
-        if not 0 <= alpha <= 1:
-            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 <= alpha <= 1:
+            raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
         max_overlap = math.floor(alpha * L + 1e-9)
     prev = [p.indices if isinstance(p, Solution) else np.asarray(p, dtype=int) for p in previous]
     info = budget_rows(costs, cons, b)
@@ -572,10 +595,10 @@ def solve_many(
 
     Stops early when no further diverse solution exists. Keyword arguments go to :func:`solve`.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
-        raise ValueError(f"n must be a positive int, got {n}")
-    if not 0 <= alpha <= 1:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 <= alpha <= 1:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
     out: list[Solution] = []
     for _ in range(n):
         try:
@@ -657,6 +680,14 @@ def solve_library_dict(
     """
     if not isinstance(block_library_dict, Mapping) or not block_library_dict:
         raise ValueError("block_library_dict must be a non-empty mapping")
+    if not isinstance(objective, str) or not objective:
+        raise TypeError(f"objective must be a dotted path (str), got {objective!r}")
+    if not isinstance(minimize, bool | np.bool_):
+        raise TypeError(f"minimize must be a bool, got {minimize!r}")
+    if constraints is not None and not isinstance(constraints, Mapping):
+        raise TypeError(
+            f"constraints must be a mapping path -> bound, got {type(constraints).__name__}"
+        )
     constraints = dict(constraints or {})
     layers = list(block_library_dict)
     menus = []
@@ -672,18 +703,22 @@ def solve_library_dict(
     lo, hi = np.full(len(constraints), -np.inf), np.full(len(constraints), np.inf)
     for r, bound in enumerate(constraints.values()):
         if isinstance(bound, (tuple, list)):
+            if len(bound) != 2:
+                raise ValueError(f"constraints: a bound is a number or (lo, hi), got {bound!r}")
             lo[r] = -np.inf if bound[0] is None else float(bound[0])
             hi[r] = np.inf if bound[1] is None else float(bound[1])
         else:
             hi[r] = float(bound)
+    if np.isnan(lo).any() or np.isnan(hi).any():
+        raise ValueError("constraints: a bound is NaN")
     for i, (lay, menu) in enumerate(zip(layers, menus, strict=True)):
         for j, var in enumerate(menu):
             entry = block_library_dict[lay][var]
             where = f"block_library_dict[{lay!r}][{var!r}]"
             allowed[i, j] = True
-            obj[i, j] = _get_path(entry, objective, where)
+            obj[i, j] = _get_path(entry, objective, f"objective: {where}")
             for r, path in enumerate(constraints):
-                rows[r, i, j] = _get_path(entry, path, where)
+                rows[r, i, j] = _get_path(entry, path, f"constraints: {where}")
     sign = 1.0 if minimize else -1.0
     try:
         idx, status = solve_grouped(sign * obj, rows, lo, hi, allowed, solver=solver,
