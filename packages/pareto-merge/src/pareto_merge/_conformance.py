@@ -5,15 +5,20 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
 from pareto_merge import (
     LazyStateDict,
     ParetoMerger,
+    adamerging,
     check_preference,
     check_state_dicts,
+    cross_entropy_objective,
     dominates,
+    entropy_objective,
     hypervolume,
     load_state_dict,
     load_state_dicts,
@@ -23,6 +28,7 @@ from pareto_merge import (
     task_arithmetic,
     task_vectors,
     ties_merge,
+    tune_task_arithmetic,
     weight_average,
     weighted_task_arithmetic,
 )
@@ -264,4 +270,94 @@ def entries() -> list[dict]:
                     "check": lambda v: v is True, "why": "no worse, better in one objective"},
                    {"kwargs": {"a": np.array([1.0, 2.0]), "b": np.array([1.0, 2.0])},
                     "check": lambda v: v is False, "why": "equal points do not dominate"}]},
+        *_objective_entries(),
+    ]  # fmt: skip
+
+
+@functools.cache
+def _linear() -> torch.nn.Module:
+    """The template module, built once (outside any device run); ``functional_call`` uses it."""
+    torch.manual_seed(0)
+    return torch.nn.Linear(4, 3).double()
+
+
+def _zero_params(module) -> dict:
+    return {k: torch.zeros_like(v) for k, v in module.state_dict().items()}
+
+
+def _entropy(inputs, diversity=0.0, zero=False):
+    m = _linear()
+    params = _zero_params(m) if zero else dict(m.state_dict())
+    with torch.no_grad():
+        return entropy_objective(m, inputs, diversity=diversity)(params).item()
+
+
+def _xent(inputs, targets, zero=False):
+    m = _linear()
+    params = _zero_params(m) if zero else dict(m.state_dict())
+    with torch.no_grad():
+        return cross_entropy_objective(m, inputs, targets)(params).item()
+
+
+def _tune(grid=(0.0, 0.25, 0.5, 0.75, 1.0)):
+    theta0, ft = _models()
+    target = task_arithmetic(theta0, ft, 0.5)
+
+    def score(sd):  # closest to the scale-0.5 merge wins
+        return -sum(float((sd[k] - target[k]).pow(2).sum()) for k in sd)
+
+    best, merged = tune_task_arithmetic(theta0, ft, score, grid)
+    return best, merged["w"].numpy()
+
+
+def _ada_models():
+    torch.manual_seed(0)
+    m = torch.nn.Linear(4, 3)
+    theta0 = {k: v.detach().clone() for k, v in m.state_dict().items()}
+    ft = [{k: v + 0.3 * torch.randn_like(v) for k, v in theta0.items()} for _ in range(2)]
+    x = torch.randn(16, 4)
+    return m, theta0, ft, x
+
+
+def _ada(n_steps=3, lr=1e-2, init_scale=0.3):
+    m, theta0, ft, x = _ada_models()
+    objs = [entropy_objective(m, x) for _ in ft]
+    merged, coef = adamerging(theta0, ft, objs, n_steps=n_steps, lr=lr, init_scale=init_scale)
+    return merged["weight"].detach().numpy(), coef
+
+
+def _objective_entries() -> list[dict]:
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(6, 4, generator=g, dtype=torch.float64)
+    y = torch.tensor([0, 1, 2, 1, 0, 2])
+    log3 = float(np.log(3))
+    return [
+        # inputs go to the user's module as they are: their dtype and rank are its business
+        {"name": "entropy_objective", "call": _entropy, "kwargs": {"inputs": x},
+         "modules": lambda: [_linear()], "rows": [["inputs"]], "order": "invariant",
+         "params": {"diversity": {"type": "float", "bad": [-1.0, float("nan")]}},
+         "known": [{"kwargs": {"inputs": x, "zero": True}, "check": lambda v: abs(v - log3) < 1e-12,
+                    "why": "zero weights: uniform predictions, entropy log 3"},
+                   {"kwargs": {"inputs": x, "diversity": 1.0, "zero": True},
+                    "check": lambda v: abs(v) < 1e-12,
+                    "why": "uniform predictions: the marginal-entropy bonus cancels the mean entropy"}],
+         "grid": {"diversity": [1.0]}},
+        {"name": "cross_entropy_objective", "call": _xent, "kwargs": {"inputs": x, "targets": y},
+         "modules": lambda: [_linear()], "arrays": {"targets": "labels"},
+         "rows": [["inputs", "targets"]], "order": "invariant",
+         "known": [{"kwargs": {"inputs": x, "targets": y, "zero": True},
+                    "check": lambda v: abs(v - log3) < 1e-12, "why": "zero weights: cross-entropy log 3"},
+                   {"kwargs": {"inputs": x, "targets": torch.tensor([0, 1, 2, 1, 0, 3])},
+                    "raises": ["targets"], "check": None, "why": "a class id past the 3 logits"}]},
+        {"name": "tune_task_arithmetic", "call": _tune, "kwargs": {},
+         "params": {"grid": {"bad": [(), (0.5, float("nan")), "0.5"]}},
+         "known": [{"kwargs": {}, "check": lambda r: r[0] == 0.5,
+                    "why": "the score peaks at the scale-0.5 merge"}]},
+        {"name": "adamerging", "call": _ada, "kwargs": {},
+         "params": {"n_steps": {"type": "int", "bad": [0]},
+                    "lr": {"type": "float", "bad": [0.0, float("nan")]},
+                    "init_scale": {"type": "float", "bad": [float("nan"), float("inf")]}},
+         "known": [{"kwargs": {"n_steps": 1, "lr": 1e-12},
+                    "check": lambda r: np.allclose(r[1], 0.3, atol=1e-9),
+                    "why": "a vanishing step leaves every coefficient at init_scale"}]},
     ]  # fmt: skip

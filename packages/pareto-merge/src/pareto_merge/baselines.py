@@ -110,10 +110,26 @@ def tune_task_arithmetic(
     merged : dict
         The state_dict at ``best_scale``.
     """
+    if not callable(score):
+        raise TypeError(f"score: must be callable state_dict -> float, got {type(score).__name__}")
+    if isinstance(grid, str | bytes) or not hasattr(grid, "__len__"):
+        raise TypeError(f"grid: must be a sequence of scales, got {grid!r}")
     if len(grid) == 0:
         raise ValueError("grid: empty")
-    results = [(float(score(task_arithmetic(pretrained, finetuned, s))), float(s)) for s in grid]
-    best = max(results)[1]
+    scales = []
+    for s in grid:
+        if isinstance(s, bool) or not isinstance(s, int | float | np.integer | np.floating):
+            raise TypeError(f"grid: scales must be numbers, got {s!r}")
+        if not np.isfinite(s):
+            raise ValueError(f"grid: scales must be finite, got {s!r}")
+        scales.append(float(s))
+    results = []
+    for s in scales:
+        value = float(score(task_arithmetic(pretrained, finetuned, s)))
+        if not np.isfinite(value):
+            raise ValueError(f"score: returned {value} at scale {s} (a finite number is needed)")
+        results.append((value, s))
+    best = max(results)[1]  # ties: the larger scale, as before
     return best, task_arithmetic(pretrained, finetuned, best)
 
 

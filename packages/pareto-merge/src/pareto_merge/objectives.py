@@ -3,6 +3,7 @@
 import math
 from collections.abc import Callable, Mapping
 
+import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call
@@ -18,6 +19,13 @@ def _forward(module: nn.Module, head: Callable[[torch.Tensor], torch.Tensor] | N
         return out if head is None else head(out)
 
     return logits
+
+
+def _check_head(head) -> None:
+    if head is not None and not callable(head):
+        raise TypeError(
+            f"head: must be callable (module output -> logits), got {type(head).__name__}"
+        )
 
 
 def _check_inputs(inputs: torch.Tensor, name: str = "inputs") -> None:
@@ -62,7 +70,11 @@ def entropy_objective(
         ``objective(params) -> scalar Tensor``.
     """
     _check_inputs(inputs)
-    if not (isinstance(diversity, int | float) and math.isfinite(diversity) and diversity >= 0):
+    _check_head(head)
+    ok = isinstance(diversity, int | float | np.integer | np.floating) and not isinstance(
+        diversity, bool
+    )
+    if not (ok and math.isfinite(diversity) and diversity >= 0):
         raise ValueError(f"diversity: must be a finite number >= 0, got {diversity!r}")
     logits = _forward(module, head)
 
@@ -96,11 +108,24 @@ def cross_entropy_objective(
     callable
     """
     _check_inputs(inputs)
-    if targets.shape[:1] != inputs.shape[:1]:
+    _check_head(head)
+    if not isinstance(targets, torch.Tensor):
+        raise TypeError(f"targets: expected a torch.Tensor, got {type(targets).__name__}")
+    if targets.ndim != 1:
+        raise ValueError(f"targets: must be 1-D class ids, got shape {tuple(targets.shape)}")
+    if targets.is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
+        raise TypeError(f"targets: must hold integer class ids, got dtype {targets.dtype}")
+    if targets.shape[0] != inputs.shape[0]:
         raise ValueError(f"targets: {targets.shape[0]} labels for {inputs.shape[0]} inputs")
+    if targets.numel() and int(targets.min()) < 0:
+        raise ValueError(f"targets: class ids must be >= 0, got {int(targets.min())}")
+    targets = targets.long()
     logits = _forward(module, head)
 
     def objective(params: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        return nn.functional.cross_entropy(logits(params, inputs), targets)
+        out = logits(params, inputs)
+        if int(targets.max()) >= out.shape[-1]:
+            raise ValueError(f"targets: class id {int(targets.max())} >= {out.shape[-1]} logits")
+        return nn.functional.cross_entropy(out, targets)
 
     return objective

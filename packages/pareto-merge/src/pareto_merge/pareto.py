@@ -538,6 +538,12 @@ def adamerging(
     _check_objectives(objectives, len(finetuned))
     _check_positive(n_steps, "n_steps", integer=True)
     _check_positive(lr, "lr")
+    if (
+        isinstance(init_scale, bool)
+        or not isinstance(init_scale, int | float | np.integer | np.floating)
+        or not np.isfinite(init_scale)
+    ):
+        raise ValueError(f"init_scale: must be a finite number, got {init_scale!r}")
     weights = _MergedWeights(
         pretrained, finetuned, rank=0, init_scale=init_scale, learn_coefficients=True, seed=0
     )
