@@ -51,6 +51,16 @@ def test_highs_matches_brute_force_on_random_instances():
     assert n_feasible >= 25
 
 
+@pytest.mark.parametrize("solver", ["highs", "brute"])
+def test_tiny_budget_rows_are_not_overrun_within_an_absolute_tolerance(solver):
+    # a latency row in seconds: both layers at 1e-4 s overrun the budget by 5e-8 s, which an
+    # absolute 1e-7 feasibility tolerance would accept (the CI machine hit this in the README)
+    obj = np.array([[0.0, -1.0], [0.0, -1.0]])
+    rows = np.array([[[0.0, 1e-4], [0.0, 1e-4]]])
+    idx, status = npz.solve_grouped(obj, rows, None, np.array([2e-4 - 5e-8]), solver=solver)
+    assert status == "optimal" and sorted(idx.tolist()) == [0, 1]
+
+
 def test_cvxpy_agrees_with_highs():
     rng = np.random.default_rng(1)
     for _ in range(5):

@@ -21,9 +21,15 @@ from interaction_moe import (
     make_interaction_data,
     perturb,
     redundancy_loss,
+    regression_losses,
     synergy_loss,
     uniqueness_loss,
 )
+
+
+def _scalar_outputs() -> torch.Tensor:
+    """(B, 1) expert outputs of a regression I2MoE."""
+    return torch.randn(5, 1, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
 
 
 def _npz(folder):
@@ -152,6 +158,48 @@ def entries() -> list[dict]:
             "kwargs": {"clean": _outputs()[0], "perturbed": _PERTURBED},
             "arrays": {"clean": {"kind": "float", "ndim": 2}},
             "params": {"margin": {"type": "float", "bad": [-1.0]}},
+        },
+        {
+            "name": "regression_losses",
+            "call": lambda clean, margin=1.0, mode="paper": torch.stack(
+                regression_losses([clean] * 4, [[clean * 0.5, clean * 2.0]] * 4, mode, margin)
+            ),
+            "kwargs": {"clean": _scalar_outputs()},
+            "arrays": {"clean": {"kind": "float", "ndim": 2}},
+            "params": {
+                "margin": {"type": "float", "bad": [-1.0, float("nan")]},
+                "mode": {"type": "str", "bad": ["triplet"]},
+            },
+            "grid": {"mode": ["reference"]},
+            "known": [
+                {
+                    "kwargs": {"clean": torch.ones(3, 1, dtype=torch.float64), "mode": "reference"},
+                    # U = MSE(a, 2a) - MSE(a, a/2) = 1 - 1/4; S = MSE(a, n) over both removals
+                    "check": lambda v: torch.allclose(
+                        v, torch.tensor([0.75, -0.75, 0.625, 0.625], dtype=torch.float64)
+                    ),
+                    "why": "the released code's MSE losses at a = 1, removals a/2 and 2a",
+                },
+                {
+                    "kwargs": {"clean": torch.ones(3, 1, dtype=torch.float64)},
+                    "check": lambda v: torch.allclose(
+                        v,
+                        torch.tensor(
+                            [
+                                1.75,
+                                0.25,
+                                (
+                                    torch.exp(torch.tensor(-0.25)) + torch.exp(torch.tensor(-1.0))
+                                ).item()
+                                / 2,
+                                0.625,
+                            ],
+                            dtype=torch.float64,
+                        ),
+                    ),
+                    "why": "the paper's hinge (margin 1), bounded synergy exp(-d^2), MSE redundancy",
+                },
+            ],
         },
         {
             "name": "perturb",

@@ -6,6 +6,7 @@ modality ``j`` replaced by noise. All losses average over the batch.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -38,6 +39,27 @@ def _check_outputs(clean, perturbed) -> None:
         bool(torch.isfinite(p).all()) for p in perturbed
     ):
         raise ValueError("clean or perturbed contains NaN or inf")
+
+
+def _check_experts(clean, perturbed) -> int:
+    """``[U_1..U_M, S, R]`` outputs: M + 2 clean tensors, M + 2 lists of M; returns M."""
+    if not isinstance(clean, list | tuple) or not isinstance(perturbed, list | tuple):
+        raise TypeError("clean must be a list of expert outputs, perturbed a list of lists")
+    if not perturbed or not isinstance(perturbed[0], list | tuple):
+        raise ValueError("perturbed must hold one list of M outputs per expert")
+    M = len(perturbed[0])
+    if M < 2 or len(clean) != M + 2 or len(perturbed) != M + 2:
+        raise ValueError(
+            f"clean, perturbed: need M + 2 experts with M >= 2 modalities, got {len(clean)} clean "
+            f"and {len(perturbed)} perturbed lists of {M}"
+        )
+    for k, (c, p) in enumerate(zip(clean, perturbed, strict=True)):
+        if not isinstance(p, list | tuple) or len(p) != M:
+            raise ValueError(f"perturbed[{k}] must hold {M} outputs, one per modality")
+        _check_outputs(c, p)
+        if c.shape != clean[0].shape:
+            raise ValueError(f"clean[{k}] is {tuple(c.shape)}, clean[0] {tuple(clean[0].shape)}")
+    return M
 
 
 def uniqueness_loss(
@@ -97,7 +119,14 @@ def regression_losses(
     """
     if mode not in ("paper", "reference"):
         raise ValueError(f"mode must be 'paper' or 'reference', got {mode!r}")
-    M = len(perturbed[0])
+    M = _check_experts(clean, perturbed)
+    if (
+        isinstance(margin, bool)
+        or not isinstance(margin, numbers.Real)
+        or not math.isfinite(margin)
+        or margin < 0
+    ):
+        raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
     out = []
     for m in range(M):
         a, n = clean[m], perturbed[m][m]
@@ -138,9 +167,8 @@ def interaction_loss(
     dict
         ``uni_1..uni_M``, ``syn``, ``red`` and ``total`` = their mean.
     """
+    _check_experts(clean, perturbed)
     M = len(perturbed[0])
-    if len(clean) != M + 2 or len(perturbed) != M + 2:
-        raise ValueError(f"need M + 2 = {M + 2} experts, got {len(clean)}")
     out = {f"uni_{m + 1}": uniqueness_loss(clean[m], perturbed[m], m, margin) for m in range(M)}
     out["syn"] = synergy_loss(clean[M], perturbed[M])
     out["red"] = redundancy_loss(clean[M + 1], perturbed[M + 1])

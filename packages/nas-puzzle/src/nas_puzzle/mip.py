@@ -47,7 +47,8 @@ __all__ = [
 
 SOLVERS = ("highs", "cvxpy", "brute")
 _EXTRA_KEYS = ("num_params", "param_bytes", "kv_bytes")
-_REL_TOL = 1e-7
+# relative to a row's max |coefficient| x layers; HiGHS's MIP feasibility tolerance is 1e-6
+_REL_TOL = 1e-6
 
 
 class InfeasibleError(ValueError):
@@ -349,12 +350,17 @@ def solve_grouped(
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     args = (obj, rows, lo, hi, allowed, previous, max_overlap)
+    # HiGHS's feasibility tolerances are absolute: a latency row in seconds (~1e-4) could be
+    # overrun by 1e-7 s and called feasible, so each row reaches the solver with max |coef| = 1
+    unit = np.abs(rows).reshape(m, -1).max(1) if m else np.ones(0)
+    unit[unit == 0] = 1.0
+    scaled = (obj, rows / unit[:, None, None], lo / unit, hi / unit, allowed, previous, max_overlap)
     if solver == "highs":
-        idx, status = _solve_highs(*args, time_limit_s)
+        idx, status = _solve_highs(*scaled, time_limit_s)
     elif solver == "cvxpy":
-        idx, status = _solve_cvxpy(*args, time_limit_s)
+        idx, status = _solve_cvxpy(*scaled, time_limit_s)
     elif solver == "brute":
-        idx, status = _solve_brute(*args)
+        idx, status = _solve_brute(*scaled)
     else:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if idx is None:

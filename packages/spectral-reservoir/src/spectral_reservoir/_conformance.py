@@ -92,7 +92,7 @@ def _states(X, leaky=0.0):
 
 
 _RNG = np.random.default_rng(0)
-_W = (0.5 * _RNG.standard_normal((4, 1)), 0.3 * _RNG.standard_normal((4, 4)),
+_FW = (0.5 * _RNG.standard_normal((4, 1)), 0.3 * _RNG.standard_normal((4, 4)),
       0.3 * _RNG.standard_normal((4, 4)))  # fmt: skip
 
 
@@ -259,7 +259,7 @@ def entries() -> list[dict]:
         },
         {
             "name": "freqres_states",
-            "call": lambda x, period=3, leaky=0.0: freqres_states(x, period, *_W, leaky=leaky),
+            "call": lambda x, period=3, leaky=0.0: freqres_states(x, period, *_FW, leaky=leaky),
             "kwargs": {"x": X[0, :1, :20]},
             "arrays": {"x": {"kind": "float", "ndim": 2}},
             "params": {
@@ -270,7 +270,7 @@ def entries() -> list[dict]:
                 {
                     "kwargs": {"x": X[0, :1, :20]},
                     "check": lambda h: np.allclose(
-                        h, freqres_states(X[0, :1, :20], 3, _W[0], _W[1], _W[2])
+                        h, freqres_states(X[0, :1, :20], 3, _FW[0], _FW[1], _FW[2])
                     ),
                     "why": "deterministic reference loop",
                 },
