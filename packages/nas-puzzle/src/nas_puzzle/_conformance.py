@@ -6,12 +6,14 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 from __future__ import annotations
 
 import copy
+import functools
 
 import numpy as np
 import torch
 
 import nas_puzzle as npz
 from nas_puzzle import DecoderConfig, HeteroDecoder, kl_to_parent, normalized_mse_loss
+from nas_puzzle.model import FFNSubblock
 
 CFG = DecoderConfig(vocab_size=32, d_model=16, n_layers=2, n_heads=2, n_kv_heads=1, head_dim=8,
                     ffn_intermediate=32, max_seq_len=16)  # fmt: skip
@@ -303,6 +305,7 @@ def entries() -> list[dict]:
          "rows": [["data"], ["val_data"]], "min_rows": 20,
          "params": {"seed": {"type": "int", "bad": [True]}}},
         *_mip_entries(),
+        *_unit_entries(),
     ]  # fmt: skip
 
 
@@ -418,4 +421,89 @@ def _mip_entries() -> list[dict]:
                     "why": "infeasible: the error gives the smallest total, 1.5 ms"},
                    {"kwargs": {"ms_budget": float("nan")}, "raises": ["constraints"], "check": None,
                     "why": "a NaN budget"}]},
+    ]  # fmt: skip
+
+
+def _ffn():
+    torch.manual_seed(0)
+    return FFNSubblock(CFG, npz.BlockConfig.from_name("gqa1/ffn16").ffn).double().eval()
+
+
+_FFN = _ffn()
+
+
+def _contribution(x):
+    return npz.channel_contribution(_FFN, x)
+
+
+def _randn(n, seed, dtype=torch.float64):
+    return torch.randn(n, CFG.d_model, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+
+
+@torch.no_grad()
+def _contribution_by_hand(x):
+    """``mean_t |silu(g_t) u_t|_k * ||W_down[:, k]||``, one token and one channel at a time."""
+    h = _FFN.norm(x)
+    g, u, W = _FFN.gate_proj.weight, _FFN.up_proj.weight, _FFN.down_proj.weight
+    out = torch.zeros(W.shape[1], dtype=torch.float64)
+    for k in range(W.shape[1]):
+        vals = [abs(torch.nn.functional.silu(g[k] @ h[t]) * (u[k] @ h[t])) for t in range(len(h))]
+        out[k] = sum(vals) / len(h) * W[:, k].norm()
+    return out
+
+
+def _count_units(space=None, mode="decoupled"):
+    if space is None:
+        space = npz.SearchSpace.paper_default(npz.DecoderConfig())
+    return npz.count_units(space, mode)
+
+
+def _block_params(name):
+    block = npz.BlockConfig.from_name(name)
+    return sum(p.numel() for p in HeteroDecoder(CFG, [block, block]).blocks[0].parameters())
+
+
+def _has_block_params(name, n):
+    return n == _block_params(name)
+
+
+def _variant_params(block=None, cfg=CFG):
+    return npz.variant_num_params(cfg, npz.BlockConfig.from_name("gqa1/ffn16") if block is None
+                                  else block)  # fmt: skip
+
+
+def _unit_entries() -> list[dict]:
+    blocks = ("gqa1/ffn16", "gqa1/linear", "linear/noop", "noop/ffn8", "noop/noop")
+    return [
+        {"name": "channel_contribution", "call": _contribution, "kwargs": {"x": _randn(7, 3)},
+         "modules": lambda: [_FFN],
+         "arrays": {"x": {"kind": "float", "ndim": (1, 2, 3)}}, "rows": [["x"]],
+         "order": "invariant",
+         "known": [{"kwargs": {"x": _randn(3, 4)},
+                    "check": lambda s: torch.allclose(s, _contribution_by_hand(_randn(3, 4)),
+                                                      atol=1e-12),
+                    "why": "mean |X_k| x ||W_down[:, k]|| token by token, channel by channel"},
+                   {"kwargs": {"x": _randn(3, 4, torch.float32)},
+                    "check": lambda s: s.dtype == torch.float64 and s.shape == (16,),
+                    "why": "float32 inputs are cast to the subblock's float64"},
+                   {"kwargs": {"x": torch.zeros(3, 5, dtype=torch.float64)}, "raises": ["x"],
+                    "check": None, "why": "a width other than d_model"}]},
+        {"name": "count_units", "call": _count_units, "kwargs": {},
+         "params": {"mode": {"type": "str", "bad": ["hybrid"]}},
+         "known": [{"kwargs": {}, "check": lambda n: n == (6 - 2 + 9 - 2) * 6,
+                    "why": "paper menu decoupled: (m - 2 + n - 2) L = 66 (spec A5)"},
+                   {"kwargs": {"mode": "coupled"}, "check": lambda n: n == 6 * 9 * 6 - 2 * 6,
+                    "why": "coupled: m n L - 2 L = 312"},
+                   {"kwargs": {"mode": "init_only"}, "check": lambda n: n == 0,
+                    "why": "init-only trains nothing"},
+                   {"kwargs": {"space": CFG}, "raises": ["space"], "check": None,
+                    "why": "a DecoderConfig is not a SearchSpace"}]},
+        {"name": "variant_num_params", "call": _variant_params, "kwargs": {},
+         "known": [{"kwargs": {"block": npz.BlockConfig.from_name(b)},
+                    "check": functools.partial(_has_block_params, b),
+                    "why": f"{b}: the parameters of the built DecoderBlock"} for b in blocks]
+                  + [{"kwargs": {"block": "gqa1/ffn16"}, "raises": ["block"], "check": None,
+                      "why": "a name, not a BlockConfig"},
+                     {"kwargs": {"cfg": None}, "raises": ["cfg"], "check": None,
+                      "why": "no DecoderConfig"}]},
     ]  # fmt: skip

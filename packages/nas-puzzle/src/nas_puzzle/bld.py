@@ -408,4 +408,6 @@ def _clone(module: nn.Module) -> dict[str, Tensor]:
 
 def count_units(space: SearchSpace, mode: str) -> int:
     """Number of units BLD trains for ``mode`` over all layers."""
+    if not isinstance(space, SearchSpace):
+        raise TypeError(f"space must be a SearchSpace, got {type(space).__name__}")
     return len(space.trained_units(mode)) * space.cfg.n_layers

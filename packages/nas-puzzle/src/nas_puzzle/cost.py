@@ -137,6 +137,12 @@ class RooflineModel:
 
 def variant_num_params(cfg: DecoderConfig, block: BlockConfig) -> int:
     """Parameters of one block variant (norm weights included)."""
+    if not isinstance(cfg, DecoderConfig):
+        raise TypeError(f"cfg must be a DecoderConfig, got {type(cfg).__name__}")
+    if not isinstance(block, BlockConfig):
+        raise TypeError(
+            f"block must be a BlockConfig (BlockConfig.from_name for a name), got {block!r}"
+        )
     d, hd, a, f = cfg.d_model, cfg.head_dim, block.attention, block.ffn
     n = 0
     if a.kind == "gqa":

@@ -28,17 +28,23 @@ def channel_contribution(ffn: FFNSubblock, x: Tensor) -> Tensor:
     ffn : FFNSubblock
         A SwiGLU subblock.
     x : Tensor, shape (..., d_model)
-        Calibration inputs of the subblock (hidden states entering the FFN).
+        Calibration inputs of the subblock (hidden states entering the FFN), cast to its dtype
+        and device.
 
     Returns
     -------
     Tensor, shape (intermediate,)
         ``mean_tokens |X_k| * ||W_down[:, k]||_2``.
     """
+    if not isinstance(ffn, FFNSubblock):
+        raise TypeError(f"ffn must be an FFNSubblock, got {type(ffn).__name__}")
     if ffn.variant.kind != "swiglu":
         raise ValueError(f"ffn must be a SwiGLU subblock, got kind={ffn.variant.kind!r}")
     if not isinstance(x, Tensor) or x.shape[-1] != ffn.cfg.d_model or x.numel() == 0:
         raise ValueError(f"x must be a non-empty (..., {ffn.cfg.d_model}) tensor")
+    if not x.is_floating_point() or not torch.isfinite(x).all():
+        raise ValueError("x must hold finite floating-point values")  # one sync per calibration
+    x = x.to(ffn.down_proj.weight)  # calibration inputs in the subblock's dtype and device
     act = ffn.intermediate(x).reshape(-1, ffn.variant.intermediate).abs().mean(0)
     return act * ffn.down_proj.weight.norm(dim=0)
 
