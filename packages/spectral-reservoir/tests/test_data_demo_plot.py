@@ -84,7 +84,8 @@ def test_local_archive_in_both_layouts(tmp_path):
         (tmp_path / "Uni" / f"Uni_{split}.tsv").write_text("\n".join(rows) + "\n")
     (tmp_path / "Half").mkdir()  # a problem without its test split is not listed
     _write_ts(tmp_path / "Half" / "Half_TRAIN.ts", X, y, univariate=False)
-    assert archive_names(tmp_path) == ["Multi", "Uni"]
+    with pytest.warns(UserWarning, match="Half"):
+        assert archive_names(tmp_path) == ["Multi", "Uni"]
     Xm, ym = load_archive(tmp_path, "Multi", "test")
     np.testing.assert_allclose(Xm, X, atol=1e-6)
     assert list(ym) == list(y)
@@ -103,6 +104,10 @@ def test_local_archive_in_both_layouts(tmp_path):
         load_archive(tmp_path, "Reg")
     with pytest.raises(ValueError, match="root"):
         archive_names(tmp_path / "missing")
+    with pytest.raises(ValueError, match="no <Name>"):
+        archive_names(tmp_path / "Multi")  # one problem's folder, not the archive
+    with pytest.raises(TypeError, match="root"):
+        archive_names(3)
 
 
 def test_tsv_with_float_labels_and_nan_padding(tmp_path):

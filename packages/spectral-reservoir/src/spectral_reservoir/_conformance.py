@@ -5,6 +5,9 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import pathlib
+import tempfile
+
 import numpy as np
 
 from spectral_reservoir import (
@@ -12,6 +15,7 @@ from spectral_reservoir import (
     SARCClassifier,
     SARCClassifierCV,
     SARCTransformer,
+    archive_names,
     extract_periods,
     freqres_states,
     hp_filter,
@@ -20,6 +24,7 @@ from spectral_reservoir import (
     make_lag_sign,
     make_periodic_motifs,
     make_weights,
+    model_space_features,
     states_batch,
     wavelet_components,
 )
@@ -94,6 +99,36 @@ def _states(X, leaky=0.0):
 _RNG = np.random.default_rng(0)
 _FW = (0.5 * _RNG.standard_normal((4, 1)), 0.3 * _RNG.standard_normal((4, 4)),
       0.3 * _RNG.standard_normal((4, 4)))  # fmt: skip
+
+
+def _msf_example():
+    X, _ = make_lag_sign(6, L=24, period=3, seed=2)
+    w = make_weights(1, [3, 5], n_reservoir=4, rng=1)
+    return X, states_batch(X, w), w.periods
+
+
+def _msf_by_hand(X, S, periods, ridge, i):
+    """Series ``i``: one ridge solve per period on z_t = [eta_{t-1}; eta_{t-p}], then the maxima."""
+    out = []
+    for j, p in enumerate(periods):
+        Z = np.array(
+            [np.concatenate([S[i, j, t - 1], S[i, j, t - p]]) for t in range(p, X.shape[2])]
+        )
+        Y = X[i, :, p:].T
+        theta = np.linalg.solve(Z.T @ Z + ridge * np.eye(Z.shape[1]), Z.T @ Y)
+        out += [theta.ravel(), S[i, j].max(0)]
+    return np.concatenate(out)
+
+
+def _toy_archive() -> str:
+    """A two-problem UCR 2018 layout (``root/<Name>/<Name>_TRAIN.tsv``) and an empty folder."""
+    root = pathlib.Path(tempfile.mkdtemp(prefix="sarc_archive_"))
+    for name in ("Beta", "Alpha"):
+        (root / name).mkdir()
+        for split in ("TRAIN", "TEST"):
+            (root / name / f"{name}_{split}.tsv").write_text("1\t0.5\t0.25\n2\t0.1\t0.2\n")
+    (root / "notes").mkdir()
+    return str(root)
 
 
 def entries() -> list[dict]:
@@ -256,6 +291,59 @@ def entries() -> list[dict]:
             "rows": [["X"]],
             "order": "equivariant",
             "params": {"leaky": {"type": "float", "bad": [1.0, -0.1]}},
+        },
+        {
+            "name": "archive_names",
+            "call": archive_names,
+            "kwargs": {"root": _toy_archive()},
+            "known": [
+                {
+                    "kwargs": {"root": _toy_archive()},
+                    "check": lambda names: names == ["Alpha", "Beta"],
+                    "why": "both problems, sorted; a folder without splits is not a problem",
+                },
+                {
+                    "kwargs": {"root": pathlib.Path(_toy_archive()) / "Alpha"},
+                    "raises": ["root"],
+                    "check": None,
+                    "why": "one problem's folder passed as the archive",
+                },
+                {"kwargs": {"root": 3}, "raises": ["root"], "check": None, "why": "not a path"},
+            ],
+        },
+        {
+            "name": "model_space_features",
+            "call": model_space_features,
+            "kwargs": dict(zip(("X", "S", "periods"), _msf_example(), strict=True)),
+            "arrays": {"X": {"kind": "float", "ndim": 3}, "S": {"kind": "float", "ndim": 4}},
+            "rows": [["X", "S"]],
+            "order": "equivariant",
+            "params": {
+                "ridge": {"type": "float", "bad": [0.0, -1.0, float("nan"), float("inf")]},
+                "skip_regressor": {"type": "bool", "bad": ["yes"]},
+            },
+            "known": [
+                {
+                    "kwargs": {"ridge": 0.7},
+                    "check": lambda F: all(
+                        np.allclose(F[i], _msf_by_hand(*_msf_example(), 0.7, i), atol=1e-10)
+                        for i in range(6)
+                    ),
+                    "why": "each series' ridge readout solved by hand (spec section 2.3)",
+                },
+                {
+                    "kwargs": {"periods": np.array([3.0, 5.0])},
+                    "raises": ["periods"],
+                    "check": None,
+                    "why": "fractional-typed periods",
+                },
+                {
+                    "kwargs": {"offsets": np.array([0, 0, 0, 0, 0, 24])},
+                    "raises": ["offsets"],
+                    "check": None,
+                    "why": "an offset past the series",
+                },
+            ],
         },
         {
             "name": "freqres_states",

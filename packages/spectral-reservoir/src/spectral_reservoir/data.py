@@ -4,6 +4,8 @@ copy of the archive."""
 from __future__ import annotations
 
 import numbers
+import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -142,7 +144,8 @@ def archive_names(root: str | Path) -> list[str]:
     """Problems of a local UCR/UEA archive copy, sorted.
 
     The archive layout is ``root/<Name>/<Name>_TRAIN.ts`` and ``<Name>_TEST.ts`` (UEA and the
-    ``.ts`` release of UCR) or ``.tsv`` (UCR 2018); folders without both splits are skipped.
+    ``.ts`` release of UCR) or ``.tsv`` (UCR 2018); folders with only one split are skipped
+    with a warning naming them, and a root holding no problem is an error.
 
     Parameters
     ----------
@@ -153,16 +156,26 @@ def archive_names(root: str | Path) -> list[str]:
     -------
     list of str
     """
+    if not isinstance(root, str | os.PathLike):
+        raise TypeError(f"root must be a str or Path, got {type(root).__name__}")
     root = Path(root)
     if not root.is_dir():
         raise ValueError(f"root {str(root)!r} is not a folder")
-    return [
-        d.name
-        for d in sorted(root.iterdir())
-        if d.is_dir()
-        and _archive_file(root, d.name, "train")
-        and _archive_file(root, d.name, "test")
-    ]
+    names, half = [], []
+    for d in sorted(root.iterdir()):
+        if d.is_dir():
+            splits = [_archive_file(root, d.name, s) is not None for s in ("train", "test")]
+            (names if all(splits) else half if any(splits) else []).append(d.name)
+    if half:  # one split only: a cut download, so say what is left out
+        warnings.warn(
+            f"archive_names: skipped {half} (only one of {{Name}}_TRAIN / {{Name}}_TEST)",
+            stacklevel=2,
+        )
+    if not names:
+        raise ValueError(
+            f"root {str(root)!r} holds no <Name>/<Name>_TRAIN and _TEST .ts/.tsv problems"
+        )
+    return names
 
 
 def _check_archive_text(f: Path, y) -> None:
