@@ -376,6 +376,41 @@ def entries() -> list[dict]:
 _POLICY: dict = {}
 
 
+def _dense_policy():
+    """A small untrained DenseGraphPolicy on the 3-node space, built once."""
+    from gfn_symmetry import DenseGraphPolicy
+
+    if "d" not in _POLICY:
+        torch.manual_seed(0)
+        _POLICY["d"] = DenseGraphPolicy(DenseGraphEnv(3, 1), 8, 1)
+    return _POLICY["d"]
+
+
+def _dense_distribution(policy=None, space=None, chunk=4096):
+    from gfn_symmetry import dense_terminal_distribution
+
+    policy = _dense_policy() if policy is None else policy
+    return dense_terminal_distribution(policy, _space() if space is None else space, chunk)
+
+
+def _one_node():
+    g = nx.Graph()
+    g.add_node(0, label=0)
+    return g
+
+
+def _one_node_probability():
+    """P(one-node graph) = P(empty -> one node) P(stop | one node), from the policy's logits."""
+    policy, genv = _dense_policy(), _space().env
+    g = _one_node()
+    with torch.no_grad():
+        logits, _ = policy(*policy.env.from_networkx([nx.Graph(), g]))
+    probs = torch.softmax(logits.double(), 1)
+    add = sum(float(probs[0, policy.env.action_index(a)]) for a in genv.forward_actions(nx.Graph()))
+    stop = genv.forward_actions(g)[_space().stop_action[_space().index(g)]]
+    return add * float(probs[1, policy.env.action_index(stop)])
+
+
 def _policy():
     """A small untrained GraphPolicy on the 3-node space, built once."""
     import torch
@@ -440,6 +475,24 @@ def _exact_entries() -> list[dict]:
          "kwargs": {}, "params": {"chunk": {"type": "int", "bad": [0]}},
          "known": [{"kwargs": {}, "check": lambda p: abs(float(p.sum()) - 1.0) < 1e-9,
                     "why": "a distribution over the terminal states"}]},
+        {"name": "dense_terminal_distribution", "call": _dense_distribution, "kwargs": {},
+         "params": {"chunk": {"type": "int", "bad": [0, -3]}},
+         "known": [{"kwargs": {}, "check": lambda p: abs(float(p.sum()) - 1.0) < 1e-9
+                    and float(p.min()) >= 0, "why": "a distribution over the terminal states"},
+                   {"kwargs": {"chunk": 1},
+                    "check": lambda p: bool(np.allclose(p, _dense_distribution(), atol=1e-12)),
+                    "why": "one state per forward pass gives the same distribution"},
+                   {"kwargs": {},
+                    "check": lambda p: abs(p[_space().index(_one_node())]
+                                           - _one_node_probability()) < 1e-12
+                    and p[_space().index(nx.Graph())] == 0,
+                    "why": "one node: add it, then stop (its only path); the empty graph "
+                           "cannot stop"},
+                   {"kwargs": {"space": build_state_space(GraphEnv(max_nodes=2, n_labels=1))},
+                    "raises": ["space"], "check": None,
+                    "why": "a space of another environment"},
+                   {"kwargs": {"policy": torch.nn.Linear(2, 2)}, "raises": ["policy"],
+                    "check": None, "why": "not a DenseGraphPolicy"}]},
         {"name": "log_symmetry_correction",
          "call": lambda graph: log_symmetry_correction(_space().env, graph),
          "kwargs": {"graph": tri},

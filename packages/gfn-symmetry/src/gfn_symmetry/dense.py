@@ -487,6 +487,12 @@ def dense_terminal_distribution(
     -------
     ndarray, shape (S,)
     """
+    if not isinstance(policy, DenseGraphPolicy):
+        raise TypeError(f"policy must be a DenseGraphPolicy, got {type(policy).__name__}")
+    if not isinstance(space, StateSpace):
+        raise TypeError(
+            f"space must be a StateSpace (build_state_space), got {type(space).__name__}"
+        )
     if isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1:
         raise ValueError(f"chunk must be a positive int, got {chunk!r}")
     env = policy.env
@@ -496,16 +502,21 @@ def dense_terminal_distribution(
         raise ValueError("space and policy describe different environments")
     was = policy.training
     policy.eval()
+    dev = next(policy.parameters()).device
     pf_children, pf_stop = [], np.zeros(len(space))
-    for lo in range(0, len(space), chunk):
-        graphs = space.graphs[lo : lo + chunk]
-        logits, _ = policy(*env.from_networkx(graphs, validate=False))
-        probs = torch.softmax(logits.double(), 1).numpy()
-        for j, g in enumerate(graphs):
-            s = lo + j
-            dense = [env.action_index(x) for x in genv.forward_actions(g)]
-            pf_children.append({c: float(probs[j, [dense[i] for i in idx]].sum()) for c, idx in space.children[s].items()})  # fmt: skip
-            a = space.stop_action[s]
-            pf_stop[s] = probs[j, dense[a]] if a >= 0 else 0.0
-    policy.train(was)
+    try:
+        for lo in range(0, len(space), chunk):
+            graphs = space.graphs[lo : lo + chunk]
+            with torch.no_grad():
+                inputs = [t.to(dev) for t in env.from_networkx(graphs, validate=False)]
+                logits, _ = policy(*inputs)
+                probs = torch.softmax(logits.double(), 1).cpu().numpy()
+            for j, g in enumerate(graphs):
+                s = lo + j
+                dense = [env.action_index(x) for x in genv.forward_actions(g)]
+                pf_children.append({c: float(probs[j, [dense[i] for i in idx]].sum()) for c, idx in space.children[s].items()})  # fmt: skip
+                a = space.stop_action[s]
+                pf_stop[s] = probs[j, dense[a]] if a >= 0 else 0.0
+    finally:
+        policy.train(was)
     return state_policy_distribution(space, pf_children, pf_stop)

@@ -76,7 +76,7 @@ class DenseGraphPolicy(nn.Module):
                 diag.append(torch.diagonal(walk, dim1=1, dim2=2))
                 walk = walk @ p
             feats.append(torch.stack(diag, 2))
-        real = (torch.arange(N).unsqueeze(0) < n.unsqueeze(1)).float().unsqueeze(2)
+        real = (torch.arange(N, device=n.device).unsqueeze(0) < n.unsqueeze(1)).float().unsqueeze(2)
         return torch.cat(feats, 2) * real
 
     def forward(
@@ -91,7 +91,7 @@ class DenseGraphPolicy(nn.Module):
         (:meth:`node_features`, :meth:`DenseGraphEnv.forward_mask`)."""
         env = self.env
         B, N = n.shape[0], env.N
-        real = (torch.arange(N).unsqueeze(0) < n.unsqueeze(1)).float().unsqueeze(2)
+        real = (torch.arange(N, device=n.device).unsqueeze(0) < n.unsqueeze(1)).float().unsqueeze(2)
         a = adj.float()
         if features is None:
             features = self.node_features(adj, types, n)

@@ -217,9 +217,11 @@ def exact_terminal_distribution(
     probs: list[np.ndarray] = []
     for lo in range(0, len(space), chunk):
         batch = featurize(space.env, space.graphs[lo : lo + chunk], validate=False)
-        logits, _ = policy(batch)
-        lp = segment_log_softmax(logits.double(), batch.act_graph, batch.n_graphs).exp().numpy()
-        off = batch.act_offset.numpy()
+        with torch.no_grad():
+            logits, _ = policy(batch)
+            lp = segment_log_softmax(logits.double(), batch.act_graph, batch.n_graphs).exp()
+        lp = lp.cpu().numpy()
+        off = batch.act_offset.cpu().numpy()
         probs += [lp[off[j] : off[j + 1]] for j in range(batch.n_graphs)]
     pf_children = [
         {c: float(probs[s][idx].sum()) for c, idx in space.children[s].items()}

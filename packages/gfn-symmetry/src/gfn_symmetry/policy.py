@@ -121,7 +121,9 @@ class GraphPolicy(nn.Module):
         h = self.node_emb(batch.node_type)
         for layer in self.layers:
             h = layer(h, batch.edge_index, batch.edge_kind)
-        pooled = torch.zeros(G, self.hidden, dtype=h.dtype).index_add(0, batch.node_graph, h)
+        pooled = torch.zeros(G, self.hidden, dtype=h.dtype, device=h.device).index_add(
+            0, batch.node_graph, h
+        )
         n = batch.n_nodes.clamp(min=1).unsqueeze(-1).to(h.dtype)
         g = torch.cat([pooled / self.env.max_nodes, pooled / n], dim=-1)
         g = torch.where((batch.n_nodes == 0).unsqueeze(-1), self.empty.expand_as(g), g)
@@ -141,7 +143,7 @@ class GraphPolicy(nn.Module):
             raise ValueError("batch has no backward actions: use featurize(..., backward=True)")
         h, g = self._embed(batch)
         logits, flow = self._heads(batch, h, g)
-        back = torch.zeros(len(batch.bwd_graph), dtype=h.dtype)
+        back = torch.zeros(len(batch.bwd_graph), dtype=h.dtype, device=h.device)
         if len(back):
             g_b = g[batch.bwd_graph]
             hu, hv = h[batch.bwd_u], h[batch.bwd_v]
@@ -172,7 +174,7 @@ class GraphPolicy(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         kind, gid, k = batch.act_kind, batch.act_graph, batch.act_k
         g_a = g[gid]
-        logits = torch.zeros(len(kind), dtype=h.dtype)
+        logits = torch.zeros(len(kind), dtype=h.dtype, device=h.device)
         if len(h) > 0:
             hu, hv = h[batch.act_u], h[batch.act_v]
             node_logits = self.node_head(torch.cat([hu, g_a], -1)).gather(
