@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -70,6 +71,20 @@ def test_token_validation(tiny_cfg):
         m(torch.zeros(1, 17, dtype=torch.long))
     with pytest.raises(ValueError, match="tokens"):
         m(torch.zeros(4, dtype=torch.long))
+
+
+def test_batch_iter_checks_its_arguments_when_called():
+    # a generator function raised only at the first next(): a bad batch_size passed silently
+    toks = torch.arange(50)
+    with pytest.raises(ValueError, match="batch_size"):
+        npz.batch_iter(toks, 0, 8)
+    with pytest.raises(TypeError, match="seq_len"):
+        npz.batch_iter(toks, 2, 8.0)
+    with pytest.raises(TypeError, match="seed"):
+        npz.batch_iter(toks, 2, 8, seed=True)
+    with pytest.raises(TypeError, match="n_bytes"):
+        npz.toy_corpus(10.0)
+    assert len(npz.toy_corpus(np.int64(64))) == 64  # a numpy int was refused as "not an int"
 
 
 def test_config_validation():

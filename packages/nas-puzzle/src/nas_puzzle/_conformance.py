@@ -306,6 +306,7 @@ def entries() -> list[dict]:
          "params": {"seed": {"type": "int", "bad": [True]}}},
         *_mip_entries(),
         *_unit_entries(),
+        *_data_entries(corpus[1]),
     ]  # fmt: skip
 
 
@@ -506,4 +507,43 @@ def _unit_entries() -> list[dict]:
                       "why": "a name, not a BlockConfig"},
                      {"kwargs": {"cfg": None}, "raises": ["cfg"], "check": None,
                       "why": "no DecoderConfig"}]},
+    ]  # fmt: skip
+
+
+def _two_batches(data, batch_size=4, seq_len=8, seed=0):
+    it = npz.batch_iter(data, batch_size, seq_len, seed)  # arguments are checked here
+    return torch.stack([next(it), next(it)])
+
+
+def _are_windows_of(b, data):
+    """Every row is ``data[s : s + seq_len + 1]`` for some start ``s``."""
+    n = b.shape[-1]
+    wins = data.unfold(0, n, 1)
+    return all(bool((wins == row).all(1).any()) for row in b.reshape(-1, n))
+
+
+def _data_entries(tokens) -> list[dict]:
+    return [
+        {"name": "toy_corpus", "call": npz.toy_corpus, "kwargs": {"n_bytes": 400},
+         "params": {"n_bytes": {"type": "int", "bad": [0, -5]},
+                    "seed": {"type": "int", "bad": [-1]}},
+         "known": [{"kwargs": {"n_bytes": 777}, "check": lambda t: len(t) == 777 and t.isascii(),
+                    "why": "exactly n_bytes ASCII characters"},
+                   {"kwargs": {"n_bytes": 400, "seed": 5},
+                    "check": lambda t: t != npz.toy_corpus(400, seed=0),
+                    "why": "the seed changes the text"},
+                   {"kwargs": {"n_bytes": 400, "mix": (1.0, -1.0, 0.0)}, "raises": ["mix"],
+                    "check": None, "why": "a negative mixture weight"}]},
+        {"name": "batch_iter", "call": _two_batches, "kwargs": {"data": tokens},
+         "arrays": {"data": {"kind": "labels", "ndim": 1}}, "min_rows": 9,
+         "params": {"batch_size": {"type": "int", "bad": [0, -2]},
+                    "seq_len": {"type": "int", "bad": [0]}, "seed": {"type": "int", "bad": []}},
+         "known": [{"kwargs": {"data": tokens},
+                    "check": lambda b: b.shape == (2, 4, 9) and _are_windows_of(b, tokens),
+                    "why": "two batches of contiguous seq_len + 1 windows of data"},
+                   {"kwargs": {"data": tokens, "seed": 1},
+                    "check": lambda b: not torch.equal(b, _two_batches(tokens)),
+                    "why": "another seed, other windows"},
+                   {"kwargs": {"data": tokens[:8]}, "raises": ["seq_len"], "check": None,
+                    "why": "8 tokens cannot hold one 9-token window"}]},
     ]  # fmt: skip

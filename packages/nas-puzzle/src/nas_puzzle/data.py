@@ -122,10 +122,9 @@ def toy_corpus(
     str
         Exactly ``n_bytes`` ASCII characters.
     """
-    if isinstance(n_bytes, bool) or not isinstance(n_bytes, int):
-        raise TypeError(f"n_bytes must be an int, got {type(n_bytes).__name__}")
-    if n_bytes <= 0:
-        raise ValueError(f"n_bytes must be positive, got {n_bytes}")
+    n_bytes = _positive_int("n_bytes", n_bytes)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     p = np.asarray(mix, dtype=float)
     if p.shape != (3,) or not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
         raise ValueError(f"mix must be 3 non-negative finite weights, got {mix}")
@@ -194,9 +193,9 @@ def sample_batch(
     """
     if tokens.ndim != 1:
         raise ValueError(f"tokens must be 1-D, got shape {tuple(tokens.shape)}")
-    if batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    if seq_len <= 0 or tokens.numel() < seq_len + 1:
+    batch_size = _positive_int("batch_size", batch_size)
+    seq_len = _positive_int("seq_len", seq_len)
+    if tokens.numel() < seq_len + 1:
         raise ValueError(f"seq_len={seq_len} needs at least seq_len + 1 tokens")
     # draws on the generator's device (CPU by default), gathers on the tokens' device
     where = generator.device if generator is not None else tokens.device
@@ -210,11 +209,36 @@ def sample_batch(
 def batch_iter(
     data: str | Tensor, batch_size: int, seq_len: int, seed: int = 0
 ) -> Iterator[Tensor]:
-    """Endless iterator of :func:`sample_batch` windows, seeded."""
+    """Endless iterator of :func:`sample_batch` windows, seeded.
+
+    Arguments are checked when it is called, not at the first ``next``.
+
+    Yields
+    ------
+    Tensor, shape (batch_size, seq_len + 1), int64
+        Contiguous windows of ``data`` on its device.
+    """
     toks = as_tokens(data)
-    g = torch.Generator().manual_seed(seed)
+    batch_size = _positive_int("batch_size", batch_size)
+    seq_len = _positive_int("seq_len", seq_len)
+    if toks.numel() < seq_len + 1:
+        raise ValueError(f"data has {toks.numel()} tokens, fewer than seq_len + 1 = {seq_len + 1}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int, got {seed!r}")
+    return _windows(toks, batch_size, seq_len, torch.Generator().manual_seed(int(seed)))
+
+
+def _windows(toks: Tensor, batch_size: int, seq_len: int, g: torch.Generator) -> Iterator[Tensor]:
     while True:
         yield sample_batch(toks, batch_size, seq_len, g)
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    return int(value)
 
 
 def eval_windows(data: str | Tensor, seq_len: int, max_windows: int | None = None) -> Tensor:
