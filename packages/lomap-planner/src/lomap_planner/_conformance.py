@@ -437,7 +437,7 @@ def entries() -> list[dict]:
             "corrupt": ["truncate", "empty", ("off-map", lambda p: _shift_minari(p, 30.0))],
         },
     ]
-    return [*out, *_more_entries(windows, x, data)]
+    return [*out, *_more_entries(windows, x, data), *_window_entries(data, x)]
 
 
 def _shift_file(path, delta):
@@ -501,4 +501,65 @@ def _more_entries(windows, x, data) -> list[dict]:
          "kwargs": {"x": torch.randn(2, 8, 4, generator=g),
                     "t": torch.tensor([0, 5])},
          "modules": lambda: [_unet()]},
+    ]  # fmt: skip
+
+
+def _with(data, **changes):
+    out = {k: np.array(v) for k, v in data.items()}
+    out.update(changes)
+    return out
+
+
+def _window_entries(data, x) -> list[dict]:
+    """Hierarchical windows, dataset validation and Diffuser's goal conditions."""
+    from lomap_planner import goal_conditions, make_hierarchical_windows, validate_dataset
+
+    n = len(data["observations"])
+    nan_obs = data["observations"].copy()
+    nan_obs[3, 1] = np.nan
+    return [
+        {"name": "make_hierarchical_windows",
+         "call": lambda n_subgoals=2, jump=3, include_actions=False: make_hierarchical_windows(
+             data, n_subgoals, jump, include_actions),
+         "kwargs": {},
+         "params": {"n_subgoals": {"type": "int", "bad": [0]}, "jump": {"type": "int", "bad": [0]},
+                    "include_actions": {"type": "bool", "bad": [1]}},
+         "known": [{"kwargs": {},
+                    "check": lambda hl: np.array_equal(hl[0], make_windows(data, 7, include_actions=False)[:, ::3])
+                    and np.array_equal(hl[1], make_windows(data, 4, include_actions=False)),
+                    "why": "every 3rd state of the 7-step windows; the 4-step windows"},
+                   {"kwargs": {"include_actions": True},
+                    "check": lambda hl: hl[0].shape[1:] == (3, 6) and hl[1].shape[1:] == (4, 6),
+                    "why": "[action; observation] rows: 2 + 4 features"}]},
+        {"name": "validate_dataset", "call": lambda data=data: validate_dataset(data),
+         "kwargs": {},
+         "known": [{"kwargs": {}, "check": lambda d: d.keys() == data.keys()
+                    and all(np.array_equal(d[k], data[k]) for k in data),
+                    "why": "a valid dataset comes back as the same arrays"},
+                   {"kwargs": {"data": {k: v for k, v in data.items() if k != "timeouts"}},
+                    "check": lambda d: d["timeouts"].shape == (n,) and not d["timeouts"].any(),
+                    "why": "timeouts are optional (all False)"},
+                   {"kwargs": {"data": {k: v for k, v in data.items() if k != "rewards"}},
+                    "raises": ["rewards"], "check": None, "why": "a missing required key"},
+                   {"kwargs": {"data": _with(data, actions=data["actions"][:-1])},
+                    "raises": ["actions"], "check": None, "why": "one action short"},
+                   {"kwargs": {"data": _with(data, **{"infos/goal": data["infos/goal"][:-2]})},
+                    "raises": ["infos/goal"], "check": None,
+                    "why": "an infos/ array of another length"},
+                   {"kwargs": {"data": _with(data, observations=nan_obs)},
+                    "raises": ["observations"], "check": None, "why": "a NaN observation"},
+                   {"kwargs": {"data": _with(data, terminals=np.full(n, 0.5))},
+                    "raises": ["terminals"], "check": None, "why": "terminals that are not flags"},
+                   {"kwargs": {"data": [1, 2]}, "raises": ["data"], "check": None,
+                    "why": "not a dict"}]},
+        {"name": "goal_conditions", "call": goal_conditions,
+         "kwargs": {"x": x, "action_dim": 0},
+         "params": {"action_dim": {"type": "int", "bad": [-1, 4]},
+                    "goal_features": {"type": "int", "bad": [0, 5]}},
+         "known": [{"kwargs": {"x": x, "action_dim": 0},
+                    "check": lambda c: sorted(c) == [0, 7] and torch.equal(c[0], x[:, 0])
+                    and torch.equal(c[7], x[:, -1, :2]),
+                    "why": "the first full state and the last position"},
+                   {"kwargs": {"x": x[:, :1], "action_dim": 0}, "raises": ["x"], "check": None,
+                    "why": "a one-step window would put both conditions on step 0"}]},
     ]  # fmt: skip

@@ -336,7 +336,8 @@ def validate_dataset(data: dict[str, Any]) -> dict[str, np.ndarray]:
     Raises
     ------
     ValueError
-        On missing keys, mismatched lengths, wrong ranks, empty data or NaN/inf.
+        On missing keys, mismatched lengths (``infos/*`` included), wrong ranks, empty data,
+        NaN/inf, or ``terminals``/``timeouts`` that are not 0/1 flags.
     """
     if not isinstance(data, dict):
         raise TypeError(f"data must be a dict, got {type(data).__name__}")
@@ -351,12 +352,17 @@ def validate_dataset(data: dict[str, Any]) -> dict[str, np.ndarray]:
         raise ValueError("observations is empty")
     if arrs["observations"].ndim != 2 or arrs["actions"].ndim != 2:
         raise ValueError("observations and actions must be 2-D arrays (n, dim)")
-    for k in REQUIRED_KEYS:
-        if len(arrs[k]) != n:
-            raise ValueError(f"{k} has length {len(arrs[k])}, but observations has length {n}")
-    for k in ("observations", "actions", "rewards"):
-        if not np.isfinite(arrs[k]).all():
-            raise ValueError(f"{k} contains NaN or inf")
+    per_step = [*REQUIRED_KEYS, *(k for k in arrs if k.startswith("infos/"))]
+    for k in per_step:
+        if arrs[k].ndim == 0 or len(arrs[k]) != n:
+            raise ValueError(f"{k} has length {len(arrs[k]) if arrs[k].ndim else 0}, but "
+                             f"observations has length {n}")  # fmt: skip
+    for k in ("observations", "actions", "rewards", *(k for k in per_step if k[:6] == "infos/")):
+        if arrs[k].dtype.kind not in "biuf" or not np.isfinite(arrs[k]).all():
+            raise ValueError(f"{k} contains NaN, inf or non-numbers")
+    for k in ("terminals", "timeouts"):
+        if arrs[k].dtype.kind not in "biuf" or not np.isin(arrs[k], (0, 1)).all():
+            raise ValueError(f"{k} must hold 0/1 flags, got values {np.unique(arrs[k])[:5]}")
     return arrs
 
 

@@ -43,10 +43,11 @@ def make_hierarchical_windows(
         Every ``jump``-th state of each ``K * jump + 1``-step window.
     low : ndarray, shape (n_low, jump + 1, C)
     """
-    if not isinstance(jump, (int, np.integer)) or jump < 1:
-        raise ValueError(f"jump must be a positive int, got {jump!r}")
-    if not isinstance(n_subgoals, (int, np.integer)) or n_subgoals < 1:
-        raise ValueError(f"n_subgoals must be a positive int, got {n_subgoals!r}")
+    for name, v in (("jump", jump), ("n_subgoals", n_subgoals)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if not isinstance(include_actions, bool | np.bool_):
+        raise TypeError(f"include_actions must be a bool, got {include_actions!r}")
     high = make_windows(data, n_subgoals * jump + 1, include_actions=include_actions)[:, ::jump]
     low = make_windows(data, jump + 1, include_actions=include_actions)
     return np.ascontiguousarray(high), low

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import numbers
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -25,7 +26,32 @@ def goal_conditions(x: torch.Tensor, action_dim: int, goal_features: int = 2) ->
     action_dim : int
     goal_features : int, default=2
         Leading observation features fixed at the last step (2 = goal position).
+
+    Returns
+    -------
+    dict
+        ``{0: (B, C - action_dim), H - 1: (B, goal_features)}``, views of ``x``.
     """
+    # shapes only: this runs every training step, and a NaN check would sync the device
+    if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[1] < 2:
+        raise ValueError(
+            f"x must be a (B, H >= 2, C) tensor, got {getattr(x, 'shape', type(x).__name__)}"
+        )
+    C = x.shape[2]
+    if (
+        isinstance(action_dim, bool)
+        or not isinstance(action_dim, numbers.Integral)
+        or not 0 <= action_dim < C
+    ):
+        raise ValueError(f"action_dim must be an int in [0, {C}), got {action_dim!r}")
+    if (
+        isinstance(goal_features, bool)
+        or not isinstance(goal_features, numbers.Integral)
+        or not 1 <= goal_features <= C - action_dim
+    ):
+        raise ValueError(
+            f"goal_features must be an int in [1, {C - action_dim}], got {goal_features!r}"
+        )
     return {
         0: x[:, 0, action_dim:],
         x.shape[1] - 1: x[:, -1, action_dim : action_dim + goal_features],
