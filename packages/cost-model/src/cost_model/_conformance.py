@@ -5,6 +5,9 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import numpy as np
 import scipy.io
 import scipy.sparse as sp
@@ -181,4 +184,47 @@ def entries() -> list[dict]:
                     "why": "a perfect model finds the fastest configuration with one measurement"},
                    {"kwargs": {"model": object()}, "raises": ["model"],
                     "why": "an object without predict"}]},
+        *_timing_entries(),
+    ]  # fmt: skip
+
+
+def _measure(matrix_id, config, runtime_s, cv=0.01):
+    from cost_model import Measurement
+
+    return Measurement(matrix_id, "sim-cpu", "spmm", {"c": config}, runtime_s, cv, 0.0)
+
+
+# matrix 0: a 10 % top gap resolved at 1 % CV; matrix 1: a 1 % gap drowned in 3 % CV
+_MEASUREMENTS = [_measure(0, 0, 1.0), _measure(0, 1, 1.1), _measure(0, 2, 2.0),
+                 _measure(1, 0, 1.01, 0.03), _measure(1, 1, 1.0, 0.03)]  # fmt: skip
+
+
+def _timing_entries() -> list[dict]:
+    from cost_model import get_backend, timing_quality
+
+    return [
+        {"name": "timing_quality", "call": timing_quality,
+         "kwargs": {"measurements": _MEASUREMENTS},
+         "params": {"cv_max": {"type": "float", "bad": [0.0, 1.0, float("nan")]}},
+         "known": [{"kwargs": {"measurements": _MEASUREMENTS},
+                    "check": lambda q: np.allclose(q["gap"], [0.1, 0.01])
+                    and q["resolved"].tolist() == [True, False] and q["frac_resolved"] == 0.5
+                    and q["median_cv"] == 0.01 and q["frac_cv_ok"] == 1.0,
+                    "why": "gap 0.1 > 2 x 1 % CV is resolved; gap 0.01 < 2 x 3 % is not"},
+                   {"kwargs": {"measurements": [*_MEASUREMENTS[:3], _measure(1, 0, 1.0)]},
+                    "raises": ["matrix"], "check": None,
+                    "why": "a matrix with one configuration cannot be ranked"},
+                   {"kwargs": {"measurements": [*_MEASUREMENTS, _measure(2, 0, float("nan"))]},
+                    "raises": ["measurements"], "check": None, "why": "a NaN runtime"},
+                   {"kwargs": {"measurements": _MEASUREMENTS[0]}, "raises": ["measurements"],
+                    "check": None, "why": "one Measurement, not a list"}]},
+        {"name": "get_backend", "call": lambda name="sim-cpu": type(get_backend(name)).__name__,
+         "kwargs": {},
+         "params": {"name": {"type": "str", "bad": ["cuda", "SIM-CPU"]}},
+         "known": [{"kwargs": {"name": n}, "check": functools.partial(operator.eq, c),
+                    "why": f"{n} is the {c}"}
+                   for n, c in (("scipy-cpu", "ScipyBackend"), ("torch-cpu", "TorchCPUBackend"),
+                                ("sim-cpu", "SimCPUBackend"), ("sim-accel", "SimAccelBackend"))]
+                  + [{"kwargs": {"name": ["sim-cpu"]}, "raises": ["name"], "check": None,
+                      "why": "a list, not a name"}]},
     ]  # fmt: skip

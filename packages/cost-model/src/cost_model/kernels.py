@@ -11,6 +11,7 @@ first run of every configuration is compared with a dense reference.
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import platform
 import time
@@ -146,9 +147,21 @@ def timing_quality(measurements: list[Measurement], cv_max: float = 0.05) -> dic
         per matrix ``gap`` (relative gap between the best and second-best median runtime) and
         ``resolved`` (both top configurations' CV below half that gap), and ``frac_resolved``.
     """
+    if isinstance(measurements, Measurement) or not hasattr(measurements, "__len__"):
+        raise TypeError(
+            f"measurements must be a list of Measurement, got {type(measurements).__name__}"
+        )
     if not measurements:
         raise ValueError("measurements is empty")
-    if not 0 < cv_max < 1:
+    for i, m in enumerate(measurements):
+        if not isinstance(m, Measurement):
+            raise TypeError(f"measurements[{i}] must be a Measurement, got {type(m).__name__}")
+        if not (np.isfinite(m.runtime_s) and m.runtime_s > 0 and np.isfinite(m.cv) and m.cv >= 0):
+            raise ValueError(
+                f"measurements[{i}]: runtime_s must be positive and cv non-negative, both finite "
+                f"(got {m.runtime_s!r}, {m.cv!r})"
+            )
+    if isinstance(cv_max, bool) or not isinstance(cv_max, numbers.Real) or not 0 < cv_max < 1:
         raise ValueError(f"cv_max must lie in (0, 1), got {cv_max!r}")
     by: dict[int, list[Measurement]] = {}
     for m in measurements:
@@ -601,7 +614,7 @@ _BACKENDS = {
 
 def get_backend(name: str) -> object:
     """Backend by hardware name (scipy-cpu, torch-cpu, sim-cpu, sim-accel)."""
-    if name not in _BACKENDS:
+    if not isinstance(name, str) or name not in _BACKENDS:
         raise ValueError(f"name must be one of {tuple(_BACKENDS)}, got {name!r}")
     return _BACKENDS[name]()
 
