@@ -248,7 +248,7 @@ def entries() -> list[dict]:
              np.arange(4), np.arange(3), indexing="ij"), -1).reshape(-1, 2).tolist(),
          "corrupt": [("truncate", _truncate_h5), "empty"]},
     ]  # fmt: skip
-    return [*out, *_module_entries(feats, coords)]
+    return [*out, *_module_entries(feats, coords), *_selected_entries()]
 
 
 _MIL = ("ABMIL", "MeanPoolMIL", "TransMILStyle")
@@ -311,3 +311,51 @@ def _module_entries(feats, coords) -> list[dict]:
          "kwargs": {"input_ids": ids}, "modules": lambda: [_module("TinyLlama")]},
     ]  # fmt: skip
     return out
+
+
+def _selected_example():
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(2, 2, 12, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    selected = torch.randint(0, 3, (2, 12, 2), generator=g)
+    return {"q": q, "k": k, "v": v, "selected": selected}
+
+
+def _selected_entries() -> list[dict]:
+    """attend_selected_regions: 12 tokens in 3 regions of 4, two regions per query."""
+    import torch.nn.functional as F
+
+    from sparse_attn import attend_selected_regions
+
+    ids = torch.arange(12) // 4
+    ex = _selected_example()
+    every = torch.arange(3).expand(2, 12, 3)
+
+    def call(q, k, v, selected, scale=None):
+        return attend_selected_regions(q, k, v, selected, ids, scale=scale)
+
+    def own_region_only(out):
+        q, k, v = ex["q"], ex["k"], ex["v"]
+        mask = ids[:, None] == ids[None, :]  # each query sees its own region's keys only
+        return torch.allclose(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+                              atol=1e-12)  # fmt: skip
+
+    return [
+        {"name": "attend_selected_regions", "call": call, "kwargs": ex,
+         "arrays": {"q": {"kind": "float", "ndim": 4}, "k": {"kind": "float", "ndim": 4},
+                    "v": {"kind": "float", "ndim": 4}, "selected": {"kind": "int", "ndim": 3}},
+         "rows": [["q", "k", "v", "selected"]], "order": "equivariant",
+         "params": {"scale": {"type": "float", "bad": [0.0, -1.0, float("nan")], "good": 0.5}},
+         "known": [{"kwargs": {**ex, "selected": every},
+                    "check": lambda out: torch.allclose(
+                        out, F.scaled_dot_product_attention(ex["q"], ex["k"], ex["v"]),
+                        atol=1e-12),
+                    "why": "every region selected: dense attention"},
+                   {"kwargs": {**ex, "selected": ids.expand(2, 12)[..., None]},
+                    "check": own_region_only,
+                    "why": "only its own region: block-diagonal masked SDPA"},
+                   {"kwargs": {**ex, "selected": torch.full((2, 12, 2), 3)},
+                    "raises": ["selected"], "check": None,
+                    "why": "region 3 of 3 does not exist (it would gather padding)"},
+                   {"kwargs": {**ex, "selected": -ex["selected"] - 1}, "raises": ["selected"],
+                    "check": None, "why": "negative ids would wrap around silently"}]},
+    ]  # fmt: skip

@@ -10,6 +10,7 @@ for which the dense-attention mass left out is bounded (see ``return_stats``).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -485,13 +486,38 @@ def attend_selected_regions(
     """
     check_qkv(q, k, v, enable_gqa=False)
     bsz, h, n, d = q.shape
+    if (
+        not isinstance(selected, torch.Tensor)
+        or selected.is_floating_point()
+        or (selected.dtype == torch.bool)
+    ):
+        raise TypeError(
+            f"selected must be an integer tensor, got {getattr(selected, 'dtype', selected)!r}"
+        )
+    want = (bsz, n) if selected.ndim == 3 else (bsz, h, n)
+    if selected.ndim not in (3, 4) or tuple(selected.shape[:-1]) != want or selected.shape[-1] < 1:
+        raise ValueError(f"selected: expected shape (B, [H,] N, k), got {tuple(selected.shape)}")
+    if scores is not None and (
+        not isinstance(scores, torch.Tensor)
+        or not scores.is_floating_point()
+        or scores.shape != selected.shape
+    ):
+        raise ValueError(
+            f"scores must be a floating tensor of selected's shape {tuple(selected.shape)}"
+        )
+    if scale is not None and (
+        isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not 0 < scale < math.inf
+    ):
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    table, valid, _ = _region_layout(n, 1, region_ids, q.device)
+    # an id past the last region would gather another region's keys (negative ids wrap around)
+    lo, hi = int(selected.min()), int(selected.max())
+    if lo < 0 or hi >= table.shape[0]:
+        raise ValueError(f"selected holds region ids outside [0, {table.shape[0]}): {lo}..{hi}")
     if selected.ndim == 3:
         selected = selected[:, None].expand(bsz, h, n, selected.shape[-1])
         if scores is not None:
             scores = scores[:, None].expand_as(selected)
-    if selected.shape[:3] != (bsz, h, n):
-        raise ValueError(f"selected: expected shape (B, [H,] N, k), got {tuple(selected.shape)}")
-    table, valid, _ = _region_layout(n, 1, region_ids, q.device)
     tau = 1.0 / math.sqrt(d) if scale is None else scale
     bias = None if scores is None else scores - scores.detach()
     out, _ = _region_major(q, k, v, selected.contiguous(), table, valid, tau, bias)
