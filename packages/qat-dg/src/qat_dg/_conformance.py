@@ -510,4 +510,49 @@ def entries() -> list[dict]:
             ],
         },
     ]
-    return out + _module_entries(X, W)  # fmt: skip
+    return out + _module_entries(X, W) + _flatness_entries()  # fmt: skip
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)
+    ).double()
+
+
+_MLP = _mlp()
+
+
+def _flatness(x, y, n_directions=3, seed=0, normalize="sphere", radii=("rel", (0.0, 0.05))):
+    out = qat_dg.local_flatness(_MLP, torch.nn.functional.cross_entropy, (x, y), radii,
+                                n_directions, seed=seed, normalize=normalize)  # fmt: skip
+    return np.array([out["radius"], out["mean"], out["std"]])
+
+
+def _flatness_entries() -> list[dict]:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(20, 3, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 2, (20,), generator=g)
+    with torch.no_grad():
+        base = float(torch.nn.functional.cross_entropy(_MLP(x), y))
+    norm = float(torch.sqrt(sum((p.detach() ** 2).sum() for p in _MLP.parameters())))
+    return [
+        {"name": "local_flatness", "call": _flatness, "kwargs": {"x": x, "y": y},
+         "modules": lambda: [_MLP],
+         "arrays": {"x": {"kind": "float", "ndim": 2}, "y": {"kind": "labels", "ndim": 1}},
+         "rows": [["x", "y"]], "order": "invariant",
+         "params": {"n_directions": {"type": "int", "bad": [0, -1]},
+                    "normalize": {"type": "str", "bad": ["layer"]}},
+         "grid": {"normalize": ["filter"], "n_directions": [1]},
+         "known": [{"kwargs": {"x": x, "y": y},
+                    "check": lambda r: r[1, 0] == 0 and r[2, 0] == 0
+                    and abs(r[0, 1] - 0.05 * norm) < 1e-12,
+                    "why": "radius 0 adds nothing; a relative radius is gamma ||w||"},
+                   {"kwargs": {"x": x, "y": y, "radii": ("rel", (0.0, 1e-4)), "n_directions": 8},
+                    "check": lambda r: abs(r[1, 1]) < 1e-3 * base,
+                    "why": "a tiny sphere barely moves the loss (second order in gamma)"},
+                   {"kwargs": {"x": x, "y": y, "radii": ("ratio", (0.1,))}, "raises": ["radii"],
+                    "check": None, "why": "an unknown radius mode"},
+                   {"kwargs": {"x": x, "y": y, "radii": (0.1, -0.2)}, "raises": ["radii"],
+                    "check": None, "why": "a negative radius"}]},
+    ]  # fmt: skip

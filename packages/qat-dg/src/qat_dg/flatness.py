@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
@@ -14,10 +15,20 @@ __all__ = ["local_flatness"]
 
 
 def _batches(data: object, batch_size: int) -> Iterable[tuple[Tensor, Tensor]]:
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, numbers.Integral)
+        or batch_size < 1
+    ):
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     if isinstance(data, tuple | list) and len(data) == 2 and isinstance(data[0], Tensor):
         x, y = data
+        if not isinstance(y, Tensor) or x.ndim == 0 or y.ndim == 0:
+            raise TypeError("loader: a (x, y) pair must hold two tensors with a batch axis")
         if x.shape[0] != y.shape[0] or x.shape[0] == 0:
             raise ValueError("loader: x and y must have the same non-zero length")
+        if x.is_floating_point() and not torch.isfinite(x).all():
+            raise ValueError("loader: x contains NaN or inf")
         return [
             (x[i : i + batch_size], y[i : i + batch_size]) for i in range(0, len(x), batch_size)
         ]
@@ -28,8 +39,12 @@ def _batches(data: object, batch_size: int) -> Iterable[tuple[Tensor, Tensor]]:
 def _mean_loss(model: nn.Module, loss_fn: Callable, batches: Iterable) -> float:
     total, n = 0.0, 0
     for x, y in batches:
-        out = model(x)
-        total += float(loss_fn(out, y, reduction="sum"))
+        try:
+            total += float(loss_fn(model(x), y, reduction="sum"))
+        except (RuntimeError, IndexError) as e:  # name the input: torch's message does not
+            raise ValueError(
+                f"loss_fn(model(x), y, reduction='sum') failed on loader's (x, y): {e}"
+            ) from e
         n += len(y)
     if n == 0:
         raise ValueError("loader yielded no samples")
@@ -94,8 +109,16 @@ def local_flatness(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if isinstance(n_directions, bool) or not isinstance(n_directions, int) or n_directions < 1:
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    if (
+        isinstance(n_directions, bool)
+        or not isinstance(n_directions, numbers.Integral)
+        or n_directions < 1
+    ):
         raise ValueError(f"n_directions must be an int >= 1, got {n_directions!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int, got {seed!r}")
     if include not in ("weights", "all"):
         raise ValueError(f"include must be 'weights' or 'all', got {include!r}")
     if normalize not in ("sphere", "filter"):
@@ -119,12 +142,14 @@ def local_flatness(
     was_training = model.training
     model.eval()
     originals = [p.detach().clone() for p in params]
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
     norm = float(torch.sqrt(sum((p.detach() ** 2).sum() for p in params)))
     abs_radii = values * norm if mode == "rel" and normalize == "sphere" else values
     means, stds = [], []
     try:
         base = _mean_loss(model, loss_fn, batches)
+        if not np.isfinite(base):
+            raise ValueError(f"the loss at w is {base} on loader: check the data and the model")
         for r in abs_radii:
             if r == 0:
                 means.append(0.0)
@@ -132,7 +157,11 @@ def local_flatness(
                 continue
             incs = []
             for _ in range(n_directions):
-                dirs = [torch.randn(p.shape, generator=gen, dtype=p.dtype) for p in params]
+                # drawn on the CPU generator, so a seed gives the same directions on any device
+                dirs = [
+                    torch.randn(p.shape, generator=gen, dtype=p.dtype, device="cpu").to(p.device)
+                    for p in params
+                ]
                 if normalize == "filter":
                     dirs = [_filter_normalized(d, o) for d, o in zip(dirs, originals, strict=True)]
                     scale = r
