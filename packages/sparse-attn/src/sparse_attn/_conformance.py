@@ -339,7 +339,26 @@ def _selected_entries() -> list[dict]:
         return torch.allclose(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
                               atol=1e-12)  # fmt: skip
 
+    from sparse_attn import region_metadata
+
+    table = torch.tensor([[0, 1, 2, 5], [3, 4, 99, 0], [6, 7, 8, 9], [10, 11, 0, 0]])
+    valid = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1], [1, 1, 0, 0]]).bool()
+
+    def by_hand(kmm):
+        k = ex["k"]
+        rows = [table[m][valid[m]] for m in range(len(table))]
+        lo = torch.stack([k[:, :, r].amin(2) for r in rows], 2)
+        hi = torch.stack([k[:, :, r].amax(2) for r in rows], 2)
+        return torch.equal(kmm[0], lo) and torch.equal(kmm[1], hi)
+
     return [
+        {"name": "region_metadata",
+         "call": lambda k: region_metadata(k, table, valid), "kwargs": {"k": ex["k"]},
+         "arrays": {"k": {"kind": "float", "ndim": 4}}, "rows": [["k"]], "order": "equivariant",
+         "known": [{"kwargs": {"k": ex["k"]}, "check": by_hand,
+                    "why": "ragged regions (a padded slot holding 99) against a loop over regions"},
+                   {"kwargs": {"k": ex["k"][:, :, :10]}, "raises": ["table"], "check": None,
+                    "why": "token 10 of 10 keys"}]},
         {"name": "attend_selected_regions", "call": call, "kwargs": ex,
          "arrays": {"q": {"kind": "float", "ndim": 4}, "k": {"kind": "float", "ndim": 4},
                     "v": {"kind": "float", "ndim": 4}, "selected": {"kind": "int", "ndim": 3}},

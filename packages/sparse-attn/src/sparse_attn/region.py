@@ -145,13 +145,52 @@ def region_metadata(
     k : torch.Tensor
         Keys (B, H, N, D).
     table, valid : torch.Tensor
-        Long (M, Rmax) token indices per region and their bool validity.
+        Long (M, Rmax) token indices per region and their bool validity (a padded slot may
+        hold any index; every region needs one valid slot).
 
     Returns
     -------
     kmin, kmax : torch.Tensor
         (B, H, M, D) each.
     """
+    if (
+        not isinstance(k, torch.Tensor)
+        or not k.is_floating_point()
+        or k.ndim != 4
+        or k.numel() == 0
+    ):
+        raise ValueError(
+            f"k must be a non-empty floating (B, H, N, D) tensor, got {getattr(k, 'shape', k)!r}"
+        )
+    if (
+        not isinstance(table, torch.Tensor)
+        or table.ndim != 2
+        or table.is_floating_point()
+        or (table.dtype == torch.bool)
+    ):
+        raise TypeError("table must be an integer (M, Rmax) tensor of token indices")
+    if (
+        not isinstance(valid, torch.Tensor)
+        or valid.dtype != torch.bool
+        or valid.shape != table.shape
+    ):
+        raise TypeError(f"valid must be a bool tensor of table's shape {tuple(table.shape)}")
+    if not bool(torch.isfinite(k).all()):
+        raise ValueError("k contains NaN or inf")
+    table, valid = table.to(k.device), valid.to(k.device)  # the layout may be built on the CPU
+    n = k.shape[2]
+    # one sync each: a padded slot may hold any index, a real one must be a token of k
+    if table.numel() and bool(((table < 0) | (table >= n)).logical_and(valid).any()):
+        raise ValueError(f"table holds token indices outside [0, {n}) in valid slots")
+    if not bool(valid.any(1).all()):
+        raise ValueError(
+            "valid: every region needs at least one token (an empty one has no min/max)"
+        )
+    return _region_metadata(k, table.clamp(0, n - 1), valid)  # padded slots are masked
+
+
+def _region_metadata(k: torch.Tensor, table: torch.Tensor, valid: torch.Tensor):
+    """:func:`region_metadata` without the checks (its callers build ``table`` themselves)."""
     kg = k[..., table, :]  # (B, H, M, Rmax, D)
     pad = ~valid[..., None]
     kmin = kg.masked_fill(pad, float("inf")).amin(dim=-2)
@@ -228,7 +267,7 @@ def region_attention(
     table, valid, ids = _region_layout(n, region_size, region_ids, q.device)
     m = table.shape[0]
     kk = min(top_k, m)
-    kmin, kmax = region_metadata(k, table, valid)
+    kmin, kmax = _region_metadata(k, table, valid)
     low = q.dtype in (torch.float16, torch.bfloat16)
     smin, smax = (kmin.float(), kmax.float()) if low else (kmin, kmax)
     log_sizes = valid.sum(-1).to(smin.dtype).log()
