@@ -522,8 +522,40 @@ def _are_windows_of(b, data):
     return all(bool((wins == row).all(1).any()) for row in b.reshape(-1, n))
 
 
+_EVAL: dict = {}
+
+
+def _eval_models():
+    """The parent and a child, built once (outside the device contract's meta context)."""
+    global _M
+    _M = _M or _model()
+    _EVAL.setdefault("child", _child())
+    return [_M, _EVAL["child"]]
+
+
+def _evaluate(val_data, seq_len=8, max_windows=64, batch_size=32, parent=None):
+    model, child = _eval_models()
+    return npz.evaluate(child, model if parent is None else parent, val_data, seq_len,
+                        max_windows, batch_size)  # fmt: skip
+
+
 def _data_entries(tokens) -> list[dict]:
     return [
+        {"name": "evaluate", "call": _evaluate, "kwargs": {"val_data": tokens},
+         "modules": _eval_models,
+         "arrays": {"val_data": {"kind": "labels", "ndim": 1}}, "min_rows": 9,
+         "params": {"batch_size": {"type": "int", "bad": [0, -1]},
+                    "max_windows": {"type": "int", "bad": [0]},
+                    "seq_len": {"type": "int", "bad": [0, 17]}},
+         "known": [{"kwargs": {"val_data": tokens, "parent": _child()},
+                    "check": lambda r: abs(r["kl_to_parent"]) < 1e-6 and r["acc_retained"] == 1
+                    and r["lm_loss"] == r["parent_lm_loss"],
+                    "why": "a child scored against itself: KL 0, all accuracy retained"},
+                   {"kwargs": {"val_data": tokens, "batch_size": 1},
+                    "check": lambda r: all(abs(r[k] - _evaluate(tokens)[k]) < 1e-5 for k in r),
+                    "why": "the batch size does not change the token-weighted means"},
+                   {"kwargs": {"val_data": tokens, "parent": torch.nn.Linear(2, 2)},
+                    "raises": ["parent"], "check": None, "why": "not a HeteroDecoder"}]},
         {"name": "toy_corpus", "call": npz.toy_corpus, "kwargs": {"n_bytes": 400},
          "params": {"n_bytes": {"type": "int", "bad": [0, -5]},
                     "seed": {"type": "int", "bad": [-1]}},

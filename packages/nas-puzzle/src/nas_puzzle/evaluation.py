@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import numbers
 import time
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from nas_puzzle.data import eval_windows
+from nas_puzzle.data import as_tokens, eval_windows
 from nas_puzzle.losses import kl_to_parent
 from nas_puzzle.model import HeteroDecoder
 
@@ -37,27 +38,47 @@ def evaluate(
     if child.cfg.vocab_size != parent.cfg.vocab_size:
         raise ValueError("child and parent vocabularies differ")
     seq_len = child.cfg.max_seq_len if seq_len is None else seq_len
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
+        raise TypeError(f"batch_size must be an int, got {batch_size!r}")
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    windows = eval_windows(val_data, seq_len, max_windows)
+    toks = as_tokens(val_data, "val_data")
+    if isinstance(seq_len, numbers.Integral) and toks.numel() < seq_len + 1:
+        raise ValueError(
+            f"val_data has {toks.numel()} tokens, fewer than seq_len + 1 = {seq_len + 1}"
+        )
+    windows = eval_windows(toks, seq_len, max_windows)
     sums = dict.fromkeys(("lm_loss", "top1_acc", "kl_to_parent", "parent_lm_loss",
                           "parent_top1_acc"), 0.0)  # fmt: skip
     n = 0
-    child, parent = child.eval(), parent.eval()
-    for w in windows.split(batch_size):
-        x, y = w[:, :-1], w[:, 1:]
-        lc, _ = child(x)
-        lp, _ = parent(x)
-        k = y.numel()
-        sums["lm_loss"] += float(F.cross_entropy(lc.flatten(0, 1), y.flatten())) * k
-        sums["parent_lm_loss"] += float(F.cross_entropy(lp.flatten(0, 1), y.flatten())) * k
-        sums["top1_acc"] += float((lc.argmax(-1) == y).float().sum())
-        sums["parent_top1_acc"] += float((lp.argmax(-1) == y).float().sum())
-        sums["kl_to_parent"] += float(kl_to_parent(lc, lp)) * k
-        n += k
+    modes = child.training, parent.training
+    child.eval(), parent.eval()
+    try:
+        for w in windows.split(int(batch_size)):
+            _accumulate(sums, child, parent, w)
+            n += w[:, 1:].numel()
+    finally:  # the caller's models keep their train/eval mode
+        child.train(modes[0])
+        parent.train(modes[1])
     out = {key: v / n for key, v in sums.items()}
     out["acc_retained"] = out["top1_acc"] / max(out["parent_top1_acc"], 1e-12)
     return out
+
+
+@torch.no_grad()
+def _accumulate(sums: dict, child: HeteroDecoder, parent: HeteroDecoder, w: Tensor) -> None:
+    """Add one batch of windows' summed losses, hits and KL (each model on its own device)."""
+    x, y = w[:, :-1], w[:, 1:]
+    dev = next(child.parameters()).device
+    lc, _ = child(x.to(dev))
+    lp, _ = parent(x.to(next(parent.parameters()).device))
+    lp, y = lp.to(dev), y.to(dev)
+    k = y.numel()
+    sums["lm_loss"] += float(F.cross_entropy(lc.flatten(0, 1), y.flatten())) * k
+    sums["parent_lm_loss"] += float(F.cross_entropy(lp.flatten(0, 1), y.flatten())) * k
+    sums["top1_acc"] += float((lc.argmax(-1) == y).float().sum())
+    sums["parent_top1_acc"] += float((lp.argmax(-1) == y).float().sum())
+    sums["kl_to_parent"] += float(kl_to_parent(lc, lp)) * k
 
 
 @torch.inference_mode()
