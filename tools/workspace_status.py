@@ -90,7 +90,11 @@ SOURCES: dict[str, dict] = {
         "generator": ["evolving-dg/circle"],
     },
     "learngene": {
-        "official": ("mathieuxu/TAL-Task-Aware-Learngene-", "not run: built on the ghn3 code"),
+        "official": (
+            "mathieuxu/TAL-Task-Aware-Learngene-",
+            "stage-1 loss only: the hypernetwork is built on the ghn3 code",
+        ),
+        "parity": ["learngene/parity"],
         "real": [],
         "generator": ["learngene/untrained"],
     },
