@@ -307,7 +307,7 @@ def entries() -> list[dict]:
                    {"kwargs": {"net": torch.nn.Linear(2, 2)}, "raises": ["net"],
                     "why": "only a TinyViT is exported"}]},
     ]  # fmt: skip
-    return [*out, *_more_entries()]
+    return [*out, *_more_entries(), *_embedding_entries(X, y)]
 
 
 @functools.cache
@@ -365,4 +365,52 @@ def _more_entries() -> list[dict]:
         {"name": "RandInit.predict", "call": lambda random_state=0: sum(
             float(p.abs().sum()) for p in RandInit(random_state).predict(TAL_SPEC, n_classes=3)
             .parameters()), "kwargs": {}},
+    ]  # fmt: skip
+
+
+def _ancestry():
+    from learngene import TinyViT
+
+    torch.manual_seed(0)
+    return TinyViT(SPEC, n_classes=3, head_hidden=8).double().eval()
+
+
+_ANC: dict = {}
+
+
+def _anc():
+    _ANC.setdefault("a", _ancestry())
+    return _ANC["a"]
+
+
+def _embedding(X_train, y_train, batch_size=1024):
+    from learngene import task_embedding
+
+    rng = np.random.default_rng(1)
+    X_test = rng.random((4, *np.shape(X_train)[1:]))
+    task = Task(X_train, y_train, X_test, np.array([0, 1, 2, 0]), 3)
+    return task_embedding(_anc(), task, batch_size)
+
+
+def _embedding_by_hand(X):
+    """The head feature of each image alone, then their mean."""
+    a = _anc()
+    with torch.no_grad():
+        feats = [a.head_features(a.forward_features(torch.as_tensor(x[None]).double()))
+                 for x in X.astype(np.float32)]  # fmt: skip
+    return torch.cat(feats).mean(0).numpy()
+
+
+def _embedding_entries(X, y) -> list[dict]:
+    return [
+        {"name": "task_embedding", "call": _embedding, "kwargs": {"X_train": X, "y_train": y},
+         "modules": lambda: [_anc()],
+         "arrays": {"X_train": {"kind": "float", "ndim": 4}, "y_train": "labels"},
+         "rows": [["X_train", "y_train"]], "order": "invariant",
+         "params": {"batch_size": {"type": "int", "bad": [0, -2]}},
+         "known": [{"kwargs": {"X_train": X, "y_train": y, "batch_size": 4},
+                    "check": lambda e: np.allclose(e, _embedding_by_hand(X), atol=1e-6),
+                    "why": "the mean of each image's head feature, one image at a time"},
+                   {"kwargs": {"X_train": X[:, :, :4, :4], "y_train": y}, "raises": ["spec"],
+                    "check": None, "why": "4x4 images for an 8x8 ancestry"}]},
     ]  # fmt: skip

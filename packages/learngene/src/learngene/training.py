@@ -114,24 +114,30 @@ def task_embedding(ancestry: TinyViT, task: Task, batch_size: int = 1024) -> np.
     _check_task(task)
     if ancestry.pre_logits is None:
         raise ValueError("ancestry must be built with head_hidden (use train_ancestry)")
+    batch_size = check_int(batch_size, "batch_size", 1)
     s = ancestry.spec
     if task.image_shape != (s.in_chans, s.img, s.img):
         raise ValueError(f"task images {task.image_shape} do not fit the ancestry's spec {s}")
-    return (
-        head_features_batched(ancestry, torch.from_numpy(task.X_train), batch_size).mean(0).numpy()
-    )
+    ref = next(ancestry.parameters())  # images go where the ancestry is, in its dtype
+    X = torch.from_numpy(task.X_train).to(device=ref.device, dtype=ref.dtype)
+    return head_features_batched(ancestry, X, batch_size).mean(0).float().cpu().numpy()
 
 
 @torch.no_grad()
 def head_features_batched(
     ancestry: TinyViT, X: torch.Tensor, batch_size: int = 1024
 ) -> torch.Tensor:
-    """The ancestry's head feature of every image (n, d_e), in batches, in eval mode."""
+    """The ancestry's head feature of every image (n, d_e), in batches, in eval mode (the
+    ancestry's own mode is restored afterwards)."""
+    was = ancestry.training
     ancestry.eval()
-    parts = [
-        ancestry.head_features(ancestry.forward_features(X[i : i + batch_size]))
-        for i in range(0, len(X), batch_size)
-    ]
+    try:
+        parts = [
+            ancestry.head_features(ancestry.forward_features(X[i : i + batch_size]))
+            for i in range(0, len(X), batch_size)
+        ]
+    finally:
+        ancestry.train(was)
     return torch.cat(parts)
 
 
