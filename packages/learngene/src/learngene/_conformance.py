@@ -307,7 +307,7 @@ def entries() -> list[dict]:
                    {"kwargs": {"net": torch.nn.Linear(2, 2)}, "raises": ["net"],
                     "why": "only a TinyViT is exported"}]},
     ]  # fmt: skip
-    return [*out, *_more_entries(), *_embedding_entries(X, y)]
+    return [*out, *_more_entries(), *_embedding_entries(X, y), *_spec_entries()]
 
 
 @functools.cache
@@ -413,4 +413,50 @@ def _embedding_entries(X, y) -> list[dict]:
                     "why": "the mean of each image's head feature, one image at a time"},
                    {"kwargs": {"X_train": X[:, :, :4, :4], "y_train": y}, "raises": ["spec"],
                     "check": None, "why": "4x4 images for an 8x8 ancestry"}]},
+    ]  # fmt: skip
+
+
+def _vit_config(**overrides):
+    from transformers import ViTConfig
+
+    kw = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+              image_size=8, patch_size=4, num_channels=1, layer_norm_eps=1e-6)  # fmt: skip
+    return ViTConfig(**{**kw, **overrides})
+
+
+def _spec_fields(config=None, **overrides):
+    import dataclasses
+
+    from learngene import spec_from_hf
+
+    return dataclasses.astuple(spec_from_hf(_vit_config(**overrides) if config is None else config))
+
+
+def _hf_round_trip_spec():
+    import dataclasses
+
+    from learngene import spec_from_hf, to_hf
+
+    net = _net()
+    return dataclasses.astuple(spec_from_hf(to_hf(net))) == dataclasses.astuple(net.spec)
+
+
+def _spec_entries() -> list[dict]:
+    from transformers import BertConfig
+
+    return [
+        {"name": "spec_from_hf", "call": _spec_fields, "kwargs": {},
+         "known": [{"kwargs": {},
+                    "check": lambda f: f == (2, 16, 2, 2, 4, 8, 1, True, 1e-6),
+                    "why": "depth, width, heads, mlp_ratio, patch, img, channels, qkv bias, eps"},
+                   {"kwargs": {}, "check": lambda f: _hf_round_trip_spec(),
+                    "why": "to_hf's config gives back the TinyViT's own spec"},
+                   {"kwargs": {"hidden_act": "gelu_new"}, "raises": ["hidden_act"],
+                    "check": None, "why": "tanh GELU is not a TinyViT's exact GELU"},
+                   {"kwargs": {"intermediate_size": 40}, "raises": ["intermediate_size"],
+                    "check": None, "why": "an MLP width that is not a multiple of the width"},
+                   {"kwargs": {"image_size": (8, 16)}, "raises": ["image_size"], "check": None,
+                    "why": "a non-square image"},
+                   {"kwargs": {"config": BertConfig()}, "raises": ["config"], "check": None,
+                    "why": "not a ViT config"}]},
     ]  # fmt: skip
