@@ -81,6 +81,24 @@ def _tune(budget, include_default=True, op="spmm", model=None):
     return {"config": res.config, "runtime_s": res.runtime_s, "n": len(res.measurements)}
 
 
+def _select(n_candidates=16, k=3, seed=0, model=None, hardware=None):
+    """The best ``k`` of ``n_candidates`` sampled configurations, scored by ``model``."""
+    from cost_model import SimAccelBackend, select
+
+    be = SimAccelBackend()
+    return select(model or _Oracle(be), _A, be.space("spmm"), hardware=hardware or be.hardware,
+                  n_candidates=n_candidates, k=k, seed=seed)  # fmt: skip
+
+
+def _select_best(n_candidates=16, seed=0):
+    """The configuration of lowest simulated cost among the candidates ``select`` draws."""
+    from cost_model import SimAccelBackend
+
+    be = SimAccelBackend()
+    cands = be.space("spmm").sample(n_candidates, seed=seed, include_default=True)
+    return cands[int(np.argmin(be.cost("spmm", _A, cands, 64)))]
+
+
 def _best_cost():
     from cost_model import SimAccelBackend
 
@@ -184,6 +202,17 @@ def entries() -> list[dict]:
                     "why": "a perfect model finds the fastest configuration with one measurement"},
                    {"kwargs": {"model": object()}, "raises": ["model"],
                     "why": "an object without predict"}]},
+        {"name": "select", "call": _select, "kwargs": {"n_candidates": 16, "k": 3},
+         "params": {"n_candidates": {"type": "int", "bad": [0]},
+                    "k": {"type": "int", "bad": [0, 17]},
+                    "seed": {"type": "int"}},
+         "known": [{"kwargs": {"n_candidates": 16, "k": 1},
+                    "check": lambda r: len(r) == 1 and r[0] == _select_best(16),
+                    "why": "a perfect model's top-1 is the fastest sampled configuration"},
+                   {"kwargs": {"model": object()}, "raises": ["model"],
+                    "why": "an object without predict"},
+                   {"kwargs": {"hardware": 3}, "raises": ["hardware"],
+                    "why": "hardware is a name"}]},
         *_timing_entries(),
     ]  # fmt: skip
 

@@ -84,16 +84,36 @@ def select(
     seed: int = 0,
     dense_width: int = 64,
 ) -> list[dict]:
-    """Score ``n_candidates`` sampled configurations of ``space`` and return the best ``k``."""
-    cands = space.sample(n_candidates, seed=seed, include_default=True)  # type: ignore[attr-defined]
-    return model.rank_schedules(
-        A,
-        cands,
-        k=k,
-        space=space,
-        hardware=hardware,  # type: ignore[attr-defined]
-        dense_width=dense_width,
+    """Score ``n_candidates`` sampled configurations of ``space`` and return the best ``k``.
+
+    ``model`` is anything with ``predict(A, configs, *, space, hardware, dense_width)`` (lower
+    score = predicted faster), as for :func:`tune`; the candidates are
+    ``space.sample(n_candidates, seed=seed, include_default=True)`` and ties keep their order.
+
+    Returns
+    -------
+    list of dict
+        ``k`` configurations, best first.
+    """
+    if not callable(getattr(model, "predict", None)):
+        raise TypeError("model must have a predict(A, configs, *, space, hardware, ...) method")
+    if not callable(getattr(space, "sample", None)):
+        raise TypeError(f"space must be a ScheduleSpace, got {type(space).__name__}")
+    if not isinstance(hardware, str):
+        raise TypeError(f"hardware must be a str, got {hardware!r}")
+    for name, v in (("n_candidates", n_candidates), ("k", k), ("seed", seed)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name} must be an int, got {v!r}")
+    if n_candidates < 1 or not 1 <= k <= n_candidates:
+        raise ValueError(f"need 1 <= k <= n_candidates, got k={k}, n_candidates={n_candidates}")
+    cands = space.sample(int(n_candidates), seed=int(seed), include_default=True)
+    scores = np.asarray(
+        model.predict(A, cands, space=space, hardware=hardware, dense_width=dense_width),
+        dtype=float,
     )
+    if scores.shape != (len(cands),) or not np.isfinite(scores).all():
+        raise ValueError(f"model.predict must return {len(cands)} finite scores")
+    return [cands[i] for i in np.argsort(scores, kind="stable")[: int(k)]]
 
 
 @dataclass
