@@ -18,6 +18,7 @@ import pytest
 T = pytest.importorskip("sklearn.tests.test_calibration")
 
 import numpy as np  # noqa: E402
+import sklearn  # noqa: E402
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin  # noqa: E402
 from sklearn.frozen import FrozenEstimator  # noqa: E402
 
@@ -95,6 +96,10 @@ NOT_APPLICABLE_CASES = {
     "class, and raises a ValueError saying so (Platt's one-vs-rest sigmoids do not need it); "
     "the ensemble=False case, which pools the folds, runs",
 }
+# scikit-learn < 1.8 parametrizes this test by ensemble only (method is sigmoid there)
+NOT_APPLICABLE_CASES["test_calibration_prob_sum[True]"] = NOT_APPLICABLE_CASES[
+    "test_calibration_prob_sum[True-sigmoid]"
+]
 
 
 @pytest.fixture(autouse=True)
@@ -124,7 +129,11 @@ for _name in _TESTS:
 
 def test_every_sklearn_test_is_run_or_listed_with_a_reason():
     listed = set(NOT_APPLICABLE)
-    assert listed <= set(_TESTS), sorted(listed - set(_TESTS))  # stale entries fail
-    run = [n for n in _TESTS if n not in listed]
+    # stale entries fail; older scikit-learn (down to isocal's floor) lacks the temperature
+    # scaling tests, which came with method="temperature"
+    if tuple(int(x) for x in sklearn.__version__.split(".")[:2]) < (1, 8):
+        listed -= {n for n in listed if n.startswith("test_temperature_scaling")}
+    assert listed <= set(_TESTS), sorted(listed - set(_TESTS))
+    run = [n for n in _TESTS if n not in NOT_APPLICABLE]
     assert len(run) >= 15, run
     assert np.all([isinstance(v, str) and v for v in NOT_APPLICABLE.values()])
