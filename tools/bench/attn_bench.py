@@ -19,6 +19,7 @@ CCA with shared pooling, CCA per query head, sink + window.
 
     uv run python tools/bench/attn_bench.py              # ~40 min on 2 cores
     uv run python tools/bench/attn_bench.py --quick      # 2K/8K, fp32, forward only (temp folder)
+    uv run python tools/bench/attn_bench.py --flex       # compiled Flex vs SDPA, 2K-32K (~5 min)
 """
 
 from __future__ import annotations
@@ -282,6 +283,94 @@ def profile(rec: Run, lengths, window: int = 1024) -> None:
     )  # fmt: skip
 
 
+def _old_flex(q, k, v, ck, cv, g, s, m):
+    """The pre-fix Flex layout, for comparison: core tokens before the raw keys and the block
+    mask rebuilt on every call (sparse_attn < this commit)."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    length = q.shape[-2]
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        n = torch.clamp(torch.div(q_idx + 1 - s, g, rounding_mode="floor"), 0, m)
+        u = kv_idx - m
+        return ((kv_idx < m) & (kv_idx < n)) | ((kv_idx >= m) & (u >= n * g) & (u <= q_idx))
+
+    bm = create_block_mask(mask_mod, None, None, length, m + length, device=q.device)
+    return _compiled_flex()(q, torch.cat([ck, k], -2), torch.cat([cv, v], -2), block_mask=bm,
+                            scale=q.shape[-1] ** -0.5)  # fmt: skip
+
+
+_FLEX = None
+
+
+def _compiled_flex():
+    global _FLEX
+    if _FLEX is None:
+        from torch.nn.attention.flex_attention import flex_attention
+
+        _FLEX = torch.compile(flex_attention, dynamic=False)
+    return _FLEX
+
+
+def _flex_cca(q, k, v, g, s, layout):
+    from sparse_attn.cca import cca_core_tokens
+    from sparse_attn.flex import flex_cca
+
+    m = max(0, (q.shape[-2] - s) // g)
+    ck, cv = cca_core_tokens(q, k, v, group_size=g, num_groups=m)
+    if layout == "old":
+        return _old_flex(q, k, v, ck, cv, g, s, m)
+    return flex_cca(q, k, v, ck, cv, group_size=g, local_window=s, num_core=m,
+                    scale=q.shape[-1] ** -0.5, compile=True)  # fmt: skip
+
+
+def flex_part(rec: Run, lengths, rounds: int, window: int = 1024) -> None:
+    """The FlexAttention path compiled on the CPU (the layout the CUDA default uses), beside the
+    pre-fix layout, the blocksparse CPU default and fused causal SDPA: interleaved medians."""
+    rows = []
+    for n in lengths:
+        q, k, v = make(n, torch.float32, False)
+        stats = sa.cca_stats(n, GROUP, window)
+        bound = stats.dense_pairs / stats.visible_pairs
+        fns = {
+            "dense": partial(run_dense, q, k, v, False),
+            "flex": partial(_flex_cca, q, k, v, GROUP, window, "new"),
+            "flex_old": partial(_flex_cca, q, k, v, GROUP, window, "old"),
+            "blocksparse": partial(run_cca, q, k, v, False, window),
+        }
+        with torch.no_grad():
+            out = fns["flex"]()
+            ref = sa.cca_attention(q, k, v, group_size=GROUP, local_window=window)
+            err = float((out - ref).abs().max())
+            for fn in fns.values():  # warm-up (and compile) every path
+                fn()
+            times = {name: [] for name in fns}
+            for _ in range(rounds):
+                for name, fn in fns.items():
+                    times[name].append(cpu_time(fn, 1))
+        med = {name: float(torch.tensor(t).median()) for name, t in times.items()}
+        rows.append([n, 1e3 * med["dense"], 1e3 * med["flex"], med["dense"] / med["flex"],
+                     med["dense"] / med["flex_old"], med["dense"] / med["blocksparse"], bound,
+                     med["dense"] / med["flex"] / bound, err])  # fmt: skip
+        print(f"  L={n}: flex {rows[-1][3]:.2f}x (pre-fix {rows[-1][4]:.2f}x, blocksparse "
+              f"{rows[-1][5]:.2f}x, bound {bound:.2f}x)", flush=True)  # fmt: skip
+        rec.sample_load()
+    rec.table(
+        "flex_speed",
+        ["L", "SDPA ms", "Flex ms", "Flex speed-up", "pre-fix Flex speed-up",
+         "blocksparse speed-up", "bound", "Flex / bound", "max |Flex - blocksparse|"],
+        rows, fmt=[None, ".1f", ".1f", ".2f", ".2f", ".2f", ".2f", ".2f", ".1e"],
+        title=f"FlexAttention CCA compiled on the CPU (fp32, forward, H={HEADS}, D={DIM}, "
+              f"g={GROUP}, s={window})",
+        notes=f"Process CPU time of one thread, median of {rounds} interleaved rounds after a "
+              "warm-up (and compile) of every path; each CCA time includes the core-token pooling. "
+              "Flex: raw keys first, block mask cached per (length, pattern), "
+              "torch.compile(flex_attention). Pre-fix Flex: core tokens first and the block mask "
+              "rebuilt on every call. bound = dense causal pairs / CCA scored pairs.",
+        timing=True,
+    )  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -289,13 +378,17 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--lengths", type=int, nargs="+", default=[2048, 8192, 32768, 65536],
                         help="Part 1 sequence lengths")  # fmt: skip
+    parser.add_argument("--flex", action="store_true",
+                        help="only the compiled-Flex table at 2K / 8K / 32K (~5 min)")  # fmt: skip
     parser.add_argument("--profile", action="store_true",
                         help="only the profile of CCA's forward at 2K / 8K / 32K (~2 min)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)
     rec = Run("sparse-attn", out=tempfile.mkdtemp() if args.quick else None)
     t0 = time.perf_counter()
-    if args.profile:
+    if args.flex:
+        flex_part(rec, [2048, 8192] if args.quick else [2048, 8192, 32768], max(5, args.rounds))
+    elif args.profile:
         profile(rec, [2048, 8192] if args.quick else [2048, 8192, 32768])
     elif args.quick:
         part1(rec, [2048, 8192], [1024], ["float32"], ["fwd"], args.rounds, not args.no_memory)
