@@ -20,6 +20,7 @@ CCA with shared pooling, CCA per query head, sink + window.
     uv run python tools/bench/attn_bench.py              # ~40 min on 2 cores
     uv run python tools/bench/attn_bench.py --quick      # 2K/8K, fp32, forward only (temp folder)
     uv run python tools/bench/attn_bench.py --flex       # compiled Flex vs SDPA, 2K-32K (~5 min)
+    uv run python tools/bench/attn_bench.py --region     # region attention vs dense (~2 min)
 """
 
 from __future__ import annotations
@@ -172,8 +173,28 @@ def _bidir(fn, q, k, v, backward: bool) -> None:
         out.sum().backward()
 
 
+def _median_interleaved(fns: dict, rounds: int) -> dict:
+    """Median CPU time of each function over ``rounds`` interleaved rounds, after a warm-up."""
+    for fn in fns.values():
+        fn()
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(cpu_time(fn, 1))
+    return {name: float(torch.tensor(t).median()) for name, t in times.items()}
+
+
+REGION_OPS = {"aten::topk": "top-k selection",
+              "aten::_scaled_dot_product_flash_attention_for_cpu": "flash kernel",
+              "aten::index_select": "gathers"}  # fmt: skip
+
+
 def part2(rec: Run, sizes, rounds: int) -> None:
-    rows = []
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    rows, prof_rows = [], []
+    rounds = max(5, rounds)
     for n in sizes:
         m = n // 64
         for mode in ("fwd", "fwd+bwd"):
@@ -185,16 +206,38 @@ def part2(rec: Run, sizes, rounds: int) -> None:
                     "dense": partial(_bidir, F.scaled_dot_product_attention, q, k, v, backward),
                     "region": partial(_bidir, _region, q, k, v, backward),
                 }
-                t = interleaved(fns, rounds)
-            rows.append([n, mode, t["dense"], t["region"], t["region"] / t["dense"], 8 / m])
+                t = _median_interleaved(fns, rounds)
+                if not backward:  # where the forward's time goes
+                    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+                        fns["region"]()
+                    self_us = {e.key: e.self_cpu_time_total for e in prof.key_averages()}
+                    whole = sum(self_us.values())
+                    shares = [100 * self_us.get(op, 0.0) / whole for op in REGION_OPS]
+                    prof_rows.append([n, *shares, 100 - sum(shares)])
+            rows.append([n, mode, t["dense"], t["region"], t["dense"] / t["region"], m / 8])
+            print(f"  N={n} {mode}: region {rows[-1][4]:.2f}x dense", flush=True)
+            rec.sample_load()
     rec.table(
         "region_speed",
-        ["N", "pass", "dense s", "region s", "region / dense", "arithmetic bound (k/M)"],
-        rows, fmt=[None, None, ".4f", ".4f", ".2f", ".3f"],
+        ["N", "pass", "dense s", "region s", "speed-up (dense / region)", "bound (M/k)"],
+        rows, fmt=[None, None, ".4f", ".4f", ".2f", ".1f"],
         title="Part 2: region attention (R=64, k=8, H=2, D=32) vs dense SDPA (bidirectional)",
-        notes=f"Region size 64, top-8 regions per query region, 2 heads of 32; fp32; process CPU "
-              f"time of one thread, best of {rounds} interleaved rounds. The bound k / M is the "
-              "share of key blocks each query region reads.",
+        notes=f"Region size 64, top-8 regions per query, 2 heads of 32; fp32; process CPU time of "
+              f"one thread, median of {rounds} interleaved rounds after a warm-up of both. The "
+              "bound M / k is the speed-up of a kernel whose time is proportional to the query-key "
+              "pairs it scores.",
+        timing=True,
+    )  # fmt: skip
+    rec.table(
+        "region_profile",
+        ["N", *(f"% {name}" for name in REGION_OPS.values()), "% other"],
+        prof_rows, fmt=[None, ".1f", ".1f", ".1f", ".1f"],
+        title="Where region attention's forward time goes (torch.profiler, self CPU time)",
+        notes="Share of the self CPU time of one forward call: top-k selection of each query's "
+              "regions, the fused CPU flash kernel over the (query tile, region) pairs, the "
+              "gathers (queries into tiles, region keys and values per tile, outputs back per "
+              "pair), and the rest (the min/max bound scores, tile bookkeeping, the log-sum-exp "
+              "merge of each query's regions).",
         timing=True,
     )  # fmt: skip
 
@@ -378,6 +421,8 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--lengths", type=int, nargs="+", default=[2048, 8192, 32768, 65536],
                         help="Part 1 sequence lengths")  # fmt: skip
+    parser.add_argument("--region", action="store_true",
+                        help="only the region-attention tables at 2K / 8K (~2 min)")  # fmt: skip
     parser.add_argument("--flex", action="store_true",
                         help="only the compiled-Flex table at 2K / 8K / 32K (~5 min)")  # fmt: skip
     parser.add_argument("--profile", action="store_true",
@@ -386,7 +431,9 @@ def main() -> None:
     torch.set_num_threads(1)
     rec = Run("sparse-attn", out=tempfile.mkdtemp() if args.quick else None)
     t0 = time.perf_counter()
-    if args.flex:
+    if args.region:
+        part2(rec, [2048] if args.quick else [2048, 8192], args.rounds)
+    elif args.flex:
         flex_part(rec, [2048, 8192] if args.quick else [2048, 8192, 32768], max(5, args.rounds))
     elif args.profile:
         profile(rec, [2048, 8192] if args.quick else [2048, 8192, 32768])

@@ -436,6 +436,14 @@ class _RegionMajorCPU(torch.autograd.Function):
         return dq, dkr, dvr, dbias, None, None, None, None
 
 
+def _tile_size(mean_pairs: int, rmax: int) -> int:
+    """Queries per tile: about half a region's mean number of (query, region) pairs, so that
+    most regions need one or two tiles (fewer copies of their keys and larger kernel calls)
+    while padding stays small; at least the region size and 16, at most 256."""
+    half = max(1, mean_pairs // 2)
+    return min(256, max(16, rmax, 1 << (half.bit_length() - 1)))
+
+
 def _region_major(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -453,7 +461,7 @@ def _region_major(
     bsz, h, n, kk = sel.shape
     m, rmax = table.shape
     d, dv = q.shape[-1], v.shape[-1]
-    tiles = _make_tiles(sel, m, max(16, rmax))
+    tiles = _make_tiles(sel, m, _tile_size(n * kk // m, rmax))
     kr = k[..., table, :].reshape(bsz * h * m, rmax, d)  # region-major keys, one gather
     vr = v[..., table, :].reshape(bsz * h * m, rmax, dv)
     full = bool(valid.all())

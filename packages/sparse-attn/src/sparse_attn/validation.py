@@ -93,7 +93,8 @@ def check_qkv(
             raise ValueError(f"q heads {hq} must be a multiple of k heads {hkv} (enable_gqa)")
     if check_finite:
         for name, x in (("q", q), ("k", k), ("v", v)):
-            if not bool(torch.isfinite(x).all()):
+            # min and max carry any NaN / inf (NaN propagates), without an N-sized mask
+            if not bool(torch.isfinite(torch.stack(torch.aminmax(x.detach()))).all()):
                 raise ValueError(f"{name} contains NaN or inf")
 
 
