@@ -158,6 +158,7 @@ def test_sparse_attn_device_check_dry_run(repo_root: pathlib.Path, tmp_path: pat
     data = json.loads(out.read_text())
     assert data["correctness"] and all(r["ok"] for r in data["correctness"])
     assert {r["dtype"] for r in data["speed"]} == {"fp32", "bf16"}
+    assert [r["N"] for r in data["llama"]] == [2048] and data["llama"][0]["bound"] > 1
 
 
 def test_workspace_device_check_dry_run(repo_root: pathlib.Path, tmp_path: pathlib.Path) -> None:

@@ -3,7 +3,8 @@
 Runs every CCA backend the device has (``torch``, ``flex``; ``blocksparse`` on CPU) and region
 attention in fp32 and bf16 against the float64 CPU references (``naive_cca_attention``,
 ``naive_region_attention``) on a small problem, then times CCA against SDPA (FlashAttention on
-CUDA) and region attention against dense SDPA at longer lengths. On a machine without CUDA it
+CUDA) and region attention against dense SDPA at longer lengths, and CCA at the Llama-3-8B attention shape (32/8 heads of 128,
+bf16) at 32K / 64K / 128K against FlashAttention-2 (SDPA). On a machine without CUDA it
 runs the same checks on the CPU at small sizes (a dry run that keeps the script working).
 
     uv run python tools/bench/gpu_check.py                 # CUDA when present, else a CPU dry run
@@ -112,6 +113,35 @@ def speed(device: str, lengths: list[int], repeats: int) -> list[dict]:
     return rows
 
 
+LLAMA = {"heads": 32, "kv_heads": 8, "dim": 128, "group": 16, "window": 1024}  # Llama-3-8B
+
+
+def llama_speed(device: str, lengths: list[int], repeats: int) -> list[dict]:
+    """CCA (GQA, the device's default backend) against causal SDPA (FlashAttention-2 on CUDA)
+    at the Llama-3-8B attention shape in bf16, with the visible-pair bound and the share of it
+    reached (target >= 0.8)."""
+    from sparse_attn import cca_stats
+
+    rows = []
+    hq, hkv, d = LLAMA["heads"], LLAMA["kv_heads"], LLAMA["dim"]
+    g, s = LLAMA["group"], LLAMA["window"]
+    for n in lengths:
+        gen = torch.Generator().manual_seed(2)
+        q = torch.randn(1, hq, n, d, generator=gen).to(device, torch.bfloat16)
+        k, v = (torch.randn(1, hkv, n, d, generator=gen).to(device, torch.bfloat16)
+                for _ in range(2))  # fmt: skip
+        st = cca_stats(n, g, s)
+        bound = st.dense_pairs / st.visible_pairs
+        with torch.no_grad():
+            sdpa = best_time(lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), device, repeats)  # fmt: skip
+            cca = best_time(lambda q=q, k=k, v=v: cca_attention(q, k, v, group_size=g, local_window=s, enable_gqa=True), device, repeats)  # fmt: skip
+        rows.append({"N": n, "sdpa_s": sdpa, "cca_s": cca, "speedup": sdpa / cca,
+                     "bound": bound, "share_of_bound": sdpa / cca / bound,
+                     "ok": sdpa / cca / bound >= 0.8})  # fmt: skip
+        print(f"  llama bf16 N={n}: CCA {sdpa / cca:.2f}x SDPA (bound {bound:.2f}x)", flush=True)
+    return rows
+
+
 def _table(rows: list[dict]) -> str:
     fmt = [".3g" if isinstance(v, float) else None for v in rows[0].values()]
     return markdown_table(list(rows[0]), [list(r.values()) for r in rows], fmt)
@@ -134,9 +164,14 @@ def main() -> int:
     print("\n## correctness against the float64 CPU references\n\n" + _table(checks))
     timing = speed(a.device, lengths, 3 if a.quick else 10)
     print("\n## forward speed (best of repeats)\n\n" + _table(timing))
+    llama_lengths = [2048] if a.quick or a.device == "cpu" else [32768, 65536, 131072]
+    llama = llama_speed(a.device, llama_lengths, 2 if a.quick or a.device == "cpu" else 5)
+    print("\n## Llama-3-8B attention shape, bf16 (target: >= 0.8 of the bound)\n\n" + _table(llama))
     out = a.out or os.path.join(os.environ.get("OUT") or tempfile.mkdtemp(), "gpu_check.json")
     with open(out, "w") as f:
-        json.dump({"info": info, "correctness": checks, "speed": timing}, f, indent=1)
+        json.dump(
+            {"info": info, "correctness": checks, "speed": timing, "llama": llama}, f, indent=1
+        )
     print(f"\nwritten to {out}")
     return 0 if all(r["ok"] for r in checks) else 1
 
