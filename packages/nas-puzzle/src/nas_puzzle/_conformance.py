@@ -220,6 +220,20 @@ def _cos(child, parent):
     return npz.cosine_hidden_loss([child], [parent])
 
 
+def _gkd(child_logits, parent_logits, child_hidden, parent_hidden, targets=None, w_cos=1.0,
+         w_kl=1.0, w_lm=0.0):  # fmt: skip
+    t = None if targets is None else torch.as_tensor(targets)
+    return npz.gkd_loss(torch.as_tensor(child_logits), torch.as_tensor(parent_logits),
+                        [torch.as_tensor(child_hidden)], [torch.as_tensor(parent_hidden)],
+                        targets=t, w_cos=w_cos, w_kl=w_kl, w_lm=w_lm).item()  # fmt: skip
+
+
+def _ce(logits, targets):
+    return torch.nn.functional.cross_entropy(
+        torch.as_tensor(logits), torch.as_tensor(targets)
+    ).item()
+
+
 def _infer(drop_layer_1_ffn=False):
     torch.manual_seed(0)
     blocks = [npz.BlockConfig.from_name("gqa1/ffn16"), npz.BlockConfig.from_name("linear/noop")]
@@ -268,6 +282,33 @@ def entries() -> list[dict]:
          "kwargs": {"child": torch.as_tensor(a), "parent": torch.as_tensor(b)},
          "known": [{"kwargs": {"child": torch.as_tensor(a), "parent": torch.as_tensor(a)},
                     "check": lambda v: abs(float(v)) < 1e-6, "why": "identical hidden states"}]},
+        {"name": "gkd_loss", "call": _gkd,
+         "kwargs": {"child_logits": a, "parent_logits": b, "child_hidden": b[:, :8],
+                    "parent_hidden": a[:, :8], "targets": np.arange(6) % 32, "w_lm": 0.5},
+         "arrays": {"child_logits": {"kind": "float", "ndim": 2},
+                    "parent_logits": {"kind": "float", "ndim": 2},
+                    "child_hidden": {"kind": "float", "ndim": 2},
+                    "parent_hidden": {"kind": "float", "ndim": 2},
+                    "targets": {"kind": "labels", "ndim": 1}},
+         "rows": [["child_logits", "parent_logits", "child_hidden", "parent_hidden", "targets"]],
+         "order": "invariant",
+         "params": {"w_cos": {"type": "float", "bad": [-1.0, float("nan"), float("inf")]},
+                    "w_kl": {"type": "float", "bad": [-1.0, float("nan")]},
+                    "w_lm": {"type": "float", "bad": [-0.5, float("inf")]}},
+         "known": [{"kwargs": {"child_logits": a, "parent_logits": a, "child_hidden": a,
+                               "parent_hidden": a, "w_lm": 0.0},
+                    "check": lambda v: abs(v) < 1e-6, "why": "a child equal to its parent"},
+                   {"kwargs": {"child_logits": a, "parent_logits": b, "child_hidden": a,
+                               "parent_hidden": b, "targets": np.arange(6), "w_cos": 0.0,
+                               "w_kl": 0.0, "w_lm": 1.0},
+                    "check": lambda v: abs(v - _ce(a, np.arange(6))) < 1e-6,
+                    "why": "w_lm alone is the next-token cross-entropy"},
+                   {"kwargs": {"child_logits": a, "parent_logits": b, "child_hidden": a,
+                               "parent_hidden": b, "targets": np.arange(6) + 40},
+                    "raises": ["targets"], "why": "a target outside the vocabulary"},
+                   {"kwargs": {"child_logits": a, "parent_logits": b, "child_hidden": a,
+                               "parent_hidden": b, "w_cos": 0.0, "w_kl": 0.0, "w_lm": 0.0},
+                    "raises": ["w_cos"], "why": "all weights 0"}]},
         {"name": "infer_block_configs", "call": _infer, "kwargs": {},
          "known": [{"kwargs": {}, "check": lambda names: names == ["gqa1/ffn16", "linear/noop"],
                     "why": "the variants read back off the state_dict"},

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 
 import torch
@@ -109,15 +111,36 @@ def gkd_loss(
     ``targets`` (shape ``child_logits.shape[:-1]``) is needed only when ``w_lm > 0``.
     """
     for n, w in (("w_cos", w_cos), ("w_kl", w_kl), ("w_lm", w_lm)):
-        if not w >= 0:
-            raise ValueError(f"{n} must be >= 0, got {w}")
+        if isinstance(w, bool) or not isinstance(w, numbers.Real):
+            raise TypeError(f"{n} must be a real number, got {w!r}")
+        if not 0 <= w < math.inf:
+            raise ValueError(f"{n} must be finite and >= 0, got {w}")
+    if not w_cos and not w_kl and not w_lm:
+        raise ValueError("w_cos, w_kl and w_lm are all 0: the loss would be a constant")
+    if not isinstance(child_logits, Tensor):
+        raise TypeError(f"child_logits must be a tensor, got {type(child_logits).__name__}")
+    if w_lm:
+        if targets is None:
+            raise ValueError("targets are required when w_lm > 0")
+        if not isinstance(targets, Tensor) or targets.is_floating_point() or targets.is_complex():
+            raise TypeError(
+                f"targets must be an integer tensor, got {getattr(targets, 'dtype', targets)!r}"
+            )
+        if tuple(targets.shape) != tuple(child_logits.shape[:-1]):
+            raise ValueError(
+                f"targets shape {tuple(targets.shape)} != child_logits.shape[:-1] "
+                f"{tuple(child_logits.shape[:-1])}"
+            )
+        if targets.numel() and (
+            int(targets.min()) < 0 or int(targets.max()) >= child_logits.shape[-1]
+        ):
+            raise ValueError(f"targets must lie in [0, {child_logits.shape[-1]}) (the vocabulary)")
     loss = child_logits.new_zeros(())
     if w_cos:
         loss = loss + w_cos * cosine_hidden_loss(child_hidden, parent_hidden)
     if w_kl:
         loss = loss + w_kl * kl_to_parent(child_logits, parent_logits)
     if w_lm:
-        if targets is None:
-            raise ValueError("targets are required when w_lm > 0")
+        _check_same_shape(child_logits, parent_logits, "child_logits", "parent_logits")
         loss = loss + w_lm * F.cross_entropy(child_logits.flatten(0, -2), targets.flatten())
     return loss
