@@ -113,6 +113,20 @@ def _eval_scores(scores, per_matrix=False):
     return evaluate_scores(tr, scores, per_matrix=per_matrix)
 
 
+class _TrueRuntime:
+    """A 'model' whose scores are the measured log runtimes (a perfect ranking)."""
+
+    def score(self, ds):
+        return np.log(ds.runtime)
+
+
+def _evaluate(model=None, ks=(1, 5), on="train"):
+    from cost_model import evaluate
+
+    tr, te = _DATA
+    return evaluate(_TrueRuntime() if model is None else model, tr if on == "train" else te, ks)
+
+
 def _overlap(same=True):
     from cost_model import matrix_overlap
 
@@ -186,6 +200,14 @@ def entries() -> list[dict]:
          "known": [{"kwargs": {"scores": np.log(_DATA[0].runtime)},
                     "check": lambda r: r["pair_acc"] == 1.0,
                     "why": "the true runtimes rank every pair right"}]},
+        {"name": "evaluate", "call": _evaluate, "kwargs": {},
+         "params": {"ks": {"bad": [(), (0,), (1.5,), "1"], "good": (1, 2)}},
+         "grid": {"on": ["test"]},
+         "known": [{"kwargs": {}, "check": lambda r: r["pair_acc"] == 1.0 and r["captured"] == 1.0
+                    and r["top1"] == r["oracle"],
+                    "why": "the true runtimes rank every pair right and find each fastest row"},
+                   {"kwargs": {"model": object()}, "raises": ["model"],
+                    "why": "an object without score"}]},
         {"name": "matrix_overlap", "call": _overlap, "kwargs": {},
          "known": [{"kwargs": {}, "check": lambda names: sorted(names) == sorted(_DATA[0].matrix_names),
                     "why": "a dataset overlaps itself entirely"}]},

@@ -30,6 +30,9 @@ def evaluate_scores(
         ``tau``; with ``per_matrix=True`` also ``top{k}_per_matrix``: each matrix's speedup
         (list, matrix order), for matrix-level resampling.
     """
+    if not isinstance(ds, CostDataset):
+        raise TypeError(f"ds must be a CostDataset, got {type(ds).__name__}")
+    ks = _check_ks(ks)
     scores = np.asarray(scores, dtype=float)
     if scores.shape != (len(ds),):
         raise ValueError(f"scores must have shape ({len(ds)},), got {scores.shape}")
@@ -68,9 +71,28 @@ def evaluate_scores(
     return out
 
 
+def _check_ks(ks: object) -> tuple[int, ...]:
+    if isinstance(ks, (str, bytes)) or not hasattr(ks, "__iter__"):
+        raise TypeError(f"ks must be a sequence of ints, got {ks!r}")
+    ks = tuple(ks)
+    if not ks:
+        raise ValueError("ks must not be empty")
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+            raise TypeError(f"ks must hold ints, got {k!r}")
+        if k < 1:
+            raise ValueError(f"ks must be >= 1, got {k}")
+    return tuple(int(k) for k in ks)
+
+
 def evaluate(model: object, ds: CostDataset, ks: tuple[int, ...] = (1, 5)) -> dict:
-    """:func:`evaluate_scores` with ``model.score(ds)``."""
-    return evaluate_scores(ds, model.score(ds), ks)  # type: ignore[attr-defined]
+    """:func:`evaluate_scores` with ``model.score(ds)`` (any object with ``score(ds)``)."""
+    if not callable(getattr(model, "score", None)):
+        raise TypeError("model must have a score(ds) method, as CognateModel has")
+    if not isinstance(ds, CostDataset):
+        raise TypeError(f"ds must be a CostDataset, got {type(ds).__name__}")
+    ks = _check_ks(ks)
+    return evaluate_scores(ds, model.score(ds), ks)
 
 
 def select(
