@@ -391,6 +391,29 @@ def _simulator_entries() -> list[dict]:
            "sd": {"type": "float", "bad": [-0.1, float("nan")]}}  # fmt: skip
     X, G = simulate_var(n_vars=4, T=200, seed=0)
     X2, _ = simulate_var(n_vars=4, T=200, seed=1)
+    W = np.stack([X[i : i + 10] for i in range(0, 60, 10)])  # (6, 10, 4) windows
+
+    def _disturb(x, start=None, cutoff_prob=0.1, bias_fraction=0.5, subgraph="dfs"):
+        from causal_ts import CausalityDisturbingAugmentor
+
+        aug = CausalityDisturbingAugmentor(G, cutoff_prob=cutoff_prob, bias_fraction=bias_fraction,
+                                           subgraph=subgraph, rng=0)  # fmt: skip
+        xn, info = aug(x, start=start)
+        x = np.asarray(x, dtype=float)
+        cells = np.zeros(x.shape[1:], dtype=bool)
+        cells[np.ix_(info.steps, info.subgraph)] = True
+        d = xn - x
+        mags = np.round(np.abs(d[:, cells]), 12)
+        ok = bool((d[:, ~cells] == 0).all()) and bool(
+            np.isin(mags, np.round(np.abs(aug.bias_candidates), 12)).all()
+        )
+        return {
+            "x_neg": xn,
+            "only_on_cells": ok,
+            "nodes": info.subgraph.tolist(),
+            "steps": info.steps.tolist(),
+        }
+
     return [
         {"name": "simulate_var", "call": lambda n_vars=4, T=200, sd=0.1, lag=3: simulate_var(
             n_vars=n_vars, T=T, sd=sd, lag=lag, seed=0)[0], "kwargs": {},
@@ -408,6 +431,19 @@ def _simulator_entries() -> list[dict]:
                     "cutoff_prob": {"type": "float", "bad": [-0.1, 1.5]}},
          "known": [{"kwargs": {}, "check": lambda nodes: 0 in set(np.asarray(nodes).tolist()),
                     "why": "the subgraph contains its start node"}]},
+        {"name": "CausalityDisturbingAugmentor", "call": _disturb, "kwargs": {"x": W, "start": 0},
+         "arrays": {"x": {"kind": "float", "ndim": 3}},
+         "params": {"start": {"type": "int", "bad": [-1, 4]},
+                    "cutoff_prob": {"type": "float", "bad": [-0.1, 1.5, float("nan")]},
+                    "bias_fraction": {"type": "float", "bad": [0.0, 1.5]},
+                    "subgraph": {"type": "str", "bad": ["graph"]}},
+         "grid": {"subgraph": ["random", "all"]},
+         "known": [{"kwargs": {"x": W, "start": 0}, "check": lambda r: r["only_on_cells"],
+                    "why": "x changes only on the disturbed (steps x subgraph) cells, each by one "
+                           "of the +-bias candidates"},
+                   {"kwargs": {"x": W, "start": 0, "subgraph": "all"},
+                    "check": lambda r: r["nodes"] == [0, 1, 2, 3],
+                    "why": "subgraph='all' disturbs every variable"}]},
         {"name": "inject_causal_break", "call": lambda X, n_segments=2, length=10:
             inject_causal_break(X, G, X2, n_segments=n_segments, length=length, seed=0)[0],
          "kwargs": {"X": X}, "arrays": {"X": {"kind": "float", "ndim": 2}}, "min_rows": 40,

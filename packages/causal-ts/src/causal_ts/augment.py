@@ -98,6 +98,12 @@ class CausalityPreservingAugmentor:
             raise ValueError(f"x has window {W}; need W - 1 >= the forecaster lag ({lag})")
         if start is None:
             start = self.rng.integers(N, size=B if self.per_sample else 1)
+        else:
+            arr = np.asarray(start)
+            if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+                raise TypeError(f"start must be an int or an integer array, got {start!r}")
+            if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] not in (1, B)):
+                raise ValueError(f"start must be an int or have shape ({B},); got {arr.shape}")
         c = np.broadcast_to(np.asarray(start, dtype=int), (B,))
         if c.min() < 0 or c.max() >= N:
             raise ValueError(f"start must lie in [0, {N}); got {start}")
@@ -248,6 +254,10 @@ class CausalityDisturbingAugmentor:
         B, W, N = x.shape
         if N != self.graph.shape[0]:
             raise ValueError(f"x has {N} variables; the graph has {self.graph.shape[0]}")
+        if start is not None:
+            start = check_int(start, "start")  # a float or a bool would index silently
+            if not 0 <= start < N:
+                raise ValueError(f"start must lie in [0, {N}); got {start}")
         if self.subgraph == "all":
             nodes, start = np.arange(N), -1
         elif self.subgraph == "random":
