@@ -414,7 +414,33 @@ def _simulator_entries() -> list[dict]:
             "steps": info.steps.tolist(),
         }
 
+    def _preserve(x, start=None, noise_level=0.1, noise_step="last_input", per_sample=False):
+        from causal_ts import CausalityPreservingAugmentor, VARGrangerDiscoverer
+
+        disc = VARGrangerDiscoverer(lag=2).fit(X)
+        aug = CausalityPreservingAugmentor(disc, noise_level=noise_level, noise_step=noise_step,
+                                           per_sample=per_sample, rng=0)  # fmt: skip
+        out = aug(x, start=start)
+        x = np.asarray(x, dtype=float)
+        eff = aug._effects[0] if start == 0 else None
+        forecast = disc.predict_next(x[:, :-1]) if eff is not None and noise_level == 0 else None
+        return {"x_aug": out,
+                "exact": None if forecast is None else bool(
+                    np.allclose(out[:, -1, eff], forecast[:, eff], atol=1e-12)
+                    and np.array_equal(out[:, :-1], x[:, :-1])
+                    and np.array_equal(out[:, -1, ~eff], x[:, -1, ~eff]))}  # fmt: skip
+
     return [
+        {"name": "CausalityPreservingAugmentor", "call": _preserve,
+         "kwargs": {"x": W, "start": 0}, "arrays": {"x": {"kind": "float", "ndim": 3}},
+         "params": {"start": {"type": "int", "bad": [-1, 4]},
+                    "noise_level": {"type": "float", "bad": [-0.1, float("nan")]},
+                    "noise_step": {"type": "str", "bad": ["first"]}},
+         "grid": {"noise_step": ["last"], "per_sample": [True]},
+         "known": [{"kwargs": {"x": W, "start": 0, "noise_level": 0.0},
+                    "check": lambda r: r["exact"] is True,
+                    "why": "without noise only the start variable's effects at the last step "
+                           "change, to the discoverer's forecast from the prefix"}]},
         {"name": "simulate_var", "call": lambda n_vars=4, T=200, sd=0.1, lag=3: simulate_var(
             n_vars=n_vars, T=T, sd=sd, lag=lag, seed=0)[0], "kwargs": {},
          "params": {**sim, "lag": {"type": "int", "bad": [0]}},
