@@ -198,12 +198,60 @@ def _earth_forward(values, solver="rk4"):
         return _earth(solver)(values)
 
 
+_GLT = None
+
+
+def _glt_module():
+    """A GLTGraph on 3 regions with hidden size 4 and a non-zero gate, built once."""
+    global _GLT
+    if _GLT is None:
+        from epi_ode import GLTGraph
+
+        torch.manual_seed(0)
+        _GLT = GLTGraph(3, 4)
+        with torch.no_grad():
+            _GLT.gate_weight.normal_()
+    return _GLT
+
+
+def _glt(z, a_bar):
+    with torch.no_grad():
+        return _glt_module()(z, a_bar)
+
+
+def _glt_closed_form(z, a_bar):
+    """softmax_rows(Abar C + Ahat (1 - C)) written out from the module's weights."""
+    m = _glt_module()
+    with torch.no_grad():
+        p = torch.tanh(m.alpha * (z @ m.w1.weight.T + m.w1.bias))
+        q = torch.tanh(m.alpha * (z @ m.w2.weight.T + m.w2.bias))
+        s = p @ q.transpose(-1, -2)
+        a = torch.relu(torch.tanh(m.alpha * (s - s.transpose(-1, -2))))
+        a = a / a.norm(dim=-2, keepdim=True).clamp_min(1e-12)
+        c = torch.sigmoid(a @ m.gate_weight + m.gate_bias)
+        return torch.softmax(a_bar * c + a * (1 - c), dim=-1)
+
+
 def _module_entries() -> list[dict]:
     """EARTH's forward pass on a batch of windows (B, W, N): determinism, pickling, the shadow
     accelerator with CPU-equal values, bf16. Its control_coeffs validates the values."""
     g = torch.Generator().manual_seed(0)
     values = torch.randn(2, 8, 3, generator=g)
+    z = torch.randn(2, 3, 4, generator=g)
+    a_bar = sym_normalize(torch.ones(3, 3) + torch.eye(3))
     return [
+        {"name": "GLTGraph", "call": _glt, "kwargs": {"z": z, "a_bar": a_bar},
+         "modules": lambda: [_glt_module()],
+         "arrays": {"z": {"kind": "float", "ndim": 3}, "a_bar": {"kind": "float", "ndim": 2}},
+         "rows": [["z"]], "order": "equivariant",
+         "known": [{"kwargs": {"z": z, "a_bar": a_bar},
+                    "check": lambda out: torch.allclose(out, _glt_closed_form(z, a_bar), atol=1e-6)
+                    and torch.allclose(out.sum(-1), torch.ones(2, 3)),
+                    "why": "spec 2.2's construction written out; rows sum to one"},
+                   {"kwargs": {"z": z[:, :2], "a_bar": a_bar}, "raises": ["z"],
+                    "why": "z with 2 regions for a 3-region graph"},
+                   {"kwargs": {"z": z, "a_bar": a_bar[:2]}, "raises": ["a_bar"],
+                    "why": "a_bar of the wrong shape"}]},
         {"name": "EARTH.forward", "call": _earth_forward, "kwargs": {"values": values},
          "modules": lambda: [_earth("rk4"), _earth("euler")],
          "arrays": {"values": {"kind": "float", "ndim": 3, "nan_ok": True}},  # NaN = missing

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -23,6 +26,14 @@ def sym_normalize(A: torch.Tensor) -> torch.Tensor:
     return d[..., :, None] * A * d[..., None, :]
 
 
+def _autocast_on(device_type: str) -> bool:
+    """Whether autocast is on for ``device_type`` (torch < 2.4 takes no argument)."""
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except TypeError:  # pragma: no cover - torch < 2.4
+        return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+
+
 class GLTGraph(nn.Module):
     """Global trend z -> transmission graph A_t (spec §2.2, reference code's construction).
 
@@ -34,14 +45,39 @@ class GLTGraph(nn.Module):
 
     def __init__(self, num_nodes: int, hidden: int, alpha: float = 1.0):
         super().__init__()
-        self.alpha = alpha
+        for name, v in (("num_nodes", num_nodes), ("hidden", hidden)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"{name} must be an int, got {v!r}")
+            if v < 1:
+                raise ValueError(f"{name} must be >= 1, got {v}")
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+            raise TypeError(f"alpha must be a real number, got {alpha!r}")
+        if not 0 < alpha < math.inf:
+            raise ValueError(f"alpha must be positive and finite, got {alpha}")
+        self.num_nodes, self.hidden = int(num_nodes), int(hidden)
+        self.alpha = float(alpha)
         self.w1 = nn.Linear(hidden, hidden)
         self.w2 = nn.Linear(hidden, hidden)
         self.gate_weight = nn.Parameter(torch.zeros(num_nodes, num_nodes))
         self.gate_bias = nn.Parameter(torch.zeros(()))
 
+    def _check_z(self, z: torch.Tensor) -> None:
+        if not isinstance(z, torch.Tensor) or not z.is_floating_point():
+            raise TypeError(
+                f"z must be a floating-point tensor, got {getattr(z, 'dtype', type(z))}"
+            )
+        if z.ndim != 3 or tuple(z.shape[1:]) != (self.num_nodes, self.hidden) or z.shape[0] == 0:
+            raise ValueError(
+                f"z must have shape (B, {self.num_nodes}, {self.hidden}), got {tuple(z.shape)}"
+            )
+        if z.dtype != self.w1.weight.dtype and not _autocast_on(z.device.type):
+            raise TypeError(f"z is {z.dtype} but the module's weights are {self.w1.weight.dtype}")
+        if not bool(torch.isfinite(z).all()):
+            raise ValueError("z contains NaN or inf")
+
     def learned(self, z: torch.Tensor) -> torch.Tensor:
         """Ahat (B, N, N) >= 0 from z (B, N, d)."""
+        self._check_z(z)
         p = torch.tanh(self.alpha * self.w1(z))
         q = torch.tanh(self.alpha * self.w2(z))
         pq = p @ q.transpose(-1, -2)
@@ -49,7 +85,25 @@ class GLTGraph(nn.Module):
         return F.normalize(a, dim=-2)
 
     def forward(self, z: torch.Tensor, a_bar: torch.Tensor) -> torch.Tensor:
-        """A_t (B, N, N), rows summing to one."""
+        """A_t (B, N, N), rows summing to one; ``a_bar`` is (N, N) or (B, N, N)."""
+        self._check_z(z)
+        n = self.num_nodes
+        if not isinstance(a_bar, torch.Tensor) or not a_bar.is_floating_point():
+            raise TypeError(
+                f"a_bar must be a floating-point tensor, got {getattr(a_bar, 'dtype', type(a_bar))}"
+            )
+        if (
+            a_bar.shape[-2:] != (n, n)
+            or a_bar.ndim not in (2, 3)
+            or (a_bar.ndim == 3 and a_bar.shape[0] not in (1, z.shape[0]))
+        ):
+            raise ValueError(
+                f"a_bar must have shape ({n}, {n}) or (B, {n}, {n}), got {tuple(a_bar.shape)}"
+            )
+        if a_bar.device != z.device:
+            raise ValueError(f"a_bar is on {a_bar.device} but z is on {z.device}")
+        if not bool(torch.isfinite(a_bar).all()):
+            raise ValueError("a_bar contains NaN or inf")
         a_hat = self.learned(z)
         gate = torch.sigmoid(a_hat @ self.gate_weight + self.gate_bias)
         return torch.softmax(a_bar * gate + a_hat * (1.0 - gate), dim=-1)
