@@ -96,6 +96,20 @@ def _states(X, leaky=0.0):
     return states_batch(X, _W, leaky=leaky)
 
 
+def _weights(W_in, W_s, W_c, periods=(3, 5)):
+    """States of hand-built weights on a fixed batch (a ReservoirWeights a user assembles)."""
+    from spectral_reservoir import ReservoirWeights
+
+    w = ReservoirWeights(W_in, W_s, W_c, np.asarray(periods))
+    X = np.cos(np.arange(24.0)).reshape(2, 1, 12)
+    return states_batch(X, w)
+
+
+def _weights_like_make():
+    w = make_weights(1, [3, 5], n_reservoir=4, rng=0)
+    return w.W_in, w.W_s, w.W_c
+
+
 _RNG = np.random.default_rng(0)
 _FW = (0.5 * _RNG.standard_normal((4, 1)), 0.3 * _RNG.standard_normal((4, 4)),
       0.3 * _RNG.standard_normal((4, 4)))  # fmt: skip
@@ -291,6 +305,38 @@ def entries() -> list[dict]:
             "rows": [["X"]],
             "order": "equivariant",
             "params": {"leaky": {"type": "float", "bad": [1.0, -0.1]}},
+        },
+        {
+            "name": "ReservoirWeights",
+            "call": _weights,
+            "kwargs": dict(zip(("W_in", "W_s", "W_c"), _weights_like_make(), strict=True)),
+            "arrays": {
+                "W_in": {"kind": "float", "ndim": 2},
+                "W_s": {"kind": "float", "ndim": 3},
+                "W_c": {"kind": "float", "ndim": 4},
+            },
+            "params": {"periods": {"bad": [(), (0, 5), (3,), (2.5, 5)]}},
+            "known": [
+                {
+                    "kwargs": dict(zip(("W_in", "W_s", "W_c"), _weights_like_make(), strict=True)),
+                    "check": lambda S: np.array_equal(
+                        S,
+                        states_batch(
+                            np.cos(np.arange(24.0)).reshape(2, 1, 12),
+                            make_weights(1, [3, 5], n_reservoir=4, rng=0),
+                        ),
+                    ),
+                    "why": "the same arrays give make_weights' states",
+                },
+                {
+                    "kwargs": {
+                        **dict(zip(("W_in", "W_s", "W_c"), _weights_like_make(), strict=True)),
+                        "W_s": np.zeros((3, 4, 4)),
+                    },
+                    "raises": ["W_s"],
+                    "why": "three directions",
+                },
+            ],
         },
         {
             "name": "archive_names",

@@ -46,6 +46,40 @@ class ReservoirWeights:
     W_c: np.ndarray
     periods: np.ndarray
 
+    def __post_init__(self) -> None:
+        # weights a user builds by hand are checked here, once, not inside the state loops
+        arrs = {}
+        for name in ("W_in", "W_s", "W_c"):
+            a = np.asarray(getattr(self, name))
+            if a.dtype.kind not in "fiu" or a.dtype == bool:
+                raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
+            if a.size and not np.isfinite(a).all():
+                raise ValueError(f"{name} contains NaN or inf")
+            arrs[name] = a.astype(np.float64)
+        W_in, W_s, W_c = arrs["W_in"], arrs["W_s"], arrs["W_c"]
+        if W_in.ndim != 2 or W_in.size == 0:
+            raise ValueError(f"W_in must be a non-empty (H, C) array, got shape {W_in.shape}")
+        h = W_in.shape[0]
+        if W_s.ndim != 3 or W_s.shape[0] not in (1, 2) or W_s.shape[1:] != (h, h):
+            raise ValueError(f"W_s must have shape (D, {h}, {h}) with D in (1, 2), got {W_s.shape}")
+        p = np.asarray(self.periods)
+        if p.ndim != 1 or p.size == 0 or p.dtype.kind not in "iu" or (p < 1).any():
+            raise ValueError(
+                f"periods must be a non-empty 1-D array of ints >= 1, got {self.periods!r}"
+            )
+        want = (W_s.shape[0], p.size, h, h)
+        if W_c.shape != want:
+            raise ValueError(
+                f"W_c must have shape {want} (D, P = len(periods), H, H), got {W_c.shape}"
+            )
+        for name, a in (
+            ("W_in", W_in),
+            ("W_s", W_s),
+            ("W_c", W_c),
+            ("periods", p.astype(np.int64)),
+        ):
+            object.__setattr__(self, name, a)
+
 
 def make_weights(
     n_inputs: int,
