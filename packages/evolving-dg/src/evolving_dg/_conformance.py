@@ -162,11 +162,39 @@ def _encode_static(X):
         return _syncnet().encode_static(X)[0]
 
 
+_DOMAINS = [(np.random.default_rng(t).normal(size=(6, 2)).astype(np.float32),
+             np.array([0, 1, 0, 1, 0, 1])) for t in range(5)]  # fmt: skip
+
+
+def _evolving(domains, n_classes=2, n_source=3, n_val=1, n_target=1, name="toy", info=None):
+    """An EvolvingDataset built from user arrays, and its split sizes."""
+    ds = edg.EvolvingDataset(domains, n_classes, name=name, info={} if info is None else info)
+    parts = ds.split(n_source, n_val, n_target)
+    return {
+        "sizes": [len(p) for p in parts],
+        "input_shape": ds.input_shape,
+        "first_target_y": parts[2][0][1].tolist(),
+    }
+
+
 def _more_entries() -> list[dict]:
     """SYNCNet's static encoder, the Table-2 ablation factory and the rotated-digits maker."""
     X = torch.randn(5, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     flags = ("use_mi", "use_static_causal", "use_dynamic_causal")
     return [
+        {"name": "EvolvingDataset", "call": _evolving, "kwargs": {"domains": _DOMAINS},
+         "params": {"n_classes": {"type": "int", "bad": [0, 1]},
+                    "n_source": {"type": "int", "bad": [2, 5]},
+                    "n_val": {"type": "int", "bad": [-1]},
+                    "name": {"type": "str"}},
+         "known": [{"kwargs": {"domains": _DOMAINS},
+                    "check": lambda r: r["sizes"] == [3, 1, 1] and r["input_shape"] == (2,)
+                    and r["first_target_y"] == [0, 1, 0, 1, 0, 1],
+                    "why": "the domains in time order, cut into source / validation / target"},
+                   {"kwargs": {"domains": [*_DOMAINS[:4], (_DOMAINS[4][0][:, :1], _DOMAINS[4][1])]},
+                    "raises": ["domains"], "why": "domains of different input shapes"},
+                   {"kwargs": {"domains": _DOMAINS, "info": []}, "raises": ["info"],
+                    "why": "info is a dict"}]},
         {"name": "SYNCNet.encode_static", "call": _encode_static, "kwargs": {"X": X},
          "modules": lambda: [_syncnet()]},
         {"name": "ablation", "call": lambda variant="B": [

@@ -42,6 +42,16 @@ class EvolvingDataset:
     info: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        nc = self.n_classes
+        if isinstance(nc, bool) or not isinstance(nc, numbers.Integral):
+            raise TypeError(f"n_classes must be an int, got {nc!r}")
+        if nc < 2:
+            raise ValueError(f"n_classes must be >= 2, got {nc}")
+        self.n_classes = int(nc)
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a str, got {self.name!r}")
+        if not isinstance(self.info, dict):
+            raise TypeError(f"info must be a dict, got {type(self.info).__name__}")
         self.domains = check_domains(self.domains, "domains", n_classes=self.n_classes, min_len=1)
 
     @property
@@ -68,7 +78,12 @@ class EvolvingDataset:
         return d[:n_source], d[n_source : n_source + n_val], d[n_source + n_val :]
 
     def default_split(self) -> tuple[list, list, list]:
-        """The benchmark's split (≈ 1/2 : 1/6 : 1/3, spec §1)."""
+        """The benchmark's split (≈ 1/2 : 1/6 : 1/3, spec §1), stored in ``info["split"]``."""
+        if "split" not in self.info:
+            raise ValueError(
+                "this dataset has no default split (info['split'] is not set): call "
+                "split(n_source, n_val, n_target)"
+            )
         return self.split(*self.info["split"])
 
 
