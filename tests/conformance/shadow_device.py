@@ -183,8 +183,13 @@ def shadow_device() -> Iterator[None]:
         original(self, "cpu" if device_type == DEVICE.type else device_type, *args, **kwargs)
 
     torch.autocast.__init__ = init
+    # Module.to(dtype) on shadow parameters would assign ``param.data``, which changes the
+    # wrapper's dtype but not the values behind it: replace the parameters instead
+    overwrite = torch.__future__.get_overwrite_module_params_on_conversion()
+    torch.__future__.set_overwrite_module_params_on_conversion(True)
     try:
         with ShadowDevice(), ShadowData():
             yield
     finally:
         torch.autocast.__init__ = original
+        torch.__future__.set_overwrite_module_params_on_conversion(overwrite)

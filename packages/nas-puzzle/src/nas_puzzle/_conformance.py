@@ -478,8 +478,25 @@ def _contribution(x):
     return npz.channel_contribution(_FFN, x)
 
 
-def _randn(n, seed, dtype=torch.float64):
-    return torch.randn(n, CFG.d_model, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+def _init_ffn(calib, ffn="ffn8", parent=None):
+    """The child FFN initialised from _FFN (width 16) and its delta on fixed hidden states."""
+    variant = npz.BlockConfig.from_name(f"gqa1/{ffn}").ffn
+    child = npz.init_ffn(_FFN if parent is None else parent, variant, calib)
+    ref = next(child.parameters(), _FFN.down_proj.weight)
+    x = _randn(6, 9, device="cpu").view(2, 3, -1).to(device=ref.device, dtype=ref.dtype)
+    with torch.no_grad():
+        return child(x)
+
+
+def _ffn_delta():
+    x = _randn(6, 9).view(2, 3, -1)
+    with torch.no_grad():
+        return _FFN(x)
+
+
+def _randn(n, seed, dtype=torch.float64, device=None):
+    return torch.randn(n, CFG.d_model, dtype=dtype, device=device,
+                       generator=torch.Generator().manual_seed(seed))  # fmt: skip
 
 
 @torch.no_grad()
@@ -517,6 +534,17 @@ def _variant_params(block=None, cfg=CFG):
 def _unit_entries() -> list[dict]:
     blocks = ("gqa1/ffn16", "gqa1/linear", "linear/noop", "noop/ffn8", "noop/noop")
     return [
+        {"name": "init_ffn", "call": _init_ffn, "kwargs": {"calib": _randn(7, 3)},
+         "modules": lambda: [_FFN],
+         "arrays": {"calib": {"kind": "float", "ndim": (1, 2, 3)}}, "rows": [["calib"]],
+         "order": "invariant", "grid": {"ffn": ["linear"]},
+         "known": [{"kwargs": {"calib": _randn(7, 3), "ffn": "ffn16"},
+                    "check": lambda out: torch.allclose(out, _ffn_delta(), atol=1e-12),
+                    "why": "the parent's own width copies the parent"},
+                   {"kwargs": {"calib": _randn(7, 3), "ffn": "noop"},
+                    "check": lambda out: out is None, "why": "a removed FFN adds nothing"},
+                   {"kwargs": {"calib": _randn(7, 3), "parent": object()}, "raises": ["parent"],
+                    "why": "a parent that is not an FFNSubblock"}]},
         {"name": "channel_contribution", "call": _contribution, "kwargs": {"x": _randn(7, 3)},
          "modules": lambda: [_FFN],
          "arrays": {"x": {"kind": "float", "ndim": (1, 2, 3)}}, "rows": [["x"]],

@@ -51,6 +51,8 @@ def channel_contribution(ffn: FFNSubblock, x: Tensor) -> Tensor:
 
 def _new_child(parent, variant, config_cls: type, subblock_cls: type, parent_kind: str, what: str):
     """Check ``variant`` and the parent's kind, build the child and copy the parent's norm into it."""
+    if not isinstance(parent, subblock_cls):
+        raise TypeError(f"parent must be a {subblock_cls.__name__}, got {type(parent).__name__}")
     if not isinstance(variant, config_cls):
         raise TypeError(f"variant must be an {config_cls.__name__}, got {type(variant).__name__}")
     if parent.variant.kind != parent_kind:
@@ -116,7 +118,10 @@ def init_ffn(parent: FFNSubblock, variant: FFNConfig, calib: Tensor | None = Non
     else:
         if calib is None:
             raise ValueError("calib is required to prune FFN channels (Channel Contribution)")
-        score = channel_contribution(parent, calib)
+        try:
+            score = channel_contribution(parent, calib)
+        except (TypeError, ValueError) as e:  # name the argument the caller passed
+            raise type(e)(f"calib: {e}") from None
         keep = torch.topk(score, width).indices.sort().values  # keep the original order
     child.gate_proj.weight.copy_(parent.gate_proj.weight[keep])
     child.up_proj.weight.copy_(parent.up_proj.weight[keep])
