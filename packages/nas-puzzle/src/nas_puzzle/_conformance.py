@@ -488,6 +488,36 @@ def _init_ffn(calib, ffn="ffn8", parent=None):
         return child(x)
 
 
+_ATTN = None
+
+
+def _attn_parent():
+    """A 2-KV-head GQA parent subblock (CFG: 2 query heads of 8), float64, built once."""
+    global _ATTN
+    if _ATTN is None:
+        from nas_puzzle.model import AttentionSubblock
+
+        torch.manual_seed(1)
+        variant = npz.BlockConfig.from_name("gqa2/ffn16").attention
+        _ATTN = AttentionSubblock(CFG, variant).double().eval()
+    return _ATTN
+
+
+def _attn_delta(module, t):
+    from nas_puzzle.model import rope_tables
+
+    x = _randn(2 * t, 5).view(2, t, -1)
+    cos, sin = rope_tables(CFG)
+    with torch.no_grad():
+        return module(x, cos[:t].double(), sin[:t].double())[0]
+
+
+def _init_attn(attn="gqa1", t=3, parent=None):
+    """The child attention initialised from the parent and its delta on t tokens."""
+    variant = npz.BlockConfig.from_name(f"{attn}/ffn16").attention
+    return _attn_delta(npz.init_attention(_attn_parent() if parent is None else parent, variant), t)
+
+
 def _ffn_delta():
     x = _randn(6, 9).view(2, 3, -1)
     with torch.no_grad():
@@ -534,6 +564,18 @@ def _variant_params(block=None, cfg=CFG):
 def _unit_entries() -> list[dict]:
     blocks = ("gqa1/ffn16", "gqa1/linear", "linear/noop", "noop/ffn8", "noop/noop")
     return [
+        {"name": "init_attention", "call": _init_attn, "kwargs": {},
+         "grid": {"attn": ["linear", "noop"]},
+         "known": [{"kwargs": {"attn": "gqa2"},
+                    "check": lambda out: torch.allclose(out, _attn_delta(_attn_parent(), 3),
+                                                        atol=1e-12),
+                    "why": "the parent's own KV heads copy the parent"},
+                   {"kwargs": {"attn": "linear", "t": 1},
+                    "check": lambda out: torch.allclose(out, _attn_delta(_attn_parent(), 1),
+                                                        atol=1e-12),
+                    "why": "W_o W_v is exact attention when a token sees only itself (App. A)"},
+                   {"kwargs": {"parent": object()}, "raises": ["parent"],
+                    "why": "a parent that is not an AttentionSubblock"}]},
         {"name": "init_ffn", "call": _init_ffn, "kwargs": {"calib": _randn(7, 3)},
          "modules": lambda: [_FFN],
          "arrays": {"calib": {"kind": "float", "ndim": (1, 2, 3)}}, "rows": [["calib"]],

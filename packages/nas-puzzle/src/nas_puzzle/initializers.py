@@ -68,8 +68,8 @@ def _new_child(parent, variant, config_cls: type, subblock_cls: type, parent_kin
 @torch.no_grad()
 def init_attention(parent: AttentionSubblock, variant: AttentionConfig) -> AttentionSubblock:
     """Initialize an attention variant from the parent's attention subblock (no data needed)."""
-    cfg: DecoderConfig = parent.cfg
     child = _new_child(parent, variant, AttentionConfig, AttentionSubblock, "gqa", "GQA attention")
+    cfg: DecoderConfig = parent.cfg
     if variant.kind == "noop":
         return child
     hd, nq, nkv_p = cfg.head_dim, cfg.n_heads, parent.variant.n_kv_heads
