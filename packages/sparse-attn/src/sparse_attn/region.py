@@ -305,7 +305,7 @@ def region_attention(
         # region's log-mass
         est = torch.cat(ranks, dim=-2)
         bias = est - est.detach()
-    out, total = _region_major(q, k, v, sel, table, valid, tau, bias)
+    out, total = _region_major_blocks(q, k, v, sel, table, valid, tau, bias)
     if not return_stats:
         return out
     bound = torch.cat(bounds, dim=-2)
@@ -444,6 +444,34 @@ def _tile_size(mean_pairs: int, rmax: int) -> int:
     return min(256, max(16, rmax, 1 << (half.bit_length() - 1)))
 
 
+# queries per block of the region-major pass: the (query, region) pair buffers (gathered
+# queries, per-pair outputs and log-sum-exps) exist for one block at a time, so the forward's
+# memory stays O(block * k * D) on top of the inputs instead of O(N * k * D)
+_QUERY_BLOCK = 4096
+
+
+def _region_major_blocks(q, k, v, sel, table, valid, tau, bias=None):
+    """:func:`_region_major` over blocks of queries (each query's output depends only on its
+    own selection, so the blocks are independent); the region-major keys are gathered once."""
+    n = q.shape[-2]
+    if n <= _QUERY_BLOCK:
+        return _region_major(q, k, v, sel, table, valid, tau, bias)
+    bsz, h = q.shape[:2]
+    m, rmax = table.shape
+    kr = k[..., table, :].reshape(bsz * h * m, rmax, k.shape[-1])
+    vr = v[..., table, :].reshape(bsz * h * m, rmax, v.shape[-1])
+    outs, totals = [], []
+    for a in range(0, n, _QUERY_BLOCK):
+        b = min(a + _QUERY_BLOCK, n)
+        o, t = _region_major(
+            q[..., a:b, :], k, v, sel[..., a:b, :], table, valid, tau,
+            None if bias is None else bias[..., a:b, :], regions=(kr, vr),
+        )  # fmt: skip
+        outs.append(o)
+        totals.append(t)
+    return torch.cat(outs, dim=-2), torch.cat(totals, dim=-1)
+
+
 def _region_major(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -453,17 +481,22 @@ def _region_major(
     valid: torch.Tensor,
     tau: float,
     bias: torch.Tensor | None = None,
+    regions: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention of each query over its selected regions, evaluated region by region.
 
+    ``regions`` are the region-major keys and values (B H M, Rmax, D) when already gathered.
     Returns the output (B, H, N, Dv) and the row log-sum-exp (B, H, N) of the selected logits.
     """
     bsz, h, n, kk = sel.shape
     m, rmax = table.shape
     d, dv = q.shape[-1], v.shape[-1]
     tiles = _make_tiles(sel, m, _tile_size(n * kk // m, rmax))
-    kr = k[..., table, :].reshape(bsz * h * m, rmax, d)  # region-major keys, one gather
-    vr = v[..., table, :].reshape(bsz * h * m, rmax, dv)
+    if regions is None:
+        kr = k[..., table, :].reshape(bsz * h * m, rmax, d)  # region-major keys, one gather
+        vr = v[..., table, :].reshape(bsz * h * m, rmax, dv)
+    else:
+        kr, vr = regions
     full = bool(valid.all())
     q_flat = q.reshape(bsz * h * n, d)
     flat_bias = None if bias is None else bias.reshape(-1)
