@@ -474,13 +474,38 @@ def _unet_forward(x, t):
         return _unet()(x, t)
 
 
+_LIMITS_FIT = np.array([[0.0, 10.0, 5.0], [2.0, 30.0, 5.0], [1.0, 20.0, 5.0]])
+
+
+def _limits(x, inverse=False):
+    """A LimitsNormalizer fitted on three rows (the last feature constant) applied to x."""
+    from lomap_planner import LimitsNormalizer
+
+    norm = LimitsNormalizer(_LIMITS_FIT)
+    return norm.unnormalize(x) if inverse else norm.normalize(x)
+
+
 def _more_entries(windows, x, data) -> list[dict]:
     """local_pca (both rank rules), the windows and the U-Net's forward pass."""
     from lomap_planner import local_pca
 
     g = torch.Generator().manual_seed(0)
     nbrs = torch.as_tensor(windows[:30].reshape(3, 10, -1), dtype=torch.float64)
+    probe = np.array([[0.5, 15.0, 5.0], [1.5, 25.0, 6.0]])
     return [
+        {"name": "LimitsNormalizer", "call": _limits, "kwargs": {"x": probe},
+         "arrays": {"x": {"kind": "float", "ndim": (1, 2, 3)}}, "rows": [["x"]],
+         "order": "equivariant", "grid": {"inverse": [True]},
+         "known": [{"kwargs": {"x": _LIMITS_FIT},
+                    "check": lambda z: np.allclose(z[:, :2], [[-1, -1], [1, 1], [0, 0]])
+                    and np.allclose(z[:, 2], -1),
+                    "why": "each feature's min and max map to -1 and 1; a constant feature to -1"},
+                   {"kwargs": {"x": torch.tensor(probe)},
+                    "check": lambda z: torch.allclose(_limits(z, inverse=True),
+                                                      torch.tensor(probe)),
+                    "why": "unnormalize inverts normalize, as a tensor of the input's dtype"},
+                   {"kwargs": {"x": probe[:, :1]}, "raises": ["x"],
+                    "why": "one feature would broadcast over three"}]},
         {"name": "local_pca", "call": lambda samples, tau=0.9, batch_rank=False: local_pca(
             samples, tau, batch_rank=batch_rank)[1],
          "kwargs": {"samples": nbrs}, "arrays": {"samples": {"kind": "float", "ndim": 3}},

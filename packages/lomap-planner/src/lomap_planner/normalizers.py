@@ -30,7 +30,7 @@ class LimitsNormalizer:
         self.scale = np.where(self.maxs > self.mins, self.maxs - self.mins, 1.0)
 
     def normalize(self, x: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
-        """``2 (x - min) / (max - min) - 1``, same type as the input."""
+        """``2 (x - min) / (max - min) - 1``, same type as the input (shape (..., dim))."""
         mins, scale = self._like(x)
         return 2.0 * (x - mins) / scale - 1.0
 
@@ -40,7 +40,22 @@ class LimitsNormalizer:
         return (x + 1.0) / 2.0 * scale + mins
 
     def _like(self, x: np.ndarray | torch.Tensor) -> tuple:
+        dim = self.mins.shape[0]
+        shape = tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+        if len(shape) < 1 or shape[-1] != dim:  # a size-1 last axis would broadcast silently
+            raise ValueError(f"x must have shape (..., {dim}), got {shape}")
+        if 0 in shape:
+            raise ValueError(f"x is empty (shape {shape})")
         if isinstance(x, torch.Tensor):
+            if not x.is_floating_point():
+                raise TypeError(f"x must be a floating-point tensor, got {x.dtype}")
+            if not bool(torch.isfinite(x).all()):
+                raise ValueError("x contains NaN or inf")
             kw = {"dtype": x.dtype, "device": x.device}
             return torch.as_tensor(self.mins, **kw), torch.as_tensor(self.scale, **kw)
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "fiu":
+            raise TypeError(f"x must hold real numbers, got dtype {arr.dtype}")
+        if not np.isfinite(arr).all():
+            raise ValueError("x contains NaN or inf")
         return self.mins, self.scale
