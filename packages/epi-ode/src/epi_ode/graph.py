@@ -9,6 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from epi_ode.validation import check_int
+
 __all__ = ["GLTGraph", "sym_normalize"]
 
 
@@ -45,11 +47,7 @@ class GLTGraph(nn.Module):
 
     def __init__(self, num_nodes: int, hidden: int, alpha: float = 1.0):
         super().__init__()
-        for name, v in (("num_nodes", num_nodes), ("hidden", hidden)):
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                raise TypeError(f"{name} must be an int, got {v!r}")
-            if v < 1:
-                raise ValueError(f"{name} must be >= 1, got {v}")
+        num_nodes, hidden = check_int(num_nodes, "num_nodes", 1), check_int(hidden, "hidden", 1)
         if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
             raise TypeError(f"alpha must be a real number, got {alpha!r}")
         if not 0 < alpha < math.inf:
