@@ -102,6 +102,65 @@ def _decoded(x, kind="cca"):
     return torch.cat(out, 1)
 
 
+_CACHES = {"dense": ("DenseKVCache", {}), "sink": ("SinkWindowKVCache", {"num_sink": 2, "window": 5}),
+           "cca": ("CCAKVCache", {"group_size": 3, "local_window": 4})}  # fmt: skip
+
+
+def _cached(q, k, v, kind="dense", prefill=7, layer=0):
+    """Prefill ``prefill`` tokens into a KV cache, then decode the rest one token at a time."""
+    import sparse_attn as sa
+
+    name, kw = _CACHES[kind]
+    cache = getattr(sa, name)(2, **kw)
+    outs = [cache.attend(layer, q[..., :prefill, :], k[..., :prefill, :], v[..., :prefill, :])]
+    for t in range(prefill, q.shape[-2]):
+        outs.append(cache.attend(layer, q[..., t : t + 1, :], k[..., t : t + 1, :],
+                                 v[..., t : t + 1, :]))  # fmt: skip
+    return torch.cat(outs, dim=-2)
+
+
+def _full(q, k, v, kind):
+    """What the cached decode must equal: the whole sequence in one call."""
+    import torch.nn.functional as F
+
+    from sparse_attn import cca_attention
+
+    kv = (
+        k.repeat_interleave(q.shape[1] // k.shape[1], 1),
+        v.repeat_interleave(q.shape[1] // k.shape[1], 1),
+    )
+    if kind == "dense":
+        return F.scaled_dot_product_attention(q, *kv, is_causal=True)
+    if kind == "cca":
+        return cca_attention(q, k, v, group_size=3, local_window=4, enable_gqa=True,
+                             backend="reference")  # fmt: skip
+    n = q.shape[-2]
+    t, u = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    mask = (u <= t) & ((u < 2) | (u > t - 5))  # 2 sinks + the last 5 tokens
+    return F.scaled_dot_product_attention(q, *kv, attn_mask=mask)
+
+
+def _cache_entries() -> list[dict]:
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(1, 4, 20, 8, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(1, 2, 20, 8, generator=g, dtype=torch.float64) for _ in range(2))
+    out = []
+    for kind, (name, _) in _CACHES.items():
+        out.append(
+            {"name": name, "call": functools.partial(_cached, kind=kind),
+             "kwargs": {"q": q, "k": k, "v": v},
+             "arrays": {x: {"kind": "float", "ndim": 4} for x in "qkv"},
+             "params": {"layer": {"type": "int", "bad": [-1, 2]}},
+             "known": [{"kwargs": {"q": q, "k": k, "v": v},
+                        "check": functools.partial(
+                            lambda o, kind: torch.allclose(o, _full(q, k, v, kind), atol=1e-10),
+                            kind=kind),
+                        "why": "prefill then token-by-token decode equals the whole sequence"},
+                       {"kwargs": {"q": q, "k": k, "v": v, "layer": True}, "raises": ["layer"],
+                        "why": "a bool is not a layer index"}]})  # fmt: skip
+    return out
+
+
 def entries() -> list[dict]:
     q, k, v = _qkv()
     qkv = {"q": q, "k": k, "v": v}
@@ -248,7 +307,7 @@ def entries() -> list[dict]:
              np.arange(4), np.arange(3), indexing="ij"), -1).reshape(-1, 2).tolist(),
          "corrupt": [("truncate", _truncate_h5), "empty"]},
     ]  # fmt: skip
-    return [*out, *_module_entries(feats, coords), *_selected_entries()]
+    return [*out, *_module_entries(feats, coords), *_selected_entries(), *_cache_entries()]
 
 
 _MIL = ("ABMIL", "MeanPoolMIL", "TransMILStyle")

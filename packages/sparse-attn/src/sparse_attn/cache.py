@@ -228,9 +228,10 @@ class _WindowLayer:
             )  # fmt: skip
         else:
             first = self.seen - len(self.k)  # absolute position of the first windowed key
+            dev = q.device  # built where the queries are: no host-to-device copy per step
             pos = torch.cat(
-                [torch.arange(n_sink), torch.arange(first, self.seen)]
-            ).to(q.device)  # fmt: skip
+                [torch.arange(n_sink, device=dev), torch.arange(first, self.seen, device=dev)]
+            )
             t = torch.arange(start, self.seen, device=q.device)[:, None]
             mask = pos[None, :] <= t
             if self.window is not None:
@@ -333,8 +334,11 @@ class KVCache:
         torch.Tensor
             (B, Hq, Lnew, Dv), equal to the new rows of a full forward.
         """
+        if isinstance(layer, bool) or not isinstance(layer, numbers.Integral):
+            raise TypeError(f"layer must be an int, got {layer!r}")  # True would read as layer 1
         if not 0 <= layer < len(self.layers):
             raise ValueError(f"layer must be in [0, {len(self.layers)}), got {layer}")
+        layer = int(layer)
         check_qkv(q, k, v, enable_gqa=enable_gqa)
         # what the layer already stores fixes the batch, KV heads, head sizes, dtype and device
         sig = (k.shape[0], k.shape[1], k.shape[-1], v.shape[-1], k.dtype, k.device)
