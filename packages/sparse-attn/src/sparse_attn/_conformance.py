@@ -140,11 +140,46 @@ def _full(q, k, v, kind):
     return F.scaled_dot_product_attention(q, *kv, attn_mask=mask)
 
 
+def _tiny_config(**kw):
+    """The parameter count of a TinyLlama built from the config."""
+    import sparse_attn as sa
+
+    base = {"vocab_size": 32, "hidden_size": 16, "num_layers": 1, "num_heads": 4, "num_kv_heads": 2}
+    model = sa.TinyLlama(sa.TinyLlamaConfig(**{**base, **kw}))
+    return {"n_params": sum(p.numel() for p in model.parameters())}
+
+
 def _cache_entries() -> list[dict]:
     g = torch.Generator().manual_seed(3)
     q = torch.randn(1, 4, 20, 8, generator=g, dtype=torch.float64)
     k, v = (torch.randn(1, 2, 20, 8, generator=g, dtype=torch.float64) for _ in range(2))
-    out = []
+    out = [
+        {
+            "name": "TinyLlamaConfig",
+            "call": _tiny_config,
+            "kwargs": {},
+            "params": {
+                "hidden_size": {"type": "int", "bad": [0, 18], "good": 16},
+                "num_kv_heads": {"type": "int", "bad": [0, 3], "good": 2},
+                "intermediate_size": {"type": "int", "bad": [0], "good": 24},
+                "rope_theta": {
+                    "type": "float",
+                    "bad": [0.0, float("nan"), float("inf")],
+                    "good": 500.0,
+                },
+            },
+            "known": [
+                {
+                    "kwargs": {"intermediate_size": 24},
+                    "check": lambda r: (
+                        r["n_params"]
+                        == 2 * 32 * 16 + 16 + 16 * 16 + 2 * 16 * 8 + 16 * 16 + 16 + 3 * 16 * 24 + 16
+                    ),
+                    "why": "embedding, head, q/k/v/o, two norms and a SwiGLU of width 24 (GQA 4/2)",
+                }
+            ],
+        },
+    ]
     for kind, (name, _) in _CACHES.items():
         out.append(
             {"name": name, "call": functools.partial(_cached, kind=kind),

@@ -7,6 +7,8 @@ pretrained LLM, then fine-tune briefly"): it changes only the attention kernel o
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -41,6 +43,27 @@ class TinyLlamaConfig:
     num_kv_heads: int = 2
     intermediate_size: int | None = None
     rope_theta: float = 10000.0
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads"):
+            check_positive_int(getattr(self, name), name)
+        if self.intermediate_size is not None:
+            check_positive_int(self.intermediate_size, "intermediate_size")
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"hidden_size {self.hidden_size} must be a multiple of num_heads {self.num_heads}"
+            )
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_heads {self.num_heads} must be a multiple of num_kv_heads {self.num_kv_heads}"
+            )
+        theta = self.rope_theta
+        if (
+            isinstance(theta, bool)
+            or not isinstance(theta, numbers.Real)
+            or not 0 < theta < math.inf
+        ):
+            raise ValueError(f"rope_theta must be a positive finite number, got {theta!r}")
 
 
 class _Block(nn.Module):
