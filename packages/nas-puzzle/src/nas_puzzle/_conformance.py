@@ -6,6 +6,7 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 
 import numpy as np
@@ -347,6 +348,7 @@ def entries() -> list[dict]:
          "params": {"seed": {"type": "int", "bad": [True]}}},
         *_mip_entries(),
         *_unit_entries(),
+        *_config_entries(),
         *_data_entries(corpus[1]),
     ]  # fmt: skip
 
@@ -689,4 +691,68 @@ def _data_entries(tokens) -> list[dict]:
                     "why": "another seed, other windows"},
                    {"kwargs": {"data": tokens[:8]}, "raises": ["seq_len"], "check": None,
                     "why": "8 tokens cannot hold one 9-token window"}]},
+    ]  # fmt: skip
+
+
+def _fields(cls, **kw):
+    """A config built from keyword arguments, as the plain dict of its (normalised) fields."""
+    cfg = cls(**kw)
+    return {"name": cfg.name} if cls is npz.BlockConfig else dataclasses.asdict(cfg)
+
+
+def _block(**kw):
+    return _fields(npz.BlockConfig, **kw)
+
+
+def _config_entries() -> list[dict]:
+    dec = {"vocab_size": 32, "d_model": 16, "n_layers": 2, "n_heads": 2, "n_kv_heads": 1}
+    ints = {k: {"type": "int", "bad": [0, -1], "good": v} for k, v in dec.items()}
+    ints["n_kv_heads"]["bad"] = [0, 3]
+    pos = {"type": "float", "bad": [0.0, -1.0, float("nan"), float("inf")]}
+    return [
+        {"name": "DecoderConfig", "call": functools.partial(_fields, npz.DecoderConfig),
+         "kwargs": dec,
+         "params": {**ints, "head_dim": {"type": "int", "bad": [0, 5], "good": 8},
+                    "ffn_intermediate": {"type": "int", "bad": [0], "good": 32},
+                    "max_seq_len": {"type": "int", "bad": [0], "good": 16},
+                    "rope_theta": {**pos, "good": 500.0}, "norm_eps": {**pos, "good": 1e-6},
+                    "tie_embeddings": {"bad": ["yes", 1]}},
+         "known": [{"kwargs": dec, "check": lambda f: f["head_dim"] == 8,
+                    "why": "head_dim defaults to d_model // n_heads"},
+                   {"kwargs": {**dec, "n_heads": 3, "n_kv_heads": 3}, "raises": ["n_heads"],
+                    "check": None, "why": "16 is not divisible by 3 heads and no head_dim"},
+                   {"kwargs": {**dec, "n_heads": 3, "n_kv_heads": 3, "head_dim": 4},
+                    "check": lambda f: f["head_dim"] == 4,
+                    "why": "an explicit head_dim lifts the divisibility rule"}]},
+        {"name": "AttentionConfig", "call": functools.partial(_fields, npz.AttentionConfig),
+         "kwargs": {"kind": "gqa", "n_kv_heads": 2},
+         "params": {"kind": {"bad": ["mha", "GQA"]},
+                    "n_kv_heads": {"type": "int", "bad": [0, -2], "good": 2}},
+         "known": [{"kwargs": {"kind": "gqa", "n_kv_heads": None}, "raises": ["n_kv_heads"], "check": None,
+                    "why": "grouped-query attention needs its number of KV heads"},
+                   {"kwargs": {"kind": "linear", "n_kv_heads": 2}, "raises": ["n_kv_heads"],
+                    "check": None, "why": "a linear subblock has no KV heads"},
+                   {"kwargs": {"kind": "gqa", "n_kv_heads": 4},
+                    "check": lambda f: npz.AttentionConfig.from_name("gqa4")
+                    == npz.AttentionConfig(**f),
+                    "why": "the short name parses back to the same config"}]},
+        {"name": "FFNConfig", "call": functools.partial(_fields, npz.FFNConfig),
+         "kwargs": {"kind": "swiglu", "intermediate": 16},
+         "params": {"kind": {"bad": ["gelu", "SwiGLU"]},
+                    "intermediate": {"type": "int", "bad": [0, -16], "good": 16}},
+         "known": [{"kwargs": {"kind": "swiglu", "intermediate": None}, "raises": ["intermediate"], "check": None,
+                    "why": "a SwiGLU needs its width"},
+                   {"kwargs": {"kind": "noop", "intermediate": 8}, "raises": ["intermediate"],
+                    "check": None, "why": "a skipped FFN has no width"},
+                   {"kwargs": {"kind": "swiglu", "intermediate": 24},
+                    "check": lambda f: npz.FFNConfig.from_name("ffn24") == npz.FFNConfig(**f),
+                    "why": "the short name parses back to the same config"}]},
+        {"name": "BlockConfig", "call": _block,
+         "kwargs": {"attention": npz.AttentionConfig("gqa", 2), "ffn": npz.FFNConfig("noop")},
+         "params": {"attention": {"bad": ["gqa2", None]}, "ffn": {"bad": ["ffn16", None]}},
+         "known": [{"kwargs": {"attention": npz.AttentionConfig("linear"),
+                               "ffn": npz.FFNConfig("swiglu", 8)},
+                    "check": lambda f: f["name"] == "linear/ffn8"
+                    and npz.BlockConfig.from_name("linear/ffn8").name == "linear/ffn8",
+                    "why": "name and from_name are inverse"}]},
     ]  # fmt: skip

@@ -7,7 +7,11 @@ as dictionary keys and compared by value.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
+
+import numpy as np
 
 __all__ = ["AttentionConfig", "BlockConfig", "DecoderConfig", "FFNConfig"]
 
@@ -15,11 +19,26 @@ _ATTN_KINDS = ("gqa", "linear", "noop")
 _FFN_KINDS = ("swiglu", "linear", "noop")
 
 
-def _check_positive_int(value: object, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
+def _check_positive_int(value: object, name: str) -> int:
+    # numpy integers from a sweep are ints too; bools are not
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value <= 0:
         raise ValueError(f"{name} must be positive, got {value}")
+    return int(value)
+
+
+def _set_int(obj: object, name: str) -> None:
+    """Validate a positive-int field of a frozen dataclass and store it as a Python int."""
+    object.__setattr__(obj, name, _check_positive_int(getattr(obj, name), name))
+
+
+def _check_positive_float(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not 0 < value < math.inf:
+        raise ValueError(f"{name} must be positive and finite, got {value}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -66,9 +85,9 @@ class DecoderConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads"):
-            _check_positive_int(getattr(self, name), name)
+            _set_int(self, name)
         for name in ("ffn_intermediate", "max_seq_len"):
-            _check_positive_int(getattr(self, name), name)
+            _set_int(self, name)
         if self.head_dim is None:
             if self.d_model % self.n_heads:
                 raise ValueError(
@@ -76,17 +95,20 @@ class DecoderConfig:
                     "pass head_dim explicitly"
                 )
             object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
-        _check_positive_int(self.head_dim, "head_dim")
+        _set_int(self, "head_dim")
         if self.head_dim % 2:
             raise ValueError(f"head_dim must be even for RoPE, got {self.head_dim}")
         if self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"n_heads={self.n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}"
             )
-        if not self.rope_theta > 0:
-            raise ValueError(f"rope_theta must be positive, got {self.rope_theta}")
-        if not self.norm_eps > 0:
-            raise ValueError(f"norm_eps must be positive, got {self.norm_eps}")
+        for name in ("rope_theta", "norm_eps"):
+            object.__setattr__(self, name, _check_positive_float(getattr(self, name), name))
+        if not isinstance(self.tie_embeddings, (bool, np.bool_)):
+            raise TypeError(
+                f"tie_embeddings must be a bool, got {type(self.tie_embeddings).__name__}"
+            )
+        object.__setattr__(self, "tie_embeddings", bool(self.tie_embeddings))
 
     @property
     def parent_attention(self) -> AttentionConfig:
@@ -129,7 +151,7 @@ class AttentionConfig:
         if self.kind == "gqa":
             if self.n_kv_heads is None:
                 raise ValueError("n_kv_heads is required for kind='gqa'")
-            _check_positive_int(self.n_kv_heads, "n_kv_heads")
+            _set_int(self, "n_kv_heads")
         elif self.n_kv_heads is not None:
             raise ValueError(f"n_kv_heads must be None for kind={self.kind!r}")
 
@@ -171,7 +193,7 @@ class FFNConfig:
         if self.kind == "swiglu":
             if self.intermediate is None:
                 raise ValueError("intermediate is required for kind='swiglu'")
-            _check_positive_int(self.intermediate, "intermediate")
+            _set_int(self, "intermediate")
         elif self.intermediate is not None:
             raise ValueError(f"intermediate must be None for kind={self.kind!r}")
 
