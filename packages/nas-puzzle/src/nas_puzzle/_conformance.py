@@ -349,6 +349,7 @@ def entries() -> list[dict]:
         *_mip_entries(),
         *_unit_entries(),
         *_config_entries(),
+        *_budget_entries(),
         *_data_entries(corpus[1]),
     ]  # fmt: skip
 
@@ -755,4 +756,68 @@ def _config_entries() -> list[dict]:
                     "check": lambda f: f["name"] == "linear/ffn8"
                     and npz.BlockConfig.from_name("linear/ffn8").name == "linear/ffn8",
                     "why": "name and from_name are inverse"}]},
+    ]  # fmt: skip
+
+
+def _scenario(**kw):
+    sc = npz.Scenario(**kw)
+    return {"batch_sizes": list(sc.batch_sizes), "seq_len": sc.seq_len,
+            "tokens_per_sequence": sc.tokens_per_sequence, "bytes": sc.bytes_per_element}  # fmt: skip
+
+
+def _roofline(**kw):
+    """Analytic runtime of two blocks under the given roofline constants, shape (L, 2)."""
+    blocks = [npz.BlockConfig.from_name("gqa1/ffn16"), npz.BlockConfig.from_name("linear/noop")]
+    scen = npz.Scenario((1, 2), prefill_len=4, decode_len=4)
+    table = npz.estimate(blocks, CFG, scen, roofline=npz.RooflineModel(**kw))
+    return np.stack([table.runtime_s(1), table.runtime_s(2)])
+
+
+def _constraints(**kw):
+    c = npz.Constraints(**kw)
+    return {k: v for k, v in dataclasses.asdict(c).items() if k != "extra"} | dict(c.extra)
+
+
+def _budget_entries() -> list[dict]:
+    pos = [0.0, -1.0, float("nan"), float("inf")]
+    rl = {"peak_flops": 1e9, "mem_bandwidth": 1e8, "op_overhead_s": 1e-6}
+    return [
+        {"name": "Scenario", "call": _scenario,
+         "kwargs": {"batch_sizes": (1, 4), "prefill_len": 6, "decode_len": 2},
+         "params": {"batch_sizes": {"bad": [(), (1, 1), (0, 2), (1.5,), "14", (True,)]},
+                    "prefill_len": {"type": "int", "bad": [0, 1.5], "good": 6},
+                    "decode_len": {"type": "int", "bad": [-1, 2.0], "good": 2},
+                    "dtype": {"bad": ["fp16", "int8"]},
+                    "throughput_tokens": {"bad": ["all"]}},
+         "known": [{"kwargs": {"batch_sizes": [np.int64(2), 8], "prefill_len": 6, "decode_len": 2,
+                               "throughput_tokens": "generated", "dtype": "bfloat16"},
+                    "check": lambda r: r == {"batch_sizes": [2, 8], "seq_len": 8,
+                                             "tokens_per_sequence": 2, "bytes": 2},
+                    "why": "numpy batch sizes kept as ints; only generated tokens counted"},
+                   {"kwargs": {"batch_sizes": (1,), "prefill_len": 6, "decode_len": 0},
+                    "check": lambda r: r["tokens_per_sequence"] == 6,
+                    "why": "a prefill-only scenario counts its prompt tokens"}]},
+        {"name": "RooflineModel", "call": _roofline, "kwargs": rl,
+         "params": {"peak_flops": {"type": "float", "bad": pos},
+                    "mem_bandwidth": {"type": "float", "bad": pos},
+                    "op_overhead_s": {"type": "float", "bad": [-1e-6, float("nan"), float("inf")]}},
+         "known": [{"kwargs": {"peak_flops": 2e9, "mem_bandwidth": 2e8, "op_overhead_s": 0.0},
+                    "check": lambda r: np.allclose(
+                        2 * r, _roofline(peak_flops=1e9, mem_bandwidth=1e8, op_overhead_s=0.0),
+                        rtol=1e-12),
+                    "why": "twice the compute and bandwidth halve every roofline time"},
+                   {"kwargs": {**rl, "peak_flops": "1e9"}, "raises": ["peak_flops"],
+                    "check": None, "why": "a string, not a number"}]},
+        {"name": "Constraints", "call": _constraints,
+         "kwargs": {"memory_max_bytes": 1e6, "latency_max_s": 0.5},
+         "params": {"memory_max_bytes": {"type": "float", "bad": pos, "good": 1e6},
+                    "throughput_min_tok_s": {"type": "float", "bad": pos, "good": 10.0},
+                    "latency_max_s": {"type": "float", "bad": pos, "good": 0.5},
+                    "extra": {"bad": [{"flops": (0, 1)}, {"num_params": (5, 1)},
+                                      {"num_params": (True, None)}, {"kv_bytes": 3},
+                                      [("num_params", (0, 1))]]}},
+         "known": [{"kwargs": {"memory_max_bytes": None, "extra": {"num_params": (None, 1e5)}},
+                    "check": lambda r: r["memory_max_bytes"] is None
+                    and r["num_params"] == (None, 1e5),
+                    "why": "None leaves a budget open; one-sided extra ranges are kept"}]},
     ]  # fmt: skip

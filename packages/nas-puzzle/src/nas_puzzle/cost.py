@@ -33,6 +33,8 @@ them from each budget and adds them back to totals (as Puzzletron does).
 from __future__ import annotations
 
 import itertools
+import math
+import numbers
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,7 +43,14 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from nas_puzzle.config import AttentionConfig, BlockConfig, DecoderConfig, FFNConfig
+from nas_puzzle.config import (
+    AttentionConfig,
+    BlockConfig,
+    DecoderConfig,
+    FFNConfig,
+    _check_positive_float,
+    _check_positive_int,
+)
 from nas_puzzle.model import AttentionSubblock, FFNSubblock, HeteroDecoder, rope_tables
 
 __all__ = [
@@ -83,19 +92,29 @@ class Scenario:
     throughput_tokens: str = "total"
 
     def __post_init__(self) -> None:
-        bs = tuple(self.batch_sizes)
-        if not bs or any(isinstance(b, bool) or not isinstance(b, int) or b <= 0 for b in bs):
-            raise ValueError(f"batch_sizes must be positive ints, got {self.batch_sizes}")
+        if isinstance(self.batch_sizes, (str, bytes)) or not isinstance(self.batch_sizes, Sequence):
+            raise TypeError(f"batch_sizes must be a sequence of ints, got {self.batch_sizes!r}")
+        bs = tuple(_check_positive_int(b, "batch_sizes") for b in self.batch_sizes)
+        if not bs:
+            raise ValueError("batch_sizes must list at least one batch size")
         if len(set(bs)) != len(bs):
             raise ValueError(f"batch_sizes has duplicates: {bs}")
         object.__setattr__(self, "batch_sizes", bs)
-        if self.prefill_len <= 0:
-            raise ValueError(f"prefill_len must be positive, got {self.prefill_len}")
-        if self.decode_len < 0:
-            raise ValueError(f"decode_len must be >= 0, got {self.decode_len}")
-        if self.dtype not in _DTYPE_BYTES:
+        object.__setattr__(
+            self, "prefill_len", _check_positive_int(self.prefill_len, "prefill_len")
+        )
+        d = self.decode_len
+        if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+            raise TypeError(f"decode_len must be an int, got {type(d).__name__}")
+        if d < 0:
+            raise ValueError(f"decode_len must be >= 0, got {d}")
+        object.__setattr__(self, "decode_len", int(d))
+        if not isinstance(self.dtype, str) or self.dtype not in _DTYPE_BYTES:
             raise ValueError(f"dtype must be one of {sorted(_DTYPE_BYTES)}, got {self.dtype!r}")
-        if self.throughput_tokens not in ("total", "generated"):
+        if not isinstance(self.throughput_tokens, str) or self.throughput_tokens not in (
+            "total",
+            "generated",
+        ):
             raise ValueError(
                 f"throughput_tokens must be 'total' or 'generated', got {self.throughput_tokens!r}"
             )
@@ -129,10 +148,13 @@ class RooflineModel:
 
     def __post_init__(self) -> None:
         for n in ("peak_flops", "mem_bandwidth"):
-            if not getattr(self, n) > 0:
-                raise ValueError(f"{n} must be positive")
-        if not self.op_overhead_s >= 0:
-            raise ValueError("op_overhead_s must be >= 0")
+            object.__setattr__(self, n, _check_positive_float(getattr(self, n), n))
+        o = self.op_overhead_s
+        if isinstance(o, bool) or not isinstance(o, numbers.Real):
+            raise TypeError(f"op_overhead_s must be a number, got {type(o).__name__}")
+        if not 0 <= o < math.inf:
+            raise ValueError(f"op_overhead_s must be >= 0 and finite, got {o}")
+        object.__setattr__(self, "op_overhead_s", float(o))
 
 
 def variant_num_params(cfg: DecoderConfig, block: BlockConfig) -> int:

@@ -108,13 +108,17 @@ class Constraints:
         if not isinstance(self.extra, Mapping):
             raise TypeError("extra must be a mapping of name -> (lo, hi)")
         for key, rng in self.extra.items():
-            if key not in _EXTRA_KEYS:
+            if not isinstance(key, str) or key not in _EXTRA_KEYS:
                 raise ValueError(f"unknown extra constraint {key!r}; expected one of {_EXTRA_KEYS}")
             if not (isinstance(rng, (tuple, list)) and len(rng) == 2):
                 raise ValueError(f"extra[{key!r}] must be a (lo, hi) pair")
             lo, hi = rng
             for v, n in ((lo, "lo"), (hi, "hi")):
-                if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v)):
+                if v is not None and (
+                    isinstance(v, bool)
+                    or not isinstance(v, (int, float, np.number))
+                    or not math.isfinite(v)
+                ):
                     raise ValueError(f"extra[{key!r}] {n} must be finite or None, got {v}")
             if lo is not None and hi is not None and lo > hi:
                 raise ValueError(f"extra[{key!r}] has lo > hi")
