@@ -350,6 +350,7 @@ def entries() -> list[dict]:
         *_unit_entries(),
         *_config_entries(),
         *_budget_entries(),
+        *_space_entries(),
         *_data_entries(corpus[1]),
     ]  # fmt: skip
 
@@ -820,4 +821,68 @@ def _budget_entries() -> list[dict]:
                     "check": lambda r: r["memory_max_bytes"] is None
                     and r["num_params"] == (None, 1e5),
                     "why": "None leaves a budget open; one-sided extra ranges are kept"}]},
+    ]  # fmt: skip
+
+
+def _space(attention, ffn):
+    """Variant names of a SearchSpace over CFG (n_kv_heads 1, ffn_intermediate 32)."""
+    return [v.name for v in npz.SearchSpace(CFG, attention, ffn).variants()]
+
+
+def _paper_space(cfg=CFG, **kw):
+    return [v.name for v in npz.SearchSpace.paper_default(cfg, **kw).variants()]
+
+
+_GQA8 = DecoderConfig(vocab_size=32, d_model=64, n_heads=8, n_kv_heads=8, ffn_intermediate=256)
+
+
+def _scores(kl, lm_loss=None, variants=("gqa1/ffn32", "gqa1/noop", "linear/ffn16")):
+    values = {"kl": kl} if lm_loss is None else {"kl": kl, "lm_loss": lm_loss}
+    table = npz.ScoreTable(variants, values)
+    return {"kl": table["kl"], "n_layers": table.n_layers,
+            "names": [v.name for v in table.variants]}  # fmt: skip
+
+
+def _dict_untouched():
+    kl = np.zeros((2, 1), np.float32)
+    values = {"kl": kl}
+    npz.ScoreTable(["gqa1/ffn32"], values)
+    return values["kl"] is kl and kl.dtype == np.float32
+
+
+def _space_entries() -> list[dict]:
+    A, F = (npz.AttentionConfig("gqa", 1), npz.AttentionConfig("noop")), (
+        npz.FFNConfig("swiglu", 32), npz.FFNConfig("swiglu", 8))  # fmt: skip
+    kl = np.random.default_rng(4).random((2, 3))
+    return [
+        {"name": "SearchSpace", "call": _space, "kwargs": {"attention": A, "ffn": F},
+         "params": {"attention": {"bad": [(), (npz.AttentionConfig("noop"),), ("gqa1",),
+                                          (*A, npz.AttentionConfig("gqa", 2)), A + A[:1]]},
+                    "ffn": {"bad": [(), (npz.FFNConfig("swiglu", 8),),
+                                    (*F, npz.FFNConfig("swiglu", 64)), F + F[:1]]}},
+         "known": [{"kwargs": {"attention": A, "ffn": F},
+                    "check": lambda r: r == ["gqa1/ffn32", "gqa1/ffn8", "noop/ffn32", "noop/ffn8"],
+                    "why": "variants are attention-major, A x F"}]},
+        {"name": "SearchSpace.paper_default", "call": _paper_space, "kwargs": {},
+         "params": {"round_to": {"type": "int", "bad": [0, -8, 8.0], "good": 8},
+                    "attn_kv_heads": {"bad": [(1.5,), (0,), "1", (True,)]},
+                    "ffn_ratios": {"bad": [(0.0,), (1.5,), (float("nan"),), "0.5"]},
+                    "include_linear": {"bad": ["no", 0]}, "include_noop": {"bad": [None]}},
+         "known": [{"kwargs": {"cfg": _GQA8}, "check": lambda r: len(r) == 54,
+                    "why": "6 attention x 9 FFN variants for an 8-KV-head parent (paper §4)"},
+                   {"kwargs": {}, "check": lambda r: len(r) == 18 and r[0] == "gqa1/ffn32",
+                    "why": "ratios rounded to multiples of 8 and merged: 3 attention x 6 FFN"},
+                   {"kwargs": {"cfg": "CFG"}, "raises": ["cfg"], "check": None,
+                    "why": "not a DecoderConfig"}]},
+        {"name": "ScoreTable", "call": _scores, "kwargs": {"kl": kl},
+         "arrays": {"kl": {"kind": "float", "ndim": 2}}, "rows": [["kl"]],
+         "order": "equivariant",
+         "params": {"variants": {"bad": [(), "gqa1/ffn32", ("gqa1/ffn32", "gqa1/ffn32", "noop/noop"),
+                                         ("gqa1/ffn32", 3, "noop/noop")]}},
+         "known": [{"kwargs": {"kl": kl, "lm_loss": kl[:1]}, "raises": ["lm_loss"], "check": None,
+                    "why": "metrics disagree on the number of layers"},
+                   {"kwargs": {"kl": kl[:, :2]}, "raises": ["kl"], "check": None,
+                    "why": "two columns for three variants"},
+                   {"kwargs": {"kl": kl}, "check": lambda r: _dict_untouched(),
+                    "why": "the caller's dict keeps its own array (the table holds a copy)"}]},
     ]  # fmt: skip

@@ -8,7 +8,7 @@ is the sum of its per-layer scores, so no candidate is ever run during the searc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,23 +44,44 @@ class ScoreTable:
     values: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.variants = list(self.variants)
-        if not self.variants:
+        if isinstance(self.variants, (str, bytes)) or not isinstance(self.variants, Iterable):
+            raise TypeError(f"variants must be a sequence of BlockConfig, got {self.variants!r}")
+        # names are accepted for convenience; they parse exactly as BlockConfig.from_name does
+        variants = [BlockConfig.from_name(v) if isinstance(v, str) else v for v in self.variants]
+        if not variants:
             raise ValueError("variants is empty")
+        for v in variants:
+            if not isinstance(v, BlockConfig):
+                raise TypeError(f"variants must hold BlockConfig (or names), got {v!r}")
+        if len(set(variants)) != len(variants):
+            raise ValueError("variants has duplicate entries")
+        if not isinstance(self.values, Mapping):
+            raise TypeError(f"values must be a dict of metric -> array, got {self.values!r}")
+        values, n_layers = {}, None
         for name, arr in self.values.items():
-            arr = np.asarray(arr, dtype=float)
-            if arr.ndim != 2 or arr.shape[1] != len(self.variants) or arr.shape[0] == 0:
+            if not isinstance(name, str):
+                raise TypeError(f"values keys must be metric names, got {name!r}")
+            # a copy: the caller's dict and arrays are left alone
+            arr = np.array(arr, dtype=float)
+            if arr.ndim != 2 or arr.shape[1] != len(variants) or arr.shape[0] == 0:
                 raise ValueError(
-                    f"values[{name!r}] must have shape (n_layers, {len(self.variants)}), "
-                    f"got {arr.shape}"
+                    f"values[{name!r}] must have shape (n_layers, {len(variants)}), got {arr.shape}"
                 )
             if not np.all(np.isfinite(arr)):
                 raise ValueError(f"values[{name!r}] contains NaN or inf")
-            self.values[name] = arr
+            if n_layers is not None and arr.shape[0] != n_layers:
+                raise ValueError(
+                    f"values[{name!r}] has {arr.shape[0]} layers, the other metrics {n_layers}"
+                )
+            n_layers = arr.shape[0]
+            values[name] = arr
+        self.variants, self.values = variants, values
 
     @property
     def n_layers(self) -> int:
         """Number of layers L."""
+        if not self.values:
+            raise ValueError("the table holds no metrics, so it has no layer count")
         return next(iter(self.values.values())).shape[0]
 
     def __getitem__(self, metric: str) -> np.ndarray:

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import numbers
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from nas_puzzle.config import AttentionConfig, BlockConfig, DecoderConfig, FFNConfig
+from nas_puzzle.config import (
+    AttentionConfig,
+    BlockConfig,
+    DecoderConfig,
+    FFNConfig,
+    _check_positive_int,
+)
 
 __all__ = ["PAPER_FFN_RATIOS", "SearchSpace"]
 
@@ -92,23 +99,29 @@ class SearchSpace:
         """
         if not isinstance(cfg, DecoderConfig):
             raise TypeError(f"cfg must be a DecoderConfig, got {type(cfg).__name__}")
-        if round_to <= 0:
-            raise ValueError(f"round_to must be positive, got {round_to}")
+        round_to = _check_positive_int(round_to, "round_to")
         if attn_kv_heads is None:
             attn_kv_heads = [cfg.n_kv_heads // g for g in (1, 2, 4, 8) if cfg.n_kv_heads % g == 0]
-        kv = sorted({int(k) for k in attn_kv_heads}, reverse=True)
+        if isinstance(attn_kv_heads, (str, bytes)) or not isinstance(attn_kv_heads, Iterable):
+            raise TypeError(f"attn_kv_heads must be a sequence of ints, got {attn_kv_heads!r}")
+        # 1.5 KV heads used to become 1 silently
+        kv = sorted({_check_positive_int(k, "attn_kv_heads") for k in attn_kv_heads}, reverse=True)
         if cfg.n_kv_heads not in kv:
             kv.insert(0, cfg.n_kv_heads)
         attention = [AttentionConfig("gqa", k) for k in kv]
         widths = []
+        if isinstance(ffn_ratios, (str, bytes)) or not isinstance(ffn_ratios, Iterable):
+            raise TypeError(f"ffn_ratios must be a sequence of fractions, got {ffn_ratios!r}")
         for r in ffn_ratios:
-            if not 0 < r <= 1:
+            if isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 < r <= 1:
                 raise ValueError(f"ffn_ratios must lie in (0, 1], got {r}")
             w = max(round_to, round(r * cfg.ffn_intermediate / round_to) * round_to)
             widths.append(min(w, cfg.ffn_intermediate))
         widths = sorted(set(widths) | {cfg.ffn_intermediate}, reverse=True)
         ffn = [FFNConfig("swiglu", w) for w in widths]
         for flag, kind in ((include_linear, "linear"), (include_noop, "noop")):
+            if not isinstance(flag, bool):
+                raise TypeError(f"include_{kind} must be a bool, got {flag!r}")
             if flag:
                 attention.append(AttentionConfig(kind))
                 ffn.append(FFNConfig(kind))
