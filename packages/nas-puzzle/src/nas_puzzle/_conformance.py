@@ -351,6 +351,7 @@ def entries() -> list[dict]:
         *_config_entries(),
         *_budget_entries(),
         *_space_entries(),
+        *_tokenizer_entries(),
         *_data_entries(corpus[1]),
     ]  # fmt: skip
 
@@ -885,4 +886,31 @@ def _space_entries() -> list[dict]:
                     "why": "two columns for three variants"},
                    {"kwargs": {"kl": kl}, "check": lambda r: _dict_untouched(),
                     "why": "the caller's dict keeps its own array (the table holds a copy)"}]},
+    ]  # fmt: skip
+
+
+def _decode(tokens):
+    return npz.ByteTokenizer().decode(tokens)
+
+
+def _encode(text):
+    return npz.ByteTokenizer().encode(text).numpy()
+
+
+def _tokenizer_entries() -> list[dict]:
+    ids = np.array(list("héllo".encode()))
+    return [
+        {"name": "ByteTokenizer.decode", "call": _decode, "kwargs": {"tokens": ids},
+         "arrays": {"tokens": {"kind": "labels", "ndim": 1}},
+         "known": [{"kwargs": {"tokens": np.array([300, 104])}, "raises": ["tokens"],
+                    "check": None, "why": "300 is not a byte (it wrapped to ',')"},
+                   {"kwargs": {"tokens": np.array([-1])}, "raises": ["tokens"], "check": None,
+                    "why": "a negative id"},
+                   {"kwargs": {"tokens": ids}, "check": lambda t: t == "héllo",
+                    "why": "UTF-8 bytes decode to the text"}]},
+        {"name": "ByteTokenizer.encode", "call": _encode, "kwargs": {"text": "héllo"},
+         "known": [{"kwargs": {"text": "é"}, "check": lambda t: t.tolist() == [195, 169],
+                    "why": "two UTF-8 bytes"},
+                   {"kwargs": {"text": b"abc"}, "raises": ["text"], "check": None,
+                    "why": "bytes, not str"}]},
     ]  # fmt: skip

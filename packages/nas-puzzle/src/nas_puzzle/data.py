@@ -55,7 +55,15 @@ class ByteTokenizer:
 
     def decode(self, tokens: Tensor) -> str:
         """(n,) integer tensor -> text (invalid UTF-8 replaced)."""
-        return bytes(tokens.to(torch.uint8).tolist()).decode("utf-8", errors="replace")
+        t = torch.as_tensor(np.asarray(tokens) if not isinstance(tokens, Tensor) else tokens)
+        if t.ndim != 1:
+            raise ValueError(f"tokens must be 1-D, got shape {tuple(t.shape)}")
+        if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
+            raise TypeError(f"tokens must hold integer byte ids, got {t.dtype}")
+        # ids outside a byte used to wrap modulo 256 into other characters
+        if t.numel() and (int(t.min()) < 0 or int(t.max()) > 255):
+            raise ValueError("tokens must lie in [0, 256): byte ids")
+        return bytes(t.to(torch.uint8).tolist()).decode("utf-8", errors="replace")
 
 
 def _sentence(rng: np.random.Generator) -> str:
