@@ -352,6 +352,7 @@ def entries() -> list[dict]:
         *_budget_entries(),
         *_space_entries(),
         *_tokenizer_entries(),
+        *_cost_entries(),
         *_data_entries(corpus[1]),
     ]  # fmt: skip
 
@@ -913,4 +914,119 @@ def _tokenizer_entries() -> list[dict]:
                     "why": "two UTF-8 bytes"},
                    {"kwargs": {"text": b"abc"}, "raises": ["text"], "check": None,
                     "why": "bytes, not str"}]},
+    ]  # fmt: skip
+
+
+_SCEN = npz.Scenario((1, 2), prefill_len=4, decode_len=4)
+_VARS = [npz.BlockConfig.from_name(n) for n in ("gqa1/ffn32", "gqa1/noop", "linear/ffn16")]
+
+
+def _estimate(variants=_VARS, cfg=CFG, scenario=_SCEN, **kw):
+    return npz.estimate(variants, cfg, scenario, **kw)
+
+
+def _table(**kw):
+    """A CostTable built by hand over three variants, two layers and two batch sizes."""
+    base = dataclasses.asdict(_estimate())
+    base.pop("variants"), base.pop("scenario")
+    fields = {**base, **kw}
+    t = npz.CostTable(_VARS, _SCEN, **fields)
+    return {"runtime_s": t.runtime_s(2), "memory_bytes": t.memory_bytes(2),
+            "totals": t.model_totals([0, 1], 1)}  # fmt: skip
+
+
+def _table_keeps_caller_array():
+    pb = np.ones((2, 3), np.float32)
+    t = npz.CostTable(_VARS, _SCEN, pb, pb, pb, np.ones((2, 2, 3)), np.ones((2, 2, 3)))
+    t.param_bytes[0, 0] = 5.0
+    return pb[0, 0] == 1.0 and t.param_bytes.dtype == np.float64
+
+
+def _validate(n_children=2, repeats=1, **kw):
+    costs = _estimate(variants=[CFG.parent_block, *_VARS[1:]])
+    r = npz.validate_costs(costs, CFG, n_children=n_children, repeats=repeats, **kw)
+    return {k: r[k] for k in ("predicted_s", "names", "parent_predicted_s", "kv_monotone")}
+
+
+def _round_robin(n=2, **kw):
+    calls = []
+
+    def fn(i):
+        def run():
+            calls.append(i)
+            return (0.5 + i, 1.0)
+
+        return run
+
+    r = npz.time_round_robin([fn(i) for i in range(n)], **kw)
+    return {"min": r["min"], "rounds": r["rounds"], "calls": calls}
+
+
+def _cost_entries() -> list[dict]:
+    nonneg = [-1.0]
+    return [
+        {"name": "estimate", "call": _estimate, "kwargs": {},
+         "params": {"backend": {"type": "str", "bad": ["roofline", 3]},
+                    "repeats": {"type": "int", "bad": [0, "5", 2.5], "good": 5},
+                    "threads": {"type": "int", "bad": [0, "2"], "good": 1},
+                    "roofline": {"bad": ["fast", {"peak_flops": 1e9}]},
+                    "variants": {"bad": [[], "gqa1/ffn32", _VARS[0], [_VARS[0], _VARS[0]],
+                                         ["gqa1/ffn32"]]}},
+         "known": [{"kwargs": {"variants": npz.SearchSpace.paper_default(CFG)},
+                    "check": lambda t: len(t.variants) == 18 and t.prefill_s.shape == (2, 2, 18),
+                    "why": "a SearchSpace means its variants; (batch sizes, L, K) runtimes"},
+                   {"kwargs": {}, "check": lambda t: t.kv_bytes[0, 0] == 2 * 1 * 8 * 8 * 4
+                    and t.kv_bytes[0, 2] == 0,
+                    "why": "KV bytes 2 n_kv head_dim s bytes per sequence; linear attention none"},
+                   {"kwargs": {"scenario": npz.Scenario((1,), prefill_len=16, decode_len=4)},
+                    "raises": ["scenario"], "check": None, "why": "20 tokens > max_seq_len 16"},
+                   {"kwargs": {"cfg": dataclasses.asdict(CFG)}, "raises": ["cfg"], "check": None,
+                    "why": "a dict, not a DecoderConfig"}]},
+        {"name": "CostTable", "call": _table, "kwargs": {},
+         "params": {"param_bytes": {"bad": [np.ones((2, 2)), -np.ones((2, 3)),
+                                            np.full((2, 3), np.nan), "big"]},
+                    "prefill_s": {"bad": [np.ones((2, 3)), np.ones((3, 2, 3)),
+                                          np.full((2, 2, 3), np.inf)]},
+                    "decode_s": {"bad": [np.ones((2, 1, 3)), -np.ones((2, 2, 3))]},
+                    "kv_bytes": {"bad": [np.ones((1, 3))]},
+                    "num_params": {"bad": [np.ones(3)]},
+                    "non_block": {"bad": [{"flops": 1.0}, {"prefill_s": [1.0]}, [1.0],
+                                          {"param_bytes": nonneg[0]}]},
+                    "backend": {"bad": [None]}},
+         "known": [{"kwargs": {"prefill_s": np.zeros((2, 2, 3)), "decode_s": np.ones((2, 2, 3)),
+                               "non_block": {"param_bytes": 0.0, "num_params": 0.0,
+                                             "prefill_s": [0.0, 0.0], "decode_s": [0.0, 0.0]}},
+                    "check": lambda r: np.all(r["runtime_s"] == 1.0)
+                    and r["totals"]["runtime_s"] == 2.0,
+                    "why": "prefill + decode per layer; two layers of 1 s and no non-block time"},
+                   {"kwargs": {}, "check": lambda r: _table_keeps_caller_array(),
+                    "why": "the table holds float64 copies, never the caller's arrays"}]},
+        {"name": "validate_costs", "call": _validate, "kwargs": {},
+         "params": {"n_children": {"type": "int", "bad": [1, 0, 2.0]},
+                    "repeats": {"type": "int", "bad": [0]},
+                    "max_repeats": {"type": "int", "bad": [0], "good": 200},
+                    "threads": {"type": "int", "bad": [0, "1"], "good": 1},
+                    "seed": {"type": "int", "bad": [-1, 0.5], "good": 0},
+                    "batch_size": {"type": "int", "bad": [3, 0], "good": 1},
+                    "rel_ci": {"type": "float", "bad": [0.0, 1.0, float("nan")], "good": 0.5}},
+         "known": [{"kwargs": {"n_children": 3},
+                    "check": lambda r: len(r["names"]) == 3 and r["kv_monotone"]
+                    and all(len(n) == CFG.n_layers for n in r["names"]),
+                    "why": "three random children of two layers; fewer KV heads never cost more"},
+                   {"kwargs": {"seed": 1},
+                    "check": lambda r: r["names"] != _validate()["names"],
+                    "why": "the seed draws other children"}]},
+        {"name": "time_round_robin", "call": _round_robin, "kwargs": {},
+         "params": {"repeats": {"type": "int", "bad": [0, 1.5], "good": 5},
+                    "max_repeats": {"type": "int", "bad": [0], "good": 200},
+                    "rel_ci": {"type": "float", "bad": [0.0, 1.5, float("nan")], "good": 0.5}},
+         "known": [{"kwargs": {"n": 3, "repeats": 2},
+                    "check": lambda r: r["calls"] == [0, 1, 2] * 3 and r["rounds"] == 2
+                    and np.array_equal(r["min"], [[0.5, 1.0], [1.5, 1.0], [2.5, 1.0]]),
+                    "why": "one warm-up round, then one call of every closure per round"},
+                   {"kwargs": {"n": 2, "rel_ci": 0.1},
+                    "check": lambda r: r["rounds"] == 5,
+                    "why": "constant times converge once the minimum of repeats=5 rounds is run"},
+                   {"kwargs": {"n": 0}, "raises": ["fns"], "check": None,
+                    "why": "nothing to time"}]},
     ]  # fmt: skip

@@ -292,9 +292,12 @@ def _model_runner(model: HeteroDecoder, scen: Scenario, b: int):
     return run
 
 
-def _check_rel_ci(rel_ci: object) -> None:
-    if rel_ci is not None and not (isinstance(rel_ci, float | int) and 0 < rel_ci < 1):
+def _check_rel_ci(rel_ci: object) -> float | None:
+    if rel_ci is None:
+        return None
+    if isinstance(rel_ci, bool) or not isinstance(rel_ci, numbers.Real) or not 0 < rel_ci < 1:
         raise ValueError(f"rel_ci must be in (0, 1), got {rel_ci!r}")
+    return float(rel_ci)
 
 
 @torch.inference_mode()
@@ -339,10 +342,11 @@ def time_round_robin(
     fns = list(fns)
     if not fns:
         raise ValueError("fns must hold at least one closure")
-    for name, v in (("repeats", repeats), ("max_repeats", max_repeats)):
-        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
-    _check_rel_ci(rel_ci)
+    if not all(callable(fn) for fn in fns):
+        raise TypeError("fns must hold callables (closures returning their measured seconds)")
+    repeats = _check_positive_int(repeats, "repeats")
+    max_repeats = _check_positive_int(max_repeats, "max_repeats")
+    rel_ci = _check_rel_ci(rel_ci)
     for fn in fns:  # warm-up
         fn()
     rows: list[np.ndarray] = []
@@ -416,6 +420,23 @@ def _in_context(cfg, variants, scen, b, dtype, repeats, verbose):
     return c[:, 0], c[:, 1], base[0], base[1]
 
 
+def _cost_array(value: object, name: str, ndim: int | None = None) -> np.ndarray:
+    """A float64 copy of a cost, checked finite and non-negative."""
+    try:
+        a = np.array(value, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{name} must be numeric, got {type(value).__name__}") from e
+    if isinstance(value, bool) or a.dtype == object:
+        raise TypeError(f"{name} must be numeric, got {type(value).__name__}")
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} has NaN or inf entries")
+    if np.any(a < 0):
+        raise ValueError(f"{name} has negative entries")
+    return a
+
+
 @dataclass
 class CostTable:
     """Costs of every (layer, variant) for one scenario.
@@ -444,6 +465,49 @@ class CostTable:
     non_block: dict = field(default_factory=dict)
     backend: str = "analytic"
 
+    def __post_init__(self) -> None:
+        # a table is also built by hand (per-layer overrides, costs from another profiler):
+        # every array is copied to float64 and checked against (L, K) and (n_batch_sizes, L, K)
+        variants = list(self.variants) if isinstance(self.variants, Sequence) else None
+        if not variants or not all(isinstance(v, BlockConfig) for v in variants):
+            raise TypeError("variants must be a non-empty sequence of BlockConfig")
+        if len(set(variants)) != len(variants):
+            raise ValueError("variants has duplicates (a column must name one variant)")
+        if not isinstance(self.scenario, Scenario):
+            raise TypeError(f"scenario must be a Scenario, got {type(self.scenario).__name__}")
+        self.variants = variants
+        nb, K = len(self.scenario.batch_sizes), len(variants)
+        L = None
+        for name in ("param_bytes", "kv_bytes", "num_params", "prefill_s", "decode_s"):
+            a = _cost_array(getattr(self, name), name)
+            want = 2 if name in ("param_bytes", "kv_bytes", "num_params") else 3
+            if a.ndim != want:
+                raise ValueError(f"{name} must be {want}-D, got shape {a.shape}")
+            L = a.shape[-2] if L is None else L
+            shape = (L, K) if want == 2 else (nb, L, K)
+            if a.shape != shape or L == 0:
+                raise ValueError(
+                    f"{name} has shape {a.shape}, expected {shape} "
+                    f"(layers x {K} variants{'' if want == 2 else f', {nb} batch sizes first'})"
+                )
+            setattr(self, name, a)
+        nbk = {"param_bytes", "num_params", "prefill_s", "decode_s"}
+        if not isinstance(self.non_block, dict):
+            raise TypeError(f"non_block must be a dict, got {type(self.non_block).__name__}")
+        nbd = {"param_bytes": 0.0, "num_params": 0.0, "prefill_s": np.zeros(nb),
+               "decode_s": np.zeros(nb)} | self.non_block  # fmt: skip
+        if set(nbd) != nbk:
+            raise ValueError(f"non_block has unknown keys {sorted(set(nbd) - nbk)}")
+        for k in ("param_bytes", "num_params"):
+            nbd[k] = float(_cost_array(nbd[k], f"non_block[{k!r}]", ndim=0))
+        for k in ("prefill_s", "decode_s"):
+            nbd[k] = _cost_array(nbd[k], f"non_block[{k!r}]", ndim=1)
+            if nbd[k].shape != (nb,):
+                raise ValueError(f"non_block[{k!r}] must have one value per batch size ({nb})")
+        self.non_block = nbd
+        if not isinstance(self.backend, str):
+            raise TypeError(f"backend must be a str, got {type(self.backend).__name__}")
+
     @property
     def n_layers(self) -> int:
         """Number of layers L."""
@@ -451,6 +515,7 @@ class CostTable:
 
     def b_index(self, batch_size: int) -> int:
         """Row of ``batch_size`` in the runtime arrays."""
+        batch_size = _check_positive_int(batch_size, "batch_size")
         if batch_size not in self.scenario.batch_sizes:
             raise ValueError(
                 f"batch_size={batch_size} was not measured; available {self.scenario.batch_sizes}"
@@ -523,9 +588,13 @@ def estimate(
     """
     if hasattr(variants, "variants") and callable(variants.variants):
         variants = variants.variants()
+    if isinstance(variants, str | BlockConfig) or not isinstance(variants, Sequence):
+        raise TypeError(f"variants must be a sequence of BlockConfig, got {variants!r}")
     variants = list(variants)
     if not variants or not all(isinstance(v, BlockConfig) for v in variants):
         raise ValueError("variants must be a non-empty sequence of BlockConfig")
+    if len(set(variants)) != len(variants):
+        raise ValueError("variants has duplicates (a ScoreTable would refuse them)")
     if not isinstance(cfg, DecoderConfig):
         raise TypeError(f"cfg must be a DecoderConfig, got {type(cfg).__name__}")
     if not isinstance(scenario, Scenario):
@@ -535,12 +604,13 @@ def estimate(
             f"scenario: prefill_len + decode_len = {scenario.seq_len} exceeds "
             f"max_seq_len={cfg.max_seq_len}"
         )
-    if backend not in _BACKENDS:
+    if not isinstance(backend, str) or backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
-    if repeats <= 0:
-        raise ValueError(f"repeats must be positive, got {repeats}")
-    if threads is not None and threads <= 0:
-        raise ValueError(f"threads must be positive, got {threads}")
+    repeats = _check_positive_int(repeats, "repeats")
+    if threads is not None:
+        threads = _check_positive_int(threads, "threads")
+    if roofline is not None and not isinstance(roofline, RooflineModel):
+        raise TypeError(f"roofline must be a RooflineModel, got {type(roofline).__name__}")
     rm = roofline or RooflineModel()
     L, K, nb = cfg.n_layers, len(variants), len(scenario.batch_sizes)
     elem = scenario.bytes_per_element
@@ -665,14 +735,16 @@ def validate_costs(
         raise ValueError("costs.variants must contain cfg.parent_block (the reference model)")
     if costs.n_layers != cfg.n_layers:
         raise ValueError(f"costs has {costs.n_layers} layers, cfg has n_layers={cfg.n_layers}")
-    for name, v in (("n_children", n_children), ("repeats", repeats), ("max_repeats", max_repeats)):
-        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
-    _check_rel_ci(rel_ci)
+    n_children = _check_positive_int(n_children, "n_children")
+    repeats = _check_positive_int(repeats, "repeats")
+    max_repeats = _check_positive_int(max_repeats, "max_repeats")
+    rel_ci = _check_rel_ci(rel_ci)
     if n_children < 2:
         raise ValueError(f"n_children must be >= 2 for a rank correlation, got {n_children}")
-    if threads is not None and threads <= 0:
-        raise ValueError(f"threads must be positive, got {threads}")
+    if threads is not None:
+        threads = _check_positive_int(threads, "threads")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     b = costs.scenario.batch_sizes[0] if batch_size is None else batch_size
     costs.b_index(b)  # raises for an unmeasured batch size
     rng = np.random.default_rng(seed)
