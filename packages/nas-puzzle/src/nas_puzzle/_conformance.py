@@ -353,6 +353,8 @@ def entries() -> list[dict]:
         *_space_entries(),
         *_tokenizer_entries(),
         *_cost_entries(),
+        *_library_entries(),
+        *_assembly_entries(),
         *_data_entries(corpus[1]),
     ]  # fmt: skip
 
@@ -1029,4 +1031,273 @@ def _cost_entries() -> list[dict]:
                     "why": "constant times converge once the minimum of repeats=5 rounds is run"},
                    {"kwargs": {"n": 0}, "raises": ["fns"], "check": None,
                     "why": "nothing to time"}]},
+    ]  # fmt: skip
+
+
+def _activations(tokens, parent=None):
+    global _M
+    _M = _M or _model()
+    ins, mids = npz.parent_activations(_M if parent is None else parent, tokens)
+    return {"inputs": torch.stack(ins, 1), "mids": torch.stack(mids, 1)}  # (B, L + 1 | L, T, d)
+
+
+def _ends_in_logits(r, tokens):
+    with torch.no_grad():
+        want = _M(tokens)[0]
+        return torch.allclose(_M.logits(r["inputs"][:, -1]), want, atol=1e-6) and torch.equal(
+            r["inputs"][:, 0], _M.embed(tokens)
+        )
+
+
+_BLD_SPACE = npz.SearchSpace(CFG, (npz.AttentionConfig("gqa", 1), npz.AttentionConfig("noop")),
+                             (npz.FFNConfig("swiglu", 32), npz.FFNConfig("swiglu", 8)))  # fmt: skip
+
+
+_M64: list = []
+
+
+def _parent64():
+    """A float64 parent: two AdamW steps amplify float32 rounding past the shadow check's 1e-5."""
+    if not _M64:
+        _M64.append(_model().double())
+    return _M64[0]
+
+
+def _bld(
+    data,
+    steps=2,
+    batch_size=2,
+    calib_windows=2,
+    seq_len=8,
+    mode="decoupled",
+    loss="normalized_mse",
+    reduction="batch",
+    target="block",
+    select="trained",
+    **kw,
+):
+    lib = npz.build_library(_parent64(), _BLD_SPACE, data, mode, steps, batch_size=batch_size,
+                            calib_windows=calib_windows, seq_len=seq_len, loss=loss,
+                            reduction=reduction, target=target, select=select, **kw)  # fmt: skip
+    return {"entries": lib.entries, "log": lib.training_log, "mode": lib.mode}
+
+
+def _init_entries_equal_init(r):
+    """With steps=0 every entry is its training-free initialisation: gqa1 copies the parent."""
+    return all(torch.equal(r["entries"][f"{i}|attention|gqa1"][k], v)
+               for i, b in enumerate(_parent64().blocks) for k, v in b.attn.state_dict().items())  # fmt: skip
+
+
+def _lib_fields(**kw):
+    base = _bld(torch.arange(40) % CFG.vocab_size, steps=0)
+    lib = npz.BlockLibrary(**{"cfg": CFG, "space": _BLD_SPACE, "entries": base["entries"]} | kw)
+    return {"entries": lib.entries, "mode": lib.mode}
+
+
+def _drop_key(r):
+    return {k: v for k, v in r.items() if k != "0|ffn|ffn8"}
+
+
+def _write_library(folder):
+    lib = npz.BlockLibrary(CFG, _BLD_SPACE, _lib_fields()["entries"], [{"layer": 0}], "init_only")
+    lib.save(folder / "library.pt")
+    return folder / "library.pt"
+
+
+def _check_library(lib):
+    want = _lib_fields()["entries"]
+    assert lib.mode == "init_only" and lib.training_log == [{"layer": 0}]
+    assert set(lib.entries) == set(want)
+    assert all(torch.equal(lib.entries[k][n], t) for k in want for n, t in want[k].items())
+    blk = lib.block(1, "gqa1/ffn8")
+    w = want["1|ffn|ffn8"]["down_proj.weight"]
+    assert torch.equal(blk.ffn.state_dict()["down_proj.weight"], w)
+
+
+def _export_library(lib, folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    lib.save(folder / "again.pt")
+    return folder / "again.pt"
+
+
+def _same_library(a, b):
+    return (
+        a.mode == b.mode
+        and a.training_log == b.training_log
+        and set(a.entries) == set(b.entries)
+        and all(torch.equal(a.entries[k][n], t) for k in a.entries for n, t in a.entries[k].items())
+    )
+
+
+def _index_edit(edit):
+    def mutate(path):
+        idx = path.with_suffix(path.suffix + ".json")
+        import json
+
+        idx.write_text(json.dumps(edit(json.loads(idx.read_text()))))
+
+    return mutate
+
+
+def _reshape_entry(path):
+    e = torch.load(path, weights_only=True)
+    e["0|ffn|ffn8"] = {k: v[:1] for k, v in e["0|ffn|ffn8"].items()}
+    torch.save(e, path)
+
+
+def _library_entries() -> list[dict]:
+    toks = torch.randint(0, CFG.vocab_size, (3, 6), generator=torch.Generator().manual_seed(2))
+    data = torch.arange(60) * 7 % CFG.vocab_size
+    return [
+        {"name": "parent_activations", "call": _activations, "kwargs": {"tokens": toks},
+         "modules": lambda: [_eval_models()[0]],
+         "arrays": {"tokens": {"kind": "labels", "ndim": 2}}, "rows": [["tokens"]],
+         "order": "equivariant",
+         "known": [{"kwargs": {"tokens": toks},
+                    "check": lambda r: r["inputs"].shape == (3, 3, 6, 16)
+                    and r["mids"].shape == (3, 2, 6, 16) and _ends_in_logits(r, toks),
+                    "why": "L + 1 layer inputs from the embedding to the state the LM head reads"},
+                   {"kwargs": {"tokens": toks + CFG.vocab_size}, "raises": ["tokens"],
+                    "check": None, "why": "ids outside the vocabulary"},
+                   {"kwargs": {"tokens": toks, "parent": torch.nn.Linear(2, 2)},
+                    "raises": ["parent"], "check": None, "why": "not a HeteroDecoder"}]},
+        {"name": "build_library", "call": _bld, "kwargs": {"data": data},
+         "modules": lambda: [_parent64()],
+         "arrays": {"data": {"kind": "labels", "ndim": 1}}, "min_rows": 9,
+         "params": {"steps": {"type": "int", "bad": [-1, 1.5]},
+                    "lr": {"type": "float", "bad": [0.0, -1e-3, float("nan"), "1e-3"], "good": 1e-3},
+                    "batch_size": {"type": "int", "bad": [0, 1.5, "2"]},
+                    "calib_windows": {"type": "int", "bad": [0, 2.0]},
+                    "seq_len": {"type": "int", "bad": [0, 17, 4.5]},
+                    "seed": {"type": "int", "bad": [-1, 0.5], "good": 0},
+                    "mode": {"type": "str", "bad": ["joint", None]},
+                    "loss": {"type": "str", "bad": ["l1"]},
+                    "reduction": {"type": "str", "bad": ["sum"]},
+                    "target": {"type": "str", "bad": ["residual"]},
+                    "select": {"type": "str", "bad": ["best"]},
+                    "verbose": {"bad": ["yes"]}, "distributed": {"bad": ["no", True]}},
+         "grid": {"mode": ["coupled", "init_only"], "target": ["delta"], "loss": ["mse"],
+                  "reduction": ["per_token"], "select": ["best_of_init"]},
+         "known": [{"kwargs": {"data": data, "steps": 0},
+                    "check": lambda r: _init_entries_equal_init(r) and len(r["entries"]) == 8,
+                    "why": "2 layers x (2 attention + 2 FFN) entries; gqa1 copies the parent"},
+                   {"kwargs": {"data": data, "mode": "coupled"},
+                    "check": lambda r: sum("|block|" in k for k in r["entries"]) == 2 * 3
+                    and len(r["log"]) == 6,
+                    "why": "coupled BLD trains the 2 x 2 - 1 non-parent blocks of each layer"},
+                   {"kwargs": {"data": data + CFG.vocab_size}, "raises": ["data"],
+                    "check": None, "why": "token ids outside the vocabulary"},
+                   {"kwargs": {"data": "text"}, "raises": ["data"], "check": None,
+                    "why": "bytes of text exceed this 32-token vocabulary"}]},
+        {"name": "BlockLibrary", "call": _lib_fields, "kwargs": {},
+         "params": {"mode": {"bad": ["joint", 3]}, "training_log": {"bad": [{}, None]},
+                    "cfg": {"bad": [dataclasses.asdict(CFG)]},
+                    "space": {"bad": [npz.SearchSpace.paper_default(_GQA8), "space"]}},
+         "known": [{"kwargs": {"entries": {}}, "raises": ["entries"], "check": None,
+                    "why": "no subblocks: every layer's menu must be present"},
+                   {"kwargs": {"entries": _drop_key(_lib_fields()["entries"])},
+                    "raises": ["entries"], "check": None, "why": "layer 0's ffn8 is missing"},
+                   {"kwargs": {"entries": _lib_fields()["entries"]
+                               | {"5|ffn|ffn8": _lib_fields()["entries"]["0|ffn|ffn8"]}},
+                    "raises": ["entries"], "check": None, "why": "a layer the parent lacks"},
+                   {"kwargs": {"entries": _lib_fields()["entries"]
+                               | {"0|ffn|ffn8": _lib_fields()["entries"]["0|ffn|ffn32"]}},
+                    "raises": ["entries"], "check": None,
+                    "why": "ffn32 weights stored under ffn8 (shapes differ)"}]},
+        {"name": "BlockLibrary.load", "kind": "loader", "write": _write_library,
+         "read": npz.BlockLibrary.load, "check": _check_library, "export": _export_library,
+         "same": _same_library,
+         "corrupt": ["truncate", "empty",
+                     ("no-index", lambda p: p.with_suffix(".pt.json").unlink()),
+                     ("index-extra-key", _index_edit(lambda d: d | {"steps": 3})),
+                     ("index-bad-cfg", _index_edit(lambda d: d | {"cfg": {"d_model": 16}})),
+                     ("index-unknown-variant", _index_edit(lambda d: d | {"ffn": ["ffn7"]})),
+                     ("entry-shape", _reshape_entry)]},
+    ]  # fmt: skip
+
+
+_LIB: list = []
+
+
+def _lib64():
+    """An init-only library (training-free initialisations) of the float64 parent, built once."""
+    if not _LIB:
+        data = torch.arange(60) * 7 % CFG.vocab_size
+        _LIB.append(npz.build_library(_parent64(), _BLD_SPACE, data, "init_only", 0,
+                                      batch_size=2, calib_windows=2, seq_len=8))  # fmt: skip
+    return _LIB[0]
+
+
+def _realize(tokens, choice=("gqa1/ffn8", "noop/ffn32"), parent=None, lib=None):
+    child = npz.realize(_parent64() if parent is None else parent,
+                        _lib64() if lib is None else lib, choice)  # fmt: skip
+    with torch.no_grad():
+        return child(tokens)[0]
+
+
+def _parent_logits(tokens):
+    with torch.no_grad():
+        return _parent64()(tokens)[0]
+
+
+def _rob(val_data, metrics=("kl", "lm_loss"), variants=None, seq_len=8, max_windows=4, **kw):
+    t = npz.replace_one_block(_parent64(), _lib64(), val_data, metrics, variants, seq_len,
+                              max_windows, **kw)  # fmt: skip
+    return {"values": {m: t[m] for m in t.values}, "names": [v.name for v in t.variants]}
+
+
+def _parent_row_is_zero(r):
+    j = r["names"].index(CFG.parent_block.name)
+    return np.allclose(r["values"]["kl"][:, j], 0.0, atol=1e-12)
+
+
+def _mode_kept():
+    p = _parent64().train()
+    _rob(torch.arange(40) % CFG.vocab_size)
+    kept = p.training
+    p.eval()
+    return kept
+
+
+def _assembly_entries() -> list[dict]:
+    toks = torch.randint(0, CFG.vocab_size, (2, 6), generator=torch.Generator().manual_seed(3))
+    val = torch.arange(80) * 5 % CFG.vocab_size
+    parent = (CFG.parent_block.name,) * CFG.n_layers
+    return [
+        {"name": "realize", "call": _realize, "kwargs": {"tokens": toks},
+         "modules": lambda: [_parent64()],
+         "arrays": {"tokens": {"kind": "labels", "ndim": 2}}, "rows": [["tokens"]],
+         "order": "equivariant",
+         "params": {"choice": {"bad": ["gqa1/ffn8", ("gqa1/ffn8",), ("gqa1/ffn8", 3),
+                                       ("gqa1/ffn8", "gqa1/ffn16"), ("gqa1/ffn8", "gqa/x")]}},
+         "known": [{"kwargs": {"tokens": toks, "choice": parent},
+                    "check": lambda y: torch.allclose(y, _parent_logits(toks), atol=1e-12),
+                    "why": "the parent's own blocks, copied from an init-only library, are the parent"},
+                   {"kwargs": {"tokens": toks, "choice": [npz.BlockConfig.from_name(n)
+                                                          for n in parent]},
+                    "check": lambda y: y.dtype == torch.float64,
+                    "why": "BlockConfigs work as names do; the float64 library stays float64"},
+                   {"kwargs": {"tokens": toks, "lib": "library"}, "raises": ["lib"],
+                    "check": None, "why": "not a BlockLibrary"}]},
+        {"name": "replace_one_block", "call": _rob, "kwargs": {"val_data": val},
+         "modules": lambda: [_parent64()],
+         "arrays": {"val_data": {"kind": "labels", "ndim": 1}}, "min_rows": 9,
+         "params": {"metrics": {"bad": ["kl", (), ("kl", "kl"), ("mmlu",)]},
+                    "variants": {"bad": ["gqa1/ffn8", ("gqa1/ffn16",), (), ("noop/ffn8", 3),
+                                         ("noop/ffn8", "noop/ffn8")]},
+                    "seq_len": {"type": "int", "bad": [0, 17, 4.5]},
+                    "max_windows": {"type": "int", "bad": [0, -1], "good": 4},
+                    "verbose": {"bad": ["yes", None]}},
+         "known": [{"kwargs": {"val_data": val},
+                    "check": lambda r: r["values"]["kl"].shape == (2, 4)
+                    and _parent_row_is_zero(r) and np.all(r["values"]["kl"] >= -1e-12),
+                    "why": "KL >= 0, and 0 where the parent block replaces itself"},
+                   {"kwargs": {"val_data": val, "variants": ("noop/ffn8", "gqa1/ffn32")},
+                    "check": lambda r: r["names"] == ["noop/ffn8", "gqa1/ffn32"]
+                    and np.allclose(r["values"]["kl"][:, 1], 0.0, atol=1e-12),
+                    "why": "columns in the order asked for"},
+                   {"kwargs": {"val_data": val + CFG.vocab_size}, "raises": ["val_data"],
+                    "check": None, "why": "token ids outside the vocabulary"},
+                   {"kwargs": {"val_data": val}, "check": lambda r: _mode_kept(),
+                    "why": "a parent in train mode is left in train mode"}]},
     ]  # fmt: skip

@@ -33,10 +33,25 @@ def realize(
         A new model in eval mode.
     """
     _check_parent_lib(parent, lib)
-    blocks = choice.choices if isinstance(choice, Solution) else list(choice)
-    blocks = [BlockConfig.from_name(b) if isinstance(b, str) else b for b in blocks]
+    if isinstance(choice, Solution):
+        blocks = list(choice.choices)
+    elif isinstance(choice, str | BlockConfig) or not isinstance(choice, Sequence):
+        raise TypeError(f"choice must be a Solution or one variant per layer, got {choice!r}")
+    else:
+        blocks = list(choice)
     if len(blocks) != parent.cfg.n_layers:
         raise ValueError(f"choice has {len(blocks)} layers, expected {parent.cfg.n_layers}")
+    menu = set(lib.space.variants())
+    for i, b in enumerate(blocks):
+        if isinstance(b, str):
+            try:
+                b = blocks[i] = BlockConfig.from_name(b)
+            except ValueError as e:
+                raise ValueError(f"choice[{i}]: {e}") from e
+        if not isinstance(b, BlockConfig):
+            raise TypeError(f"choice[{i}] must be a BlockConfig or a name, got {b!r}")
+        if b not in menu:
+            raise ValueError(f"choice[{i}]={b.name!r} is not in the library's search space")
     ref = next(parent.parameters())
     with torch.device(ref.device):  # the child is built where the parent is
         child = HeteroDecoder(parent.cfg, blocks).to(ref.dtype)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import copy
 import json
-import math
+import numbers
+import pickle
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,11 +22,24 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from nas_puzzle.config import AttentionConfig, BlockConfig, DecoderConfig, FFNConfig
+from nas_puzzle.config import (
+    AttentionConfig,
+    BlockConfig,
+    DecoderConfig,
+    FFNConfig,
+    _check_positive_float,
+    _check_positive_int,
+)
 from nas_puzzle.data import as_tokens, sample_batch
 from nas_puzzle.initializers import init_attention, init_ffn
 from nas_puzzle.losses import normalized_mse_loss
-from nas_puzzle.model import AttentionSubblock, DecoderBlock, FFNSubblock, HeteroDecoder
+from nas_puzzle.model import (
+    AttentionSubblock,
+    DecoderBlock,
+    FFNSubblock,
+    HeteroDecoder,
+    check_tokens,
+)
 from nas_puzzle.search_space import SearchSpace
 from nas_puzzle.train import cosine_lr
 
@@ -47,6 +61,9 @@ def parent_activations(parent: HeteroDecoder, tokens: Tensor) -> tuple[list[Tens
     mids : list of L tensors (B, T, d)
         Residual stream after layer i's attention (the FFN input).
     """
+    if not isinstance(parent, HeteroDecoder):
+        raise TypeError(f"parent must be a HeteroDecoder, got {type(parent).__name__}")
+    check_tokens(tokens, parent.cfg)
     tokens = tokens.to(parent.embed.weight.device)  # CPU text windows, a parent on a GPU
     h = parent.embed(tokens)
     t = tokens.shape[1]
@@ -65,8 +82,62 @@ def _device_of(state: dict) -> torch.device:
     return t.device if t is not None else torch.device("cpu")
 
 
+def _built(cls: type, cfg: DecoderConfig, variant: object, state: dict) -> nn.Module:
+    """A module holding ``state`` on its device and in its dtype (a float64 library stays so)."""
+    t = next((v for v in state.values() if isinstance(v, Tensor)), None)
+    with torch.device(_device_of(state)):
+        mod = cls(cfg, variant)
+    if t is not None:
+        mod = mod.to(t.dtype)
+    mod.load_state_dict(state)
+    return mod
+
+
 def _key(layer: int, kind: str, variant: object) -> str:
     return f"{layer}|{kind}|{variant.name}"
+
+
+_MODES = ("decoupled", "coupled", "init_only")
+_MODULES = {"attention": (AttentionSubblock, AttentionConfig.from_name),
+            "ffn": (FFNSubblock, FFNConfig.from_name),
+            "block": (DecoderBlock, BlockConfig.from_name)}  # fmt: skip
+
+
+def _check_entries(entries: object, cfg: DecoderConfig, space: SearchSpace) -> dict:
+    """Every subblock of every layer present, and every state the shape its module loads.
+
+    A library read from disk or built by hand would otherwise fail only when a child is
+    assembled, with a size-mismatch deep in ``load_state_dict``, or never (a missing layer).
+    """
+    if not isinstance(entries, dict):
+        raise TypeError(f"entries must be a dict, got {type(entries).__name__}")
+    pools = {"attention": space.attention, "ffn": space.ffn, "block": space.variants()}
+    want = {_key(i, k, v) for i in range(cfg.n_layers) for k in ("attention", "ffn")
+            for v in pools[k]}  # fmt: skip
+    missing = sorted(want - set(entries), key=str)
+    if missing:
+        raise ValueError(f"entries is missing {len(missing)} subblocks, e.g. {missing[:3]}")
+    for key, state in entries.items():
+        parts = key.split("|") if isinstance(key, str) else []
+        if len(parts) != 3 or parts[1] not in _MODULES or not parts[0].isdigit():
+            raise ValueError(f"entries has a key {key!r} that is not 'layer|kind|variant'")
+        cls, parse = _MODULES[parts[1]]
+        try:
+            variant = parse(parts[2])
+        except ValueError as e:
+            raise ValueError(f"entries[{key!r}]: {e}") from e
+        if int(parts[0]) >= cfg.n_layers or variant not in pools[parts[1]]:
+            raise ValueError(f"entries[{key!r}] is outside the library's layers or search space")
+        if not isinstance(state, dict) or not all(isinstance(t, Tensor) for t in state.values()):
+            raise TypeError(f"entries[{key!r}] must be a state_dict of tensors")
+        with torch.device("meta"):
+            ref = cls(cfg, variant).state_dict()
+        got = {k: tuple(t.shape) for k, t in state.items()}
+        if got != {k: tuple(t.shape) for k, t in ref.items()}:
+            raise ValueError(f"entries[{key!r}] does not fit a {parts[2]} {parts[1]} of this cfg")
+        if not all(t.is_floating_point() and bool(torch.isfinite(t).all()) for t in state.values()):
+            raise ValueError(f"entries[{key!r}] has non-float or non-finite weights")
+    return dict(entries)
 
 
 @dataclass
@@ -92,23 +163,30 @@ class BlockLibrary:
     training_log: list[dict] = field(default_factory=list)
     mode: str = "decoupled"
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.cfg, DecoderConfig):
+            raise TypeError(f"cfg must be a DecoderConfig, got {type(self.cfg).__name__}")
+        if not isinstance(self.space, SearchSpace):
+            raise TypeError(f"space must be a SearchSpace, got {type(self.space).__name__}")
+        if self.space.cfg != self.cfg:
+            raise ValueError("space.cfg does not match cfg")
+        if not isinstance(self.mode, str) or self.mode not in _MODES:
+            raise ValueError(f"mode must be one of {_MODES}, got {self.mode!r}")
+        if not isinstance(self.training_log, list):
+            raise TypeError(f"training_log must be a list, got {type(self.training_log).__name__}")
+        self.entries = _check_entries(self.entries, self.cfg, self.space)
+
     def attention(self, layer: int, variant: AttentionConfig) -> AttentionSubblock:
         """A fresh attention subblock module with the library weights."""
         self._check(layer, variant)
-        state = self.entries[_key(layer, "attention", variant)]
-        with torch.device(_device_of(state)):  # where the library's tensors are
-            mod = AttentionSubblock(self.cfg, variant)
-        mod.load_state_dict(state)
-        return mod
+        return _built(
+            AttentionSubblock, self.cfg, variant, self.entries[_key(layer, "attention", variant)]
+        )
 
     def ffn(self, layer: int, variant: FFNConfig) -> FFNSubblock:
         """A fresh FFN subblock module with the library weights."""
         self._check(layer, variant)
-        state = self.entries[_key(layer, "ffn", variant)]
-        with torch.device(_device_of(state)):
-            mod = FFNSubblock(self.cfg, variant)
-        mod.load_state_dict(state)
-        return mod
+        return _built(FFNSubblock, self.cfg, variant, self.entries[_key(layer, "ffn", variant)])
 
     def block(self, layer: int, variant: BlockConfig | str) -> DecoderBlock:
         """The block for ``variant`` in ``layer``: a coupled entry if present, else composed."""
@@ -117,16 +195,18 @@ class BlockLibrary:
         if not isinstance(variant, BlockConfig):
             raise TypeError(f"variant must be a BlockConfig, got {type(variant).__name__}")
         key = _key(layer, "block", variant)
-        with torch.device(_device_of(next(iter(self.entries.values()), {}))):
-            blk = DecoderBlock(self.cfg, variant)
         if key in self.entries:
-            blk.load_state_dict(self.entries[key])
-        else:
-            blk.attn = self.attention(layer, variant.attention)
-            blk.ffn = self.ffn(layer, variant.ffn)
+            self._check(layer, variant.attention)
+            return _built(DecoderBlock, self.cfg, variant, self.entries[key]).eval()
+        attn, ffn = self.attention(layer, variant.attention), self.ffn(layer, variant.ffn)
+        with torch.device("meta"):  # a shell: both subblocks are replaced below
+            blk = DecoderBlock(self.cfg, variant)
+        blk.attn, blk.ffn = attn, ffn
         return blk.eval()
 
     def _check(self, layer: int, variant: object) -> None:
+        if isinstance(layer, bool) or not isinstance(layer, numbers.Integral):
+            raise TypeError(f"layer must be an int, got {type(layer).__name__}")
         if not 0 <= layer < self.cfg.n_layers:
             raise ValueError(f"layer must be in [0, {self.cfg.n_layers}), got {layer}")
         pool = self.space.attention if isinstance(variant, AttentionConfig) else self.space.ffn
@@ -150,10 +230,23 @@ class BlockLibrary:
     def load(cls, path: str | Path) -> BlockLibrary:
         """Read a library written by :meth:`save`."""
         path = Path(path)
-        index = json.loads(path.with_suffix(path.suffix + ".json").read_text())
-        cfg = DecoderConfig(**index["cfg"])
-        space = SearchSpace.from_names(cfg, index["attention"], index["ffn"])
-        entries = torch.load(path, weights_only=True)
+        index_path = path.with_suffix(path.suffix + ".json")
+        try:
+            index = json.loads(index_path.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{index_path} is not a BlockLibrary index: {e}") from e
+        keys = {"cfg", "attention", "ffn", "mode", "training_log"}
+        if not isinstance(index, dict) or set(index) != keys:
+            raise ValueError(f"{index_path} must hold exactly the keys {sorted(keys)}")
+        try:
+            cfg = DecoderConfig(**index["cfg"])
+            space = SearchSpace.from_names(cfg, index["attention"], index["ffn"])
+        except TypeError as e:
+            raise ValueError(f"{index_path}: {e}") from e
+        try:
+            entries = torch.load(path, weights_only=True)
+        except (RuntimeError, EOFError, pickle.UnpicklingError, OSError) as e:
+            raise ValueError(f"{path} is not a torch.save file of a BlockLibrary: {e}") from e
         return cls(cfg, space, entries, index["training_log"], index["mode"])
 
 
@@ -276,6 +369,9 @@ def build_library(
         raise ValueError("parent must be homogeneous (every layer = cfg.parent_block)")
     if select not in ("trained", "best_of_init"):
         raise ValueError(f"select must be 'trained' or 'best_of_init', got {select!r}")
+    for name, flag in (("verbose", verbose), ("distributed", distributed)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     rank, world = 0, 1
     if distributed:
         import torch.distributed as dist
@@ -285,7 +381,7 @@ def build_library(
                 "distributed=True needs an initialised torch.distributed process group"
             )
         rank, world = dist.get_rank(), dist.get_world_size()
-    if mode not in ("decoupled", "coupled", "init_only"):
+    if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError(f"mode must be 'decoupled', 'coupled' or 'init_only', got {mode!r}")
     if loss not in ("normalized_mse", "mse"):
         raise ValueError(f"loss must be 'normalized_mse' or 'mse', got {loss!r}")
@@ -293,18 +389,25 @@ def build_library(
         raise ValueError(f"reduction must be 'batch' or 'per_token', got {reduction!r}")
     if target not in ("block", "delta"):
         raise ValueError(f"target must be 'block' or 'delta', got {target!r}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be a non-negative int, got {steps}")
-    if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be positive and finite, got {lr}")
-    if batch_size <= 0 or calib_windows <= 0:
-        raise ValueError("batch_size and calib_windows must be positive")
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    steps = int(steps)
+    lr = _check_positive_float(lr, "lr")
+    batch_size = _check_positive_int(batch_size, "batch_size")
+    calib_windows = _check_positive_int(calib_windows, "calib_windows")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     cfg = parent.cfg
-    seq_len = cfg.max_seq_len if seq_len is None else seq_len
+    seq_len = cfg.max_seq_len if seq_len is None else _check_positive_int(seq_len, "seq_len")
     if not 0 < seq_len <= cfg.max_seq_len:
         raise ValueError(f"seq_len must be in (0, {cfg.max_seq_len}], got {seq_len}")
     toks = as_tokens(data)
+    if int(toks.min()) < 0 or int(toks.max()) >= cfg.vocab_size:
+        raise ValueError(f"data token ids must lie in [0, {cfg.vocab_size}) (the vocabulary)")
+    if toks.numel() <= seq_len:
+        raise ValueError(f"data has {toks.numel()} tokens; seq_len={seq_len} windows need more")
     parent = copy.deepcopy(parent).eval().requires_grad_(False)
+    seed = int(seed)  # torch.Generator refuses numpy integers
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
 
@@ -351,13 +454,14 @@ def build_library(
     with torch.no_grad():
         final_losses = [float(v) for v in unit_losses(held)] if units else []
 
-    lib = BlockLibrary(cfg, space, mode=mode)
+    entries: dict[str, dict[str, Tensor]] = {}
+    log: list[dict] = []
     for i, pblk in enumerate(parent.blocks):
         # every subblock variant gets an entry: trained units overwrite their init below
         for a in space.attention:
-            lib.entries[_key(i, "attention", a)] = _clone(init_attention(pblk.attn, a))
+            entries[_key(i, "attention", a)] = _clone(init_attention(pblk.attn, a))
         for f in space.ffn:
-            lib.entries[_key(i, "ffn", f)] = _clone(init_ffn(pblk.ffn, f, calib_mids[i]))
+            entries[_key(i, "ffn", f)] = _clone(init_ffn(pblk.ffn, f, calib_mids[i]))
     records = []
     for i, u, l0, l1 in zip(mine, units, init_losses, final_losses, strict=True):
         keep = select == "trained" or l1 <= l0
@@ -385,8 +489,8 @@ def build_library(
         records = sorted((r for part in gathered for r in part), key=lambda r: r[0])
     for _, key, state, rec in records:
         if state is not None:
-            lib.entries[key] = state
-        lib.training_log.append(rec)
+            entries[key] = state
+        log.append(rec)
         if trained and not rec["trained_loss"] < rec["init_loss"]:
             warnings.warn(
                 f"BLD unit layer {rec['layer']} {rec['kind']} {rec['variant']} did not improve: "
@@ -399,7 +503,7 @@ def build_library(
                 UserWarning,
                 stacklevel=2,
             )
-    return lib
+    return BlockLibrary(cfg, space, entries, log, mode)
 
 
 def _clone(module: nn.Module) -> dict[str, Tensor]:

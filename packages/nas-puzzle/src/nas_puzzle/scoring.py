@@ -18,8 +18,8 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from nas_puzzle.bld import BlockLibrary, _check_parent_lib, parent_activations
-from nas_puzzle.config import BlockConfig
-from nas_puzzle.data import eval_windows
+from nas_puzzle.config import BlockConfig, _check_positive_int
+from nas_puzzle.data import as_tokens, eval_windows
 from nas_puzzle.losses import kl_to_parent
 from nas_puzzle.model import HeteroDecoder
 
@@ -124,18 +124,50 @@ def replace_one_block(
         ``values[m]`` of shape (L, K).
     """
     _check_parent_lib(parent, lib)
+    if isinstance(metrics, str) or not isinstance(metrics, Sequence):
+        raise TypeError(f"metrics must be a sequence of metric names, got {metrics!r}")
     metrics = tuple(metrics)
     bad = [m for m in metrics if m not in METRICS]
-    if bad or not metrics:
-        raise ValueError(f"metrics must be a non-empty subset of {METRICS}, got {metrics}")
-    variants = lib.space.variants() if variants is None else list(variants)
+    if bad or not metrics or len(set(metrics)) != len(metrics):
+        raise ValueError(f"metrics must be distinct names from {METRICS}, got {metrics}")
+    variants = lib.space.variants() if variants is None else _menu_subset(variants, lib)
+    if not isinstance(verbose, bool):
+        raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
     cfg = parent.cfg
-    seq_len = cfg.max_seq_len if seq_len is None else seq_len
+    seq_len = cfg.max_seq_len if seq_len is None else _check_positive_int(seq_len, "seq_len")
     if not 0 < seq_len <= cfg.max_seq_len:
         raise ValueError(f"seq_len must be in (0, {cfg.max_seq_len}], got {seq_len}")
-    windows = eval_windows(val_data, seq_len, max_windows)
+    toks = as_tokens(val_data, "val_data")
+    if int(toks.min()) < 0 or int(toks.max()) >= cfg.vocab_size:
+        raise ValueError(f"val_data token ids must lie in [0, {cfg.vocab_size}) (the vocabulary)")
+    if toks.numel() <= seq_len:
+        raise ValueError(f"val_data has {toks.numel()} tokens; one window needs seq_len + 1")
+    windows = eval_windows(toks, seq_len, max_windows)
     tokens, targets = windows[:, :-1], windows[:, 1:]
-    parent = parent.eval()
+    was_training = parent.training
+    try:
+        return _score_layers(parent.eval(), lib, variants, metrics, tokens, targets, verbose)
+    finally:
+        parent.train(was_training)  # the caller's module keeps its mode
+
+
+def _menu_subset(variants: object, lib: BlockLibrary) -> list[BlockConfig]:
+    """``variants`` as BlockConfigs of the library's menu, each once."""
+    if isinstance(variants, str | BlockConfig) or not isinstance(variants, Sequence):
+        raise TypeError(f"variants must be a sequence of BlockConfig or names, got {variants!r}")
+    menu, out = set(lib.space.variants()), []
+    for v in variants:
+        b = BlockConfig.from_name(v) if isinstance(v, str) else v
+        if not isinstance(b, BlockConfig) or b not in menu:
+            raise ValueError(f"variants: {v!r} is not a variant of the library's search space")
+        out.append(b)
+    if not out or len(set(out)) != len(out):
+        raise ValueError("variants must be non-empty and without duplicates")
+    return out
+
+
+def _score_layers(parent, lib, variants, metrics, tokens, targets, verbose) -> ScoreTable:
+    cfg, seq_len = parent.cfg, tokens.shape[1]
     inputs, _ = parent_activations(parent, tokens)
     parent_logits = parent.logits(inputs[-1])
     cos, sin = parent.rope_cos[:seq_len], parent.rope_sin[:seq_len]
@@ -144,7 +176,8 @@ def replace_one_block(
     bar = tqdm(total=L * K, disable=not verbose, desc="replace-1-block")
     for i in range(L):
         for j, v in enumerate(variants):
-            h, _ = lib.block(i, v)(inputs[i], cos, sin)
+            blk = lib.block(i, v).to(inputs[i].device, inputs[i].dtype)  # a CPU library is fine
+            h, _ = blk(inputs[i], cos, sin)
             h, _ = parent.run_blocks(h, i + 1)
             logits = parent.logits(h)
             if "kl" in out:
