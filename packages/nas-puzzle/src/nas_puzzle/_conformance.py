@@ -355,6 +355,7 @@ def entries() -> list[dict]:
         *_cost_entries(),
         *_library_entries(),
         *_assembly_entries(),
+        *_run_entries(),
         *_data_entries(corpus[1]),
     ]  # fmt: skip
 
@@ -1300,4 +1301,143 @@ def _assembly_entries() -> list[dict]:
                     "check": None, "why": "token ids outside the vocabulary"},
                    {"kwargs": {"val_data": val}, "check": lambda r: _mode_kept(),
                     "why": "a parent in train mode is left in train mode"}]},
+    ]  # fmt: skip
+
+
+def _decode_with(layers, length):
+    """One decode step on a hand-built KVCache after a 5-token prefill of the child."""
+    child = _eval_models()[1]
+    with torch.no_grad():
+        token = _PROMPT[1].to(child.embed.weight.device)
+        return child.decode_step(token, npz.KVCache(layers, length))[0]
+
+
+_PROMPT = (torch.tensor([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3]]), torch.tensor([2, 7]))
+
+
+def _prefill_cache():
+    with torch.no_grad():
+        return _eval_models()[1].prefill(_PROMPT[0])[1]
+
+
+def _full_last(logits):
+    with torch.no_grad():
+        want = _eval_models()[1](torch.cat([_PROMPT[0], _PROMPT[1][:, None]], 1))[0][:, -1]
+    return torch.allclose(logits, want, atol=1e-5)
+
+
+def _throughput(batch_size=2, prefill_len=4, decode_len=3, repeats=1, threads=None, seed=0,
+                model=None):  # fmt: skip
+    m = _eval_models()[1] if model is None else model
+    r = npz.measure_throughput(m, batch_size, prefill_len, decode_len, repeats, threads, seed)
+    return {k: r[k] for k in ("kv_cache_bytes", "param_bytes")} | {"ok": r["tokens_per_s"] > 0}
+
+
+def _sweep(batch_sizes=None, objective="kl"):
+    scores, costs, cons = _mip_tables()
+    sol = npz.sweep_batch_sizes(scores, costs, cons, batch_sizes, objective=objective)
+    return {"indices": sol.indices, "batch_size": sol.batch_size, "objective": sol.objective}
+
+
+def _each_alone_no_better(r):
+    scores, costs, cons = _mip_tables()
+    for b in costs.scenario.batch_sizes:
+        try:
+            sol = npz.solve(scores, costs, cons, batch_size=b)
+        except npz.InfeasibleError:
+            continue
+        if sol.objective < r["objective"] - 1e-12:
+            return False
+    return True
+
+
+def _train(data, steps=2, lr=3e-3, batch_size=2, seq_len=8, weight_decay=0.01, seed=0, **kw):
+    m = npz.train_parent(CFG, data, steps, lr, batch_size, seq_len, weight_decay, seed, **kw)
+    return {k: v for k, v in m.state_dict().items() if k.startswith(("embed", "norm"))}
+
+
+def _uptrain(data, steps=2, lr=3e-4, batch_size=2, seq_len=8, w_cos=1.0, w_kl=1.0, w_lm=0.0,
+             seed=0, **kw):  # fmt: skip
+    parent = _parent64()
+    child = npz.realize(parent, _lib64(), ("gqa1/ffn8", "noop/ffn32"))
+    out = npz.uptrain(child, parent, data, steps, lr, batch_size, seq_len, w_cos, w_kl, w_lm,
+                      seed, **kw)  # fmt: skip
+    return {k: v for k, v in out.state_dict().items() if "ffn" in k}
+
+
+def _uptrain_keeps_parent_mode():
+    p = _parent64().train()
+    _uptrain(torch.arange(40) % CFG.vocab_size, steps=1)
+    kept = p.training
+    p.eval()
+    return kept
+
+
+def _run_entries() -> list[dict]:
+    data = torch.arange(60) * 7 % CFG.vocab_size
+    ints = {"type": "int", "bad": [0, 1.5, "2"]}
+    return [
+        {"name": "KVCache", "call": _decode_with, "modules": lambda: [_eval_models()[1]],
+         "kwargs": {"layers": _prefill_cache().layers, "length": 5},
+         "params": {"length": {"type": "int", "bad": [3, -1, 5.0]},
+                    "layers": {"bad": ["kv", [None, None], [_prefill_cache().layers[0]],
+                                       [(_prefill_cache().layers[0][0],), None]]}},
+         "known": [{"kwargs": {"layers": _prefill_cache().layers, "length": 5},
+                    "check": _full_last,
+                    "why": "a cached step equals the uncached forward's last position"},
+                   {"kwargs": {"layers": [tuple(t[:1] for t in _prefill_cache().layers[0]), None],
+                               "length": 5}, "raises": ["kv_cache"], "check": None,
+                    "why": "a cache of batch 1 for a batch of 2"}]},
+        {"name": "measure_throughput", "call": _throughput, "kwargs": {},
+         "modules": lambda: [_eval_models()[1]],
+         "params": {"batch_size": {**ints, "good": 2}, "prefill_len": {**ints, "good": 4},
+                    "decode_len": {"type": "int", "bad": [-1, 1.5, 13], "good": 3},
+                    "repeats": {**ints, "good": 1}, "threads": {**ints, "good": 1},
+                    "seed": {"type": "int", "bad": [-1], "good": 0}},
+         "known": [{"kwargs": {"batch_size": 2, "prefill_len": 4, "decode_len": 3},
+                    "check": lambda r: r["kv_cache_bytes"] == 2 * 2 * 1 * 7 * 8 * 4 and r["ok"],
+                    "why": "K and V of the one GQA layer: 2 x batch 2 x 1 head x 7 positions x 8"},
+                   {"kwargs": {"model": torch.nn.Linear(2, 2)}, "raises": ["model"],
+                    "check": None, "why": "not a HeteroDecoder"}]},
+        {"name": "sweep_batch_sizes", "call": _sweep, "kwargs": {},
+         "params": {"batch_sizes": {"bad": [(), (3,), "18", 8, (0,), (8.5,)]}},
+         "known": [{"kwargs": {}, "check": _each_alone_no_better,
+                    "why": "the sweep keeps the best of the per-batch-size optima"},
+                   {"kwargs": {"batch_sizes": [np.int64(8)]},
+                    "check": lambda r: r["batch_size"] == 8,
+                    "why": "one batch size, given as a numpy int"}]},
+        {"name": "train_parent", "call": _train, "kwargs": {"data": data},
+         "arrays": {"data": {"kind": "labels", "ndim": 1}}, "min_rows": 9,
+         "params": {"steps": {"type": "int", "bad": [-1, 1.5]},
+                    "lr": {"type": "float", "bad": [0.0, float("nan"), "3e-3"]},
+                    "batch_size": {"type": "int", "bad": [0, "2"]},
+                    "seq_len": {"type": "int", "bad": [0, 17, 4.5]},
+                    "weight_decay": {"type": "float", "bad": [-0.1, float("inf")]},
+                    "seed": {"type": "int", "bad": [-1]}, "verbose": {"bad": ["yes"]}},
+         "known": [{"kwargs": {"data": data, "steps": 0},
+                    "check": lambda r: torch.equal(r["embed.weight"],
+                                                   _model().embed.weight.detach()),
+                    "why": "no steps: the seed-0 initialisation"},
+                   {"kwargs": {"data": data + CFG.vocab_size}, "raises": ["data"], "check": None,
+                    "why": "ids outside the vocabulary (an IndexError in the embedding before)"}]},
+        {"name": "uptrain", "call": _uptrain, "kwargs": {"data": data},
+         "modules": lambda: [_parent64()],
+         "arrays": {"data": {"kind": "labels", "ndim": 1}}, "min_rows": 9,
+         "params": {"steps": {"type": "int", "bad": [-1]},
+                    "lr": {"type": "float", "bad": [0.0, "3e-4"]},
+                    "batch_size": {"type": "int", "bad": [0, 2.5]},
+                    "seq_len": {"type": "int", "bad": [0, 17]},
+                    "w_cos": {"type": "float", "bad": [-1.0, float("nan")]},
+                    "w_kl": {"type": "float", "bad": [float("inf")]},
+                    "w_lm": {"type": "float", "bad": [-0.5]},
+                    "seed": {"type": "int", "bad": [-1]}, "verbose": {"bad": [1]}},
+         "known": [{"kwargs": {"data": data, "w_cos": 0.0, "w_kl": 0.0}, "raises": ["w_cos"],
+                    "check": None, "why": "every loss weight 0"},
+                   {"kwargs": {"data": data, "steps": 0},
+                    "check": lambda r: all(torch.equal(v, npz.realize(
+                        _parent64(), _lib64(), ("gqa1/ffn8", "noop/ffn32")).state_dict()[k])
+                        for k, v in r.items()),
+                    "why": "no steps: the child as assembled"},
+                   {"kwargs": {"data": data}, "check": lambda r: _uptrain_keeps_parent_mode(),
+                    "why": "a parent in train mode stays in train mode"}]},
     ]  # fmt: skip

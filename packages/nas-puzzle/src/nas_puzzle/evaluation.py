@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from nas_puzzle.config import _check_positive_int
 from nas_puzzle.data import as_tokens, eval_windows
 from nas_puzzle.losses import kl_to_parent
 from nas_puzzle.model import HeteroDecoder
@@ -99,17 +100,31 @@ def measure_throughput(
         ``seconds``, ``tokens_per_s`` (prefill + generated tokens), ``kv_cache_bytes``,
         ``param_bytes``.
     """
+    if not isinstance(model, HeteroDecoder):
+        raise TypeError(f"model must be a HeteroDecoder, got {type(model).__name__}")
     cfg = model.cfg
-    if batch_size <= 0 or prefill_len <= 0 or decode_len < 0 or repeats <= 0:
-        raise ValueError("batch_size, prefill_len, repeats must be positive; decode_len >= 0")
+    batch_size = _check_positive_int(batch_size, "batch_size")
+    prefill_len = _check_positive_int(prefill_len, "prefill_len")
+    repeats = _check_positive_int(repeats, "repeats")
+    if isinstance(decode_len, bool) or not isinstance(decode_len, numbers.Integral):
+        raise TypeError(f"decode_len must be an int, got {type(decode_len).__name__}")
+    if decode_len < 0:
+        raise ValueError(f"decode_len must be >= 0, got {decode_len}")
+    decode_len = int(decode_len)
+    if threads is not None:
+        threads = _check_positive_int(threads, "threads")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     if prefill_len + decode_len > cfg.max_seq_len:
         raise ValueError(
             f"prefill_len + decode_len = {prefill_len + decode_len} exceeds max_seq_len"
         )
     old = torch.get_num_threads()
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(int(seed))
     prompt = torch.randint(0, cfg.vocab_size, (batch_size, prefill_len), generator=g)
-    model = model.eval()
+    prompt = prompt.to(model.embed.weight.device)  # the model may sit on a GPU
+    was_training = model.training
+    model.eval()
 
     def run():
         logits, cache = model.prefill(prompt)
@@ -128,6 +143,7 @@ def measure_throughput(
             ts.append(time.perf_counter() - t0)
     finally:
         torch.set_num_threads(old)
+        model.train(was_training)  # the caller's module keeps its mode
     sec = min(ts)  # least-disturbed run
     return {
         "seconds": sec,

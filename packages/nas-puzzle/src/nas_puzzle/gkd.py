@@ -7,15 +7,17 @@ default 0: adding the LM term hurt in the paper's ablation, Table 17).
 from __future__ import annotations
 
 import copy
+import math
+import numbers
 
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from nas_puzzle.data import as_tokens, sample_batch
+from nas_puzzle.data import sample_batch
 from nas_puzzle.losses import gkd_loss
 from nas_puzzle.model import HeteroDecoder
-from nas_puzzle.train import _check_steps_lr, cosine_lr
+from nas_puzzle.train import _check_steps_lr, _training_tokens, cosine_lr
 
 __all__ = ["uptrain"]
 
@@ -58,13 +60,31 @@ def uptrain(
         raise TypeError("child and parent must be HeteroDecoder instances")
     if child.cfg != parent.cfg:
         raise ValueError("child.cfg does not match parent.cfg")
-    seq_len = child.cfg.max_seq_len if seq_len is None else seq_len
-    _check_steps_lr(steps, lr, batch_size, seq_len)
+    cfg = child.cfg
+    seq_len = cfg.max_seq_len if seq_len is None else seq_len
+    steps, lr, batch_size, seq_len, seed = _check_steps_lr(steps, lr, batch_size, seq_len, seed)
+    if seq_len > cfg.max_seq_len:
+        raise ValueError(f"seq_len={seq_len} exceeds max_seq_len={cfg.max_seq_len}")
+    for name, w in (("w_cos", w_cos), ("w_kl", w_kl), ("w_lm", w_lm)):
+        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not 0 <= w < math.inf:
+            raise ValueError(f"{name} must be a finite number >= 0, got {w!r}")
     if w_cos == w_kl == w_lm == 0:
         raise ValueError("w_cos, w_kl and w_lm are all 0")
-    toks = as_tokens(data)
+    if not isinstance(verbose, bool):
+        raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
+    toks = _training_tokens(data, cfg, seq_len).to(child.embed.weight.device)
     child = copy.deepcopy(child).train()
-    parent = parent.eval()
+    was_training = parent.training
+    parent.eval()  # restored below: the caller's parent keeps its mode
+    try:
+        return _distill(child, parent, toks, steps, lr, batch_size, seq_len,
+                        (w_cos, w_kl, w_lm), seed, verbose)  # fmt: skip
+    finally:
+        parent.train(was_training)
+
+
+def _distill(child, parent, toks, steps, lr, batch_size, seq_len, weights, seed, verbose):
+    w_cos, w_kl, w_lm = weights
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(child.parameters(), lr=lr, weight_decay=0.0)
     for step in tqdm(range(steps), disable=not verbose, desc="GKD"):

@@ -27,7 +27,7 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from nas_puzzle.config import BlockConfig
+from nas_puzzle.config import BlockConfig, _check_positive_int
 from nas_puzzle.cost import CostTable
 from nas_puzzle.scoring import ScoreTable
 
@@ -627,8 +627,25 @@ def sweep_batch_sizes(
     batch_sizes: Sequence[int] | None = None,
     **kwargs,
 ) -> Solution:
-    """Solve for every batch size and keep the best objective (ties: higher throughput)."""
-    batch_sizes = costs.scenario.batch_sizes if batch_sizes is None else tuple(batch_sizes)
+    """Solve for every batch size and keep the best objective (ties: higher throughput).
+
+    ``batch_sizes`` (default: every one the cost table measured) must be measured ones;
+    ``kwargs`` go to :func:`solve`. Raises :class:`InfeasibleError` listing each batch size's
+    reason when none is feasible.
+    """
+    if not isinstance(costs, CostTable):
+        raise TypeError(f"costs must be a CostTable, got {type(costs).__name__}")
+    if "batch_size" in kwargs:
+        raise TypeError("sweep_batch_sizes takes batch_sizes, not batch_size")
+    if batch_sizes is None:
+        batch_sizes = costs.scenario.batch_sizes
+    elif isinstance(batch_sizes, str | bytes) or not isinstance(batch_sizes, Sequence):
+        raise TypeError(f"batch_sizes must be a sequence of ints, got {batch_sizes!r}")
+    batch_sizes = tuple(_check_positive_int(b, "batch_sizes") for b in batch_sizes)
+    missing = [b for b in batch_sizes if b not in costs.scenario.batch_sizes]
+    if not batch_sizes or missing:
+        raise ValueError(f"batch_sizes must be non-empty and measured in costs "
+                         f"({costs.scenario.batch_sizes}); not measured: {missing}")  # fmt: skip
     best, errors = None, {}
     for b in batch_sizes:
         try:

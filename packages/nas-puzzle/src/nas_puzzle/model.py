@@ -7,6 +7,7 @@ Pre-norm RMSNorm, RoPE, SwiGLU FFN, grouped-query attention via ``F.scaled_dot_p
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -71,6 +72,30 @@ class KVCache:
 
     layers: list[tuple[Tensor, Tensor] | None]
     length: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.layers, str) or not isinstance(self.layers, Sequence):
+            raise TypeError(
+                f"layers must be a list of (key, value) pairs or None, got {self.layers!r}"
+            )
+        layers = list(self.layers)
+        n = self.length
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise ValueError(f"length must be a non-negative int, got {n!r}")
+        for i, kv in enumerate(layers):
+            if kv is None:
+                continue
+            if not (isinstance(kv, tuple | list) and len(kv) == 2
+                    and all(isinstance(t, Tensor) and t.ndim == 4 for t in kv)):  # fmt: skip
+                raise TypeError(f"layers[{i}] must be a (key, value) pair of 4-D tensors or None")
+            if kv[0].shape != kv[1].shape:
+                raise ValueError(f"layers[{i}]: key {tuple(kv[0].shape)} and value "
+                                 f"{tuple(kv[1].shape)} differ")  # fmt: skip
+            if kv[0].shape[2] != n:
+                raise ValueError(f"layers[{i}] holds {kv[0].shape[2]} positions, length={n}: "
+                                 "positions would continue from the wrong offset")  # fmt: skip
+            layers[i] = (kv[0], kv[1])
+        self.layers, self.length = layers, int(n)
 
     def nbytes(self) -> int:
         """Bytes held by the cache."""
@@ -311,6 +336,8 @@ class HeteroDecoder(nn.Module):
         aux : DecoderOutput
         """
         check_tokens(tokens, self.cfg)
+        if kv_cache is not None:
+            self._check_cache(kv_cache, tokens.shape[0])
         past = 0 if kv_cache is None else kv_cache.length
         t = tokens.shape[1]
         if past + t > self.cfg.max_seq_len:
@@ -331,6 +358,26 @@ class HeteroDecoder(nn.Module):
                 hidden.append(h)
         cache = KVCache(new_layers, past + t) if want_cache else None
         return self.logits(h), DecoderOutput(hidden=hidden, kv_cache=cache)
+
+    def _check_cache(self, cache: object, batch: int) -> None:
+        """The cache must come from a model of these blocks and this batch."""
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"kv_cache must be a KVCache, got {type(cache).__name__}")
+        if len(cache.layers) != len(self.blocks):
+            raise ValueError(
+                f"kv_cache has {len(cache.layers)} layers, the model {len(self.blocks)}"
+            )
+        for i, (blk, kv) in enumerate(zip(self.blocks, cache.layers, strict=True)):
+            a = blk.config.attention
+            if a.kind != "gqa":
+                if kv is not None:
+                    raise ValueError(f"kv_cache.layers[{i}] holds keys for a {a.name} layer")
+                continue
+            want = (batch, a.n_kv_heads, cache.length, self.cfg.head_dim)
+            if cache.length and (kv is None or tuple(kv[0].shape) != want):
+                got = None if kv is None else tuple(kv[0].shape)
+                raise ValueError(f"kv_cache.layers[{i}] has shape {got}, expected {want} "
+                                 "(batch, n_kv_heads, length, head_dim)")  # fmt: skip
 
     @torch.no_grad()
     def prefill(self, tokens: Tensor) -> tuple[Tensor, KVCache]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from nas_puzzle.config import DecoderConfig
+from nas_puzzle.config import DecoderConfig, _check_positive_float, _check_positive_int
 from nas_puzzle.data import as_tokens, sample_batch
 from nas_puzzle.model import HeteroDecoder
 
@@ -30,15 +31,31 @@ def lm_loss(model: HeteroDecoder, windows: Tensor) -> Tensor:
     return F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten())
 
 
-def _check_steps_lr(steps: int, lr: float, batch_size: int, seq_len: int) -> None:
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be a non-negative int, got {steps}")
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a positive finite number, got {lr}")
-    if batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    if seq_len <= 0:
-        raise ValueError(f"seq_len must be positive, got {seq_len}")
+def _check_steps_lr(
+    steps: object, lr: object, batch_size: object, seq_len: object, seed: object = 0
+) -> tuple[int, float, int, int, int]:
+    """Validated (steps, lr, batch_size, seq_len, seed) as Python numbers."""
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    return (
+        int(steps),
+        _check_positive_float(lr, "lr"),
+        _check_positive_int(batch_size, "batch_size"),
+        _check_positive_int(seq_len, "seq_len"),
+        int(seed),  # torch.Generator refuses numpy integers
+    )
+
+
+def _training_tokens(data: object, cfg: DecoderConfig, seq_len: int) -> Tensor:
+    """``data`` as tokens of the vocabulary, long enough for one training window."""
+    toks = as_tokens(data)
+    if int(toks.min()) < 0 or int(toks.max()) >= cfg.vocab_size:
+        raise ValueError(f"data token ids must lie in [0, {cfg.vocab_size}) (the vocabulary)")
+    if toks.numel() <= seq_len:
+        raise ValueError(f"data has {toks.numel()} tokens; seq_len={seq_len} windows need more")
+    return toks
 
 
 def train_parent(
@@ -51,6 +68,7 @@ def train_parent(
     weight_decay: float = 0.01,
     seed: int = 0,
     verbose: bool = False,
+    device: str | torch.device | None = None,
 ) -> HeteroDecoder:
     """Train a parent :class:`HeteroDecoder` from scratch on ``data``.
 
@@ -66,19 +84,34 @@ def train_parent(
         Seeds initialization and batch sampling.
     verbose : bool
         Show a progress bar.
+    device : str or torch.device, optional
+        Where the model is trained (default: the device of ``data`` when it is a tensor, else
+        the CPU). The initial weights are drawn on the CPU, so a seed gives one parent.
 
     Returns
     -------
     HeteroDecoder
         The trained parent in eval mode.
     """
+    if not isinstance(cfg, DecoderConfig):
+        raise TypeError(f"cfg must be a DecoderConfig, got {type(cfg).__name__}")
     seq_len = cfg.max_seq_len if seq_len is None else seq_len
-    _check_steps_lr(steps, lr, batch_size, seq_len)
+    steps, lr, batch_size, seq_len, seed = _check_steps_lr(steps, lr, batch_size, seq_len, seed)
     if seq_len > cfg.max_seq_len:
         raise ValueError(f"seq_len={seq_len} exceeds max_seq_len={cfg.max_seq_len}")
-    toks = as_tokens(data)
+    wd = weight_decay
+    if isinstance(wd, bool) or not isinstance(wd, numbers.Real) or not 0 <= wd < math.inf:
+        raise ValueError(f"weight_decay must be a finite number >= 0, got {wd!r}")
+    if not isinstance(verbose, bool):
+        raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
+    toks = _training_tokens(data, cfg, seq_len)
     torch.manual_seed(seed)
-    model = HeteroDecoder(cfg)
+    if device is None:  # follow a token tensor's device
+        device = data.device if isinstance(data, Tensor) else torch.device("cpu")
+    with torch.device("cpu"):
+        model = HeteroDecoder(cfg)  # initialised on the CPU RNG stream: one seed, one parent
+    model = model.to(device)
+    toks = toks.to(model.embed.weight.device)
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     model.train()
