@@ -312,7 +312,7 @@ def entries() -> list[dict]:
             "min_rows": 0,  # per-sequence values: no sequences, no values
         }
     )
-    return [*out, *_data_entries()]
+    return [*out, *_data_entries(), *_training_entries()]
 
 
 @functools.cache
@@ -345,4 +345,123 @@ def _data_entries() -> list[dict]:
             _lm(), tokens, batch_size=batch_size), "kwargs": {"tokens": tokens},
          "modules": lambda: [_lm()], "rows": [["tokens"]], "order": "equivariant",
          "params": {"batch_size": {"type": "int", "bad": [0]}}},
+    ]  # fmt: skip
+
+
+def _fresh_lm(seed=1):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 10)).double()
+
+
+_STUDENTS: dict = {}
+
+
+def _student(seed):
+    """One persistent model per seed (the device runs move it), reset to its initial weights."""
+    if seed not in _STUDENTS:
+        m = _fresh_lm(seed)
+        _STUDENTS[seed] = (m, {k: v.clone() for k, v in m.state_dict().items()})
+    m, init = _STUDENTS[seed]
+    m.load_state_dict(init)
+    return m
+
+
+def _eval(tokens, batch_size=2, pad_id=None, model=None):
+    return K.evaluate_lm(_lm() if model is None else model, tokens, batch_size=batch_size,
+                         pad_id=pad_id)  # fmt: skip
+
+
+def _nll_by_hand(tokens, pad_id=None):
+    with torch.no_grad():
+        logits = _lm()(tokens[:, :-1])
+    y = tokens[:, 1:]
+    keep = y != pad_id if pad_id is not None else torch.ones_like(y, dtype=torch.bool)
+    lp = torch.log_softmax(logits, -1).gather(-1, y[..., None])[..., 0]
+    acc = (logits.argmax(-1) == y)[keep].double().mean()
+    return float(-lp[keep].mean()), float(acc)
+
+
+def _train(tokens, epochs=2, batch_size=2, lr=3e-3, pad_id=None, seed=0, verbose=False):
+    m = _student(1)
+    losses = K.train_lm(m, tokens, epochs=epochs, batch_size=batch_size, lr=lr, pad_id=pad_id,
+                        seed=seed, verbose=verbose)  # fmt: skip
+    return {"losses": losses, "weight": m[1].weight.detach()}
+
+
+_TRAINED: dict = {}
+
+
+def _distill(tokens, loss="bdl", epochs=2, batch_size=2, lr=2e-3, ce_weight=0.0,
+             difficulty_aware=False, warmup_epochs=1, update_every=1, pad_id=None, seed=0,
+             verbose=False, **kw):  # fmt: skip
+    student = _student(2)
+    r = K.distill(student, _lm(), tokens, loss=loss, epochs=epochs, batch_size=batch_size, lr=lr,
+                  ce_weight=ce_weight, difficulty_aware=difficulty_aware,
+                  warmup_epochs=warmup_epochs, update_every=update_every, pad_id=pad_id,
+                  seed=seed, verbose=verbose, **kw)  # fmt: skip
+    _TRAINED["student"] = student
+    return {"history": r.history, "active": r.active_indices, "weight": student[1].weight.detach()}
+
+
+def _teacher_forwards_counted(r, n):
+    return r["history"][-1]["teacher_forwards"] == 2 * n and r["history"][0]["fraction"] == 1.0
+
+
+def _training_entries() -> list[dict]:
+    g = torch.Generator().manual_seed(5)
+    tokens = torch.randint(0, 10, (6, 5), generator=g)
+    padded = tokens.clone()
+    padded[:, -2:] = 0
+    ints = {"type": "int", "bad": [0, -1, 1.5]}
+    return [
+        {"name": "evaluate_lm", "call": _eval, "kwargs": {"tokens": tokens},
+         "modules": lambda: [_lm()], "rows": [["tokens"]], "order": "invariant",
+         "params": {"batch_size": {**ints, "good": 2}, "pad_id": {"bad": ["0", 0.5]}},
+         "known": [{"kwargs": {"tokens": tokens},
+                    "check": lambda r: np.allclose(r, _nll_by_hand(tokens), rtol=1e-6),
+                    "why": "token-mean NLL and top-1 accuracy by hand"},
+                   {"kwargs": {"tokens": padded, "pad_id": 0},
+                    "check": lambda r: np.allclose(r, _nll_by_hand(padded, 0), rtol=1e-6),
+                    "why": "pad targets are left out of both means"},
+                   {"kwargs": {"tokens": torch.zeros(2, 3, dtype=torch.long), "pad_id": 0},
+                    "raises": ["tokens"], "check": None,
+                    "why": "every target is padding (returned 0.0, 0.0 before)"},
+                   {"kwargs": {"tokens": tokens + 10}, "raises": ["tokens"], "check": None,
+                    "why": "ids beyond the model's 10 logits"}]},
+        {"name": "train_lm", "call": _train, "kwargs": {"tokens": tokens},
+         "modules": lambda: [_student(1)], "rows": [["tokens"]],
+         "params": {"epochs": {"type": "int", "bad": [-1, 2.0]},
+                    "batch_size": {**ints, "good": 2},
+                    "lr": {"type": "float", "bad": [0.0, -1e-3, float("nan"), "3e-3"], "good": 3e-3},
+                    "seed": {"type": "int", "bad": [-1], "good": 0},
+                    "pad_id": {"bad": ["0"]}, "verbose": {"bad": ["yes"]}},
+         "known": [{"kwargs": {"tokens": tokens, "epochs": 0},
+                    "check": lambda r: r["losses"] == []
+                    and torch.equal(r["weight"], _fresh_lm()[1].weight.detach()),
+                    "why": "no epochs: nothing trained"},
+                   {"kwargs": {"tokens": tokens, "epochs": 30, "lr": 3e-2},
+                    "check": lambda r: r["losses"][-1] < r["losses"][0],
+                    "why": "the training loss falls"}]},
+        {"name": "distill", "call": _distill, "kwargs": {"tokens": tokens},
+         "modules": lambda: [_lm(), _student(2)], "rows": [["tokens"]],
+         "params": {"loss": {"bad": ["kl", 3]}, "epochs": {**ints, "good": 2},
+                    "batch_size": {**ints, "good": 2},
+                    "update_every": {**ints, "good": 1},
+                    "warmup_epochs": {"type": "int", "bad": [-1, 0.5], "good": 1},
+                    "lr": {"type": "float", "bad": [0.0, float("inf"), "2e-3"], "good": 2e-3},
+                    "ce_weight": {"type": "float", "bad": [-0.1, float("nan"), "0.1"],
+                                  "good": 0.0},
+                    "seed": {"type": "int", "bad": [-1], "good": 0},
+                    "pad_id": {"bad": ["0", 1.5]},
+                    "difficulty_aware": {"bad": ["yes", 1]}, "verbose": {"bad": [None]},
+                    "optimizer": {"bad": ["adam", torch.optim.SGD(_fresh_lm(3).parameters(), 0.1)]},
+                    "sampler": {"bad": [[1, 2], K.DifficultyAwareSampler(5)]}},
+         "grid": {"loss": ["fkl", "jsd"], "difficulty_aware": [True], "ce_weight": [0.5]},
+         "known": [{"kwargs": {"tokens": tokens},
+                    "check": lambda r: _teacher_forwards_counted(r, 6),
+                    "why": "two full epochs pass every sequence through the teacher once each"},
+                   {"kwargs": {"tokens": tokens, "loss": "fkl", "loss_kwargs": {"temperature": 0.0}},
+                    "raises": ["temperature"], "check": None, "why": "a named loss's own check"},
+                   {"kwargs": {"tokens": tokens + 10}, "raises": ["tokens"], "check": None,
+                    "why": "ids beyond the student's 10 logits"}]},
     ]  # fmt: skip

@@ -214,7 +214,7 @@ class DifficultyAwareSampler(Sampler[int]):
         idx = self.active_indices
         if self.shuffle:
             g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
-            idx = idx[torch.randperm(len(idx), generator=g)]
+            idx = idx[torch.randperm(len(idx), generator=g, device="cpu")]
         return iter(idx.tolist())
 
     def __len__(self) -> int:

@@ -13,6 +13,8 @@ steps plus any teacher scoring; ``student_forwards``: training steps plus DDS sc
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -65,6 +67,50 @@ def _check_tokens(tokens: torch.Tensor, name: str = "tokens") -> None:
         raise TypeError(f"{name} must be an int64 torch.Tensor of shape (n, L)")
     if tokens.ndim != 2 or tokens.shape[0] < 1 or tokens.shape[1] < 2:
         raise ValueError(f"{name} must have shape (n >= 1, L >= 2), got {tuple(tokens.shape)}")
+    if tokens.numel() and int(tokens.min()) < 0:
+        raise ValueError(f"{name} has negative ids")
+
+
+def _check_int(name: str, value: object, lo: int) -> int:
+    # numpy integers from a sweep are ints too; bools are not
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
+        raise ValueError(f"{name} must be an int >= {lo}, got {value!r}")
+    return int(value)
+
+
+def _check_rate(name: str, value: object, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    ok = (value > 0 if positive else value >= 0) and math.isfinite(value)
+    if not ok:
+        raise ValueError(f"{name} must be {'> 0' if positive else '>= 0'} and finite, got {value}")
+    return float(value)
+
+
+def _check_pad_id(pad_id: object) -> int | None:
+    if pad_id is None:
+        return None
+    if isinstance(pad_id, bool) or not isinstance(pad_id, numbers.Integral):
+        raise TypeError(f"pad_id must be an int or None, got {type(pad_id).__name__}")
+    return int(pad_id)
+
+
+def _forward(model: Model, ids: torch.Tensor, name: str) -> torch.Tensor:
+    """``model(ids)``, an embedding's IndexError turned into an error naming the tokens."""
+    try:
+        return model(ids)
+    except IndexError as e:
+        raise ValueError(f"{name}: the model raised IndexError ({e}); are the ids within its "
+                         "vocabulary?") from e  # fmt: skip
+
+
+def _check_vocab(logits: torch.Tensor, labels: torch.Tensor, name: str) -> None:
+    """Target ids must index the model's vocabulary (cross_entropy would raise a raw error)."""
+    valid = labels[labels != -100]
+    if valid.numel() and int(valid.max()) >= logits.shape[-1]:
+        raise ValueError(
+            f"{name} holds id {int(valid.max())}, outside the model's {logits.shape[-1]} logits"
+        )
 
 
 @torch.no_grad()
@@ -89,24 +135,33 @@ def evaluate_lm(
     (float, float)
         Token-averaged NLL and top-1 accuracy.
     """
+    if not callable(model):
+        raise TypeError("model must be callable: ids -> logits")
     _check_tokens(tokens)
+    batch_size = _check_int("batch_size", batch_size, 1)
+    pad_id = _check_pad_id(pad_id)
     was_training = getattr(model, "training", False)
     if isinstance(model, nn.Module):
         model.eval()
     nll, correct, count = 0.0, 0, 0
-    for start in range(0, tokens.shape[0], batch_size):
-        batch = tokens[start : start + batch_size]
-        labels = _labels(batch, pad_id)
-        logits = model(batch[:, :-1]).float()
-        valid = labels != -100
-        nll += torch.nn.functional.cross_entropy(
-            logits[valid], labels[valid], reduction="sum"
-        ).item()
-        correct += int((logits.argmax(-1)[valid] == labels[valid]).sum())
-        count += int(valid.sum())
-    if isinstance(model, nn.Module) and was_training:
-        model.train()
-    return nll / max(count, 1), correct / max(count, 1)
+    try:
+        for start in range(0, tokens.shape[0], batch_size):
+            batch = tokens[start : start + batch_size]
+            labels = _labels(batch, pad_id)
+            logits = _forward(model, batch[:, :-1], "tokens").float()
+            _check_vocab(logits, labels, "tokens")
+            valid = labels != -100
+            nll += torch.nn.functional.cross_entropy(
+                logits[valid], labels[valid], reduction="sum"
+            ).item()
+            correct += int((logits.argmax(-1)[valid] == labels[valid]).sum())
+            count += int(valid.sum())
+    finally:
+        if isinstance(model, nn.Module) and was_training:
+            model.train()
+    if count == 0:
+        raise ValueError(f"tokens has no target to score: every label is pad_id={pad_id}")
+    return nll / count, correct / count
 
 
 def train_lm(
@@ -141,7 +196,16 @@ def train_lm(
     list of float
         Mean training loss per epoch.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     _check_tokens(tokens)
+    epochs = _check_int("epochs", epochs, 0)
+    batch_size = _check_int("batch_size", batch_size, 1)
+    lr = _check_rate("lr", lr)
+    pad_id = _check_pad_id(pad_id)
+    seed = _check_int("seed", seed, 0)
+    if not isinstance(verbose, bool):
+        raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     steps = epochs * -(-tokens.shape[0] // batch_size)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(steps, 1))
@@ -149,11 +213,12 @@ def train_lm(
     model.train()
     out = []
     for _ in tqdm(range(epochs), disable=not verbose, desc="train"):
-        perm = torch.randperm(tokens.shape[0], generator=g)
+        perm = torch.randperm(tokens.shape[0], generator=g, device="cpu").to(tokens.device)
         total, nb = 0.0, 0
         for start in range(0, len(perm), batch_size):
             batch = tokens[perm[start : start + batch_size]]
-            logits = model(batch[:, :-1])
+            logits = _forward(model, batch[:, :-1], "tokens")
+            _check_vocab(logits, _labels(batch, pad_id), "tokens")
             loss = torch.nn.functional.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]), _labels(batch, pad_id).reshape(-1)
             )
@@ -261,16 +326,28 @@ def distill(
 
     else:
         raise TypeError("loss must be a loss name or a callable")
-    for arg, val, lo in (
-        ("epochs", epochs, 1),
-        ("batch_size", batch_size, 1),
-        ("update_every", update_every, 1),
-        ("warmup_epochs", warmup_epochs, 0),
-    ):
-        if isinstance(val, bool) or not isinstance(val, int) or val < lo:
-            raise ValueError(f"{arg} must be an int >= {lo}, got {val!r}")
-    if not ce_weight >= 0:
-        raise ValueError(f"ce_weight must be >= 0, got {ce_weight}")
+    epochs = _check_int("epochs", epochs, 1)
+    batch_size = _check_int("batch_size", batch_size, 1)
+    update_every = _check_int("update_every", update_every, 1)
+    warmup_epochs = _check_int("warmup_epochs", warmup_epochs, 0)
+    seed = _check_int("seed", seed, 0)
+    ce_weight = _check_rate("ce_weight", ce_weight, positive=False)
+    pad_id = _check_pad_id(pad_id)
+    if optimizer is None:
+        lr = _check_rate("lr", lr)
+    elif not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
+    else:
+        mine = {id(p) for p in student.parameters()}
+        if not any(id(p) in mine for grp in optimizer.param_groups for p in grp["params"]):
+            raise ValueError("optimizer holds none of the student's parameters")
+    for arg, flag in (("difficulty_aware", difficulty_aware), ("verbose", verbose)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{arg} must be a bool, got {type(flag).__name__}")
+    if sampler is not None and not isinstance(sampler, DifficultyAwareSampler):
+        raise TypeError(f"sampler must be a DifficultyAwareSampler, got {type(sampler).__name__}")
 
     n = tokens.shape[0]
     if sampler is not None:
@@ -282,7 +359,7 @@ def distill(
     opt = optimizer or torch.optim.AdamW(student.parameters(), lr=lr, weight_decay=0.01)
     g = torch.Generator().manual_seed(seed)
     # teacher NLL per sample, filled for free from the distillation steps' teacher logits
-    teacher_nll = torch.full((n,), float("nan"))
+    teacher_nll = torch.full((n,), float("nan"), device=tokens.device)
     result = DistillResult()
     student.train()
     for epoch in tqdm(range(epochs), disable=not verbose, desc="distill"):
@@ -303,20 +380,22 @@ def distill(
                 result.student_forwards += len(active)
                 sampler.update(difficulty_score(s_nll, teacher_nll[active]))
             sampler.set_epoch(epoch)
-            order = torch.tensor(list(iter(sampler)), dtype=torch.long)
+            order = torch.tensor(list(iter(sampler)), dtype=torch.long, device=tokens.device)
         else:
-            order = torch.randperm(n, generator=g)
+            order = torch.randperm(n, generator=g, device="cpu").to(tokens.device)
         total, nb = 0.0, 0
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             batch = tokens[idx]
             labels = _labels(batch, pad_id)
             with torch.no_grad():
-                t_logits = teacher(batch[:, :-1])
+                t_logits = _forward(teacher, batch[:, :-1], "tokens")
             result.teacher_forwards += len(idx)
             if torch.isnan(teacher_nll[idx]).any():
                 teacher_nll[idx] = sequence_nll(t_logits, labels)
-            s_logits = student(batch[:, :-1])
+            s_logits = _forward(student, batch[:, :-1], "tokens")
+            if epoch == 0 and start == 0:
+                _check_vocab(s_logits, labels, "tokens")
             result.student_forwards += len(idx)
             value = loss_fn(s_logits, t_logits, labels)
             if ce_weight > 0:
