@@ -510,7 +510,7 @@ def entries() -> list[dict]:
             ],
         },
     ]
-    return out + _module_entries(X, W) + _flatness_entries()  # fmt: skip
+    return out + _module_entries(X, W) + _flatness_entries() + _training_entries()  # fmt: skip
 
 
 def _mlp():
@@ -555,4 +555,167 @@ def _flatness_entries() -> list[dict]:
                     "check": None, "why": "an unknown radius mode"},
                    {"kwargs": {"x": x, "y": y, "radii": (0.1, -0.2)}, "raises": ["radii"],
                     "check": None, "why": "a negative radius"}]},
+    ]  # fmt: skip
+
+
+def _tiny_domains(n=12, k=3, seed=0, **kw):
+    """Three hand-made domains of n 1x8x8 images over k classes (a shifted brightness each)."""
+    g = torch.Generator().manual_seed(seed)
+    envs = [(torch.rand(n, 1, 8, 8, generator=g) * 0.5 + 0.2 * e, torch.arange(n) % k)
+            for e in range(3)]  # fmt: skip
+    return qat_dg.DomainDataset(**{"envs": envs, "env_names": ["a", "b", "c"],
+                                   "num_classes": k} | kw)  # fmt: skip
+
+
+def _dataset(**kw):
+    ds = _tiny_domains(**{k: kw.pop(k) for k in ("seed",) if k in kw}, **kw)
+    return {"names": ds.env_names, "shape": ds.input_shape, "n": len(ds), "k": ds.num_classes}
+
+
+def _bad_envs(change):
+    envs = list(_tiny_domains().envs)
+    envs[1] = change(*envs[1])
+    return envs
+
+
+def _algo(input_shape=(1, 8, 8), num_classes=3, num_domains=2, hparams=None):
+    torch.manual_seed(0)
+    a = qat_dg.ERM(input_shape, num_classes, num_domains, hparams)
+    with torch.no_grad():
+        return {"hp": a.hparams["batch_size"], "logits": a.predict(torch.zeros(1, *a.input_shape))}
+
+
+def _quant_cfg(**kw):
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten(),
+                              torch.nn.Linear(72, 3))  # fmt: skip
+    q = quantize_model(net, qat_dg.QuantConfig(**kw))
+    return {n: tuple(m.quantizer.step.shape) for n, m in qat_dg.quantized_modules(q)}
+
+
+def _train_cfg(**kw):
+    import dataclasses
+
+    return dataclasses.asdict(qat_dg.TrainConfig(**kw))
+
+
+_FAST = {"n_steps": 2, "checkpoint_freq": 1, "keep_model": False}
+
+
+def _domain(test_env=0, algorithm="ERM", hparams=None, cfg=None, dataset=None):
+    before = torch.get_num_threads()
+    r = qat_dg.train_domain(_tiny_domains() if dataset is None else dataset, algorithm, test_env,
+                            {"batch_size": 4} if hparams is None else hparams,
+                            qat_dg.TrainConfig(**_FAST) if cfg is None else cfg)  # fmt: skip
+    return {k: r[k] for k in ("test_env", "iid", "oracle", "last")} | {
+        "steps": [rec["step"] for rec in r["records"]],
+        "threads_kept": torch.get_num_threads() == before,
+    }
+
+
+def _loo(algorithm="ERM", cfg=None, dataset=None):
+    r = qat_dg.train_loo(
+        _tiny_domains() if dataset is None else dataset,
+        algorithm,
+        {"batch_size": 4},
+        qat_dg.TrainConfig(**_FAST) if cfg is None else cfg,
+    )
+    return {e: v["iid"] for e, v in r.items()}
+
+
+def _pretrain(x, y, n_steps=3, batch_size=8, lr=2e-3, seed=0, verbose=False):
+    state, info = qat_dg.pretrain_backbone(x, y, n_steps=n_steps, batch_size=batch_size, lr=lr,
+                                           seed=seed, verbose=verbose)  # fmt: skip
+    return {"state": state, "loss_first": info["loss_first"]}
+
+
+def _training_entries() -> list[dict]:
+    g = torch.Generator().manual_seed(11)
+    xp, yp = torch.rand(24, 1, 8, 8, generator=g), torch.arange(24) % 4
+    ints = {"type": "int", "bad": [0, -1, 1.5]}
+    return [
+        {"name": "DomainDataset", "call": _dataset, "kwargs": {},
+         "params": {"num_classes": {"type": "int", "bad": [1, 2, 2.5], "good": 3},
+                    "env_names": {"bad": ["abc", ["a", "b"], ["a", "a", "b"], ["a", 2, "c"]]},
+                    "class_names": {"bad": ["xyz", ["x", "y"], [1, 2, 3]]},
+                    "envs": {"bad": [[], "envs",
+                                     _bad_envs(lambda x, y: (x, y.float())),
+                                     _bad_envs(lambda x, y: (x[:, :, :4], y)),
+                                     _bad_envs(lambda x, y: (x[:5], y)),
+                                     _bad_envs(lambda x, y: (x * float("nan"), y)),
+                                     _bad_envs(lambda x, y: (x, y - 1))]}},
+         "known": [{"kwargs": {}, "check": lambda r: r["shape"] == (1, 8, 8) and r["n"] == 3,
+                    "why": "input_shape is (C, H, W) of one image; one entry per domain"},
+                   {"kwargs": {"class_names": ["x", "y", "z"]},
+                    "check": lambda r: r["k"] == 3, "why": "one name per class"}]},
+        {"name": "Algorithm[ERM]", "call": _algo, "kwargs": {},
+         "params": {"num_classes": {"type": "int", "bad": [1, 2.7, "3"]},
+                    "num_domains": {"type": "int", "bad": [0, 1.5]},
+                    "input_shape": {"bad": ["1x8x8", (1.5, 8, 8), (), (0, 8, 8)]},
+                    "hparams": {"bad": [{"lr": "1e-3"}, {"batch_size": 0}, {"nonsense": 1},
+                                        {"lr": float("inf")}]}},
+         "known": [{"kwargs": {"hparams": {"batch_size": np.int64(16), "lr": np.float32(1e-3)}},
+                    "check": lambda r: r["hp"] == 16 and type(r["hp"]) is int,
+                    "why": "numpy hyper-parameters from a sweep are accepted (were refused)"},
+                   {"kwargs": {"num_classes": 5}, "check": lambda r: r["logits"].shape == (1, 5),
+                    "why": "one logit per class"}]},
+        {"name": "QuantConfig", "call": _quant_cfg, "kwargs": {},
+         "params": {"bits": {"type": "int", "bad": [1, 17], "good": 7},
+                    "per_channel": {"bad": ["no", 0]}, "symmetric": {"bad": ["yes"]},
+                    "quantize_activations": {"bad": [True]},
+                    "targets": {"bad": [(), ("attention",), (3,)]},
+                    "exclude": {"bad": [(None,), 5]},
+                    "grad_scale": {"type": "str", "bad": ["layer"]}},
+         "known": [{"kwargs": {}, "check": lambda r: r == {"0": (2,)},
+                    "why": "default: the convolution only, one step per output channel"},
+                   {"kwargs": {"targets": ("conv", "linear"), "per_channel": False, "exclude": ()},
+                    "check": lambda r: r == {"0": (), "2": ()},
+                    "why": "both layer types, one step per tensor"},
+                   {"kwargs": {"targets": "linear", "exclude": "2"}, "raises": ["targets"],
+                    "check": None, "why": "nothing left to quantize"}]},
+        {"name": "TrainConfig", "call": _train_cfg, "kwargs": {},
+         "params": {"n_steps": {"type": "int", "bad": [0, 1.5], "good": 10},
+                    "checkpoint_freq": {"type": "int", "bad": [0], "good": 5},
+                    "holdout_fraction": {"type": "float", "bad": [0.0, 1.0, float("nan"), "0.2"],
+                                         "good": 0.2},
+                    "test_envs": {"bad": ["0", [], [0, 0], [-1], [0.5]]},
+                    "seed": {"type": "int", "bad": [-1], "good": 0}, "threads": {**ints, "good": 1},
+                    "keep_model": {"bad": ["yes"]}, "verbose": {"bad": [1]}},
+         "known": [{"kwargs": {"n_steps": np.int64(10), "test_envs": (np.int64(1), 2)},
+                    "check": lambda r: r["n_steps"] == 10 and r["test_envs"] == [1, 2],
+                    "why": "numpy ints are stored as ints; test_envs as a list"}]},
+        {"name": "train_domain", "call": _domain, "kwargs": {},
+         "params": {"test_env": {"type": "int", "bad": [3, -1, 1.7, True]},
+                    "algorithm": {"type": "str", "bad": ["FedAvg"]},
+                    "hparams": {"bad": [[("lr", 1e-3)], {"lr": -1.0}]},
+                    "cfg": {"bad": [{"n_steps": 2}]}},
+         "known": [{"kwargs": {}, "check": lambda r: r["steps"] == [1, 2]
+                    and 0 <= r["iid"] <= 1 and r["test_env"] == 0,
+                    "why": "a checkpoint every step; accuracies in [0, 1]"},
+                   {"kwargs": {"dataset": _tiny_domains().envs}, "raises": ["dataset"],
+                    "check": None, "why": "a list, not a DomainDataset"},
+                   {"kwargs": {"cfg": qat_dg.TrainConfig(**_FAST, threads=1)},
+                    "check": lambda r: r["threads_kept"],
+                    "why": "the caller's thread count is restored (was left at cfg.threads)"}]},
+        {"name": "train_loo", "call": _loo, "kwargs": {},
+         "params": {"algorithm": {"type": "str", "bad": ["FedAvg"]},
+                    "cfg": {"bad": [qat_dg.TrainConfig(**_FAST, test_envs=[0, 5]), "cfg"]}},
+         "known": [{"kwargs": {"cfg": qat_dg.TrainConfig(**_FAST, test_envs=[2, 0])},
+                    "check": lambda r: list(r) == [2, 0],
+                    "why": "one run per listed target, in order"},
+                   {"kwargs": {}, "check": lambda r: list(r) == [0, 1, 2],
+                    "why": "default: every domain once"}]},
+        {"name": "pretrain_backbone", "call": _pretrain, "kwargs": {"x": xp, "y": yp},
+         "arrays": {"x": {"kind": "float", "ndim": 4}, "y": {"kind": "labels", "ndim": 1}},
+         "rows": [["x", "y"]], "min_rows": 20,
+         "params": {"n_steps": {**ints, "good": 3}, "batch_size": {**ints, "good": 8},
+                    "lr": {"type": "float", "bad": [0.0, float("inf"), "2e-3"], "good": 2e-3},
+                    "seed": {"type": "int", "bad": [-1], "good": 0},
+                    "verbose": {"bad": ["no"]}},
+         "known": [{"kwargs": {"x": xp, "y": yp},
+                    "check": lambda r: all(k.startswith(("0.", "1.", "2.", "3.", "4.", "5.",
+                                                         "6.", "7.", "8.", "9.")) or "." in k
+                                           for k in r["state"]) and len(r["state"]) > 0,
+                    "why": "the features module's weights, for hparams['pretrained']"},
+                   {"kwargs": {"x": xp, "y": yp - 1}, "raises": ["y"], "check": None,
+                    "why": "a negative class id"}]},
     ]  # fmt: skip

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -26,7 +27,7 @@ from torch.nn.utils import parametrize
 from torch.optim import swa_utils
 
 from qat_dg._sources import batches, is_lazy
-from qat_dg._validation import check_batch
+from qat_dg._validation import check_batch, check_int
 from qat_dg.models import build_model
 from qat_dg.quant import (
     QuantConfig,
@@ -98,6 +99,10 @@ def _targets(hp: dict[str, Any]) -> tuple[str, ...]:
     return (t,) if isinstance(t, str) else tuple(t)
 
 
+def _is_real(v: object) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
 class Algorithm(nn.Module):
     """Base class: holds ``hparams`` and counts updates.
 
@@ -133,15 +138,16 @@ class Algorithm(nn.Module):
         self.hparams = {**defaults, **{k: v for k, v in hparams.items() if k in defaults}}
         for key in ("lr",):
             v = self.hparams[key]
-            if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+            if not (_is_real(v) and math.isfinite(v) and v > 0):
                 raise ValueError(f"hparams['{key}'] must be a positive finite number, got {v!r}")
         for key in ("weight_decay", "rho", "sma_start_step", "quant_start_step", "swa_start_step"):
             v = self.hparams.get(key, 0)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
+            if not (_is_real(v) and math.isfinite(v) and v >= 0):
                 raise ValueError(f"hparams['{key}'] must be a finite number >= 0, got {v!r}")
         b = self.hparams["batch_size"]
-        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+        if isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < 1:
             raise ValueError(f"hparams['batch_size'] must be an int >= 1, got {b!r}")
+        self.hparams["batch_size"] = int(b)
         if "bits" in self.hparams:
             quant_range(self.hparams["bits"])  # raises ValueError naming bits
         for key in ("swa_freq", "swad_n_converge", "swad_n_tolerance"):
@@ -154,11 +160,11 @@ class Algorithm(nn.Module):
         pre = self.hparams["pretrained"]
         if pre is not None and not isinstance(pre, Mapping):
             raise TypeError(f"hparams['pretrained'] must be a state_dict or None, got {type(pre)}")
-        if int(num_domains) < 1:
-            raise ValueError(f"num_domains must be >= 1, got {num_domains}")
-        self.input_shape = tuple(int(d) for d in input_shape)
-        self.num_classes = int(num_classes)
-        self.num_domains = int(num_domains)
+        if isinstance(input_shape, str) or not isinstance(input_shape, Sequence) or not input_shape:
+            raise TypeError(f"input_shape must be a tuple of ints (C, H, W), got {input_shape!r}")
+        self.input_shape = tuple(check_int("input_shape", d) for d in input_shape)
+        self.num_classes = check_int("num_classes", num_classes, 2)
+        self.num_domains = check_int("num_domains", num_domains)
         self.num_updates = 0
 
     @property

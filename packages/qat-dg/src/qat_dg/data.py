@@ -9,6 +9,7 @@ from one half of the digits, and ``PretrainDigits`` a different 40-class task on
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,6 +59,49 @@ class DomainDataset:
     env_names: list[str]
     num_classes: int = 10
     class_names: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        # a hand-built dataset is checked like a loaded one: a label >= num_classes would
+        # only fail in cross_entropy, mismatched image shapes at the first mixed minibatch
+        k = self.num_classes
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 2:
+            raise ValueError(f"num_classes must be an int >= 2, got {k!r}")
+        self.num_classes = int(k)
+        if isinstance(self.envs, str) or not isinstance(self.envs, Sequence) or not self.envs:
+            raise TypeError("envs must be a non-empty list of (X, y) pairs")
+        names = self.env_names
+        if isinstance(names, str) or not isinstance(names, Sequence):
+            raise TypeError(f"env_names must be a list of str, got {names!r}")
+        if len(names) != len(self.envs) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f"env_names must hold one str per domain ({len(self.envs)})")
+        if len(set(names)) != len(names):
+            raise ValueError(f"env_names has duplicates: {list(names)}")
+        shape = None
+        for i, pair in enumerate(self.envs):
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise TypeError(f"envs[{i}] must be an (X, y) pair")
+            x, y = pair
+            if not hasattr(x, "shape") or len(x.shape) != 4:
+                raise ValueError(f"envs[{i}]: X must be (n, C, H, W), got {getattr(x, 'shape', x)}")
+            if isinstance(x, torch.Tensor) and not (
+                x.is_floating_point() and bool(torch.isfinite(x).all())
+            ):
+                raise ValueError(f"envs[{i}]: X must hold finite floats")
+            if not isinstance(y, torch.Tensor) or y.dtype != torch.int64 or y.ndim != 1:
+                raise TypeError(f"envs[{i}]: y must be an int64 tensor of shape (n,)")
+            if len(y) != len(x) or len(y) == 0:
+                raise ValueError(f"envs[{i}]: X has {len(x)} images, y {len(y)} labels")
+            if int(y.min()) < 0 or int(y.max()) >= self.num_classes:
+                raise ValueError(f"envs[{i}]: labels must lie in [0, num_classes={k})")
+            if shape is not None and tuple(x.shape[1:]) != shape:
+                raise ValueError(f"envs[{i}]: images {tuple(x.shape[1:])}, envs[0]: {shape}")
+            shape = tuple(x.shape[1:])
+        self.envs = [tuple(p) for p in self.envs]
+        self.env_names = list(names)
+        c = self.class_names
+        if c is not None and (isinstance(c, str) or len(c) != self.num_classes
+                              or not all(isinstance(n, str) for n in c)):  # fmt: skip
+            raise ValueError(f"class_names must hold num_classes={k} str, got {c!r}")
 
     @property
     def input_shape(self) -> tuple[int, int, int]:

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from qat_dg._validation import check_bool, check_int, check_real
 from qat_dg.models import build_model
 
 __all__ = ["pretrain_backbone"]
@@ -59,16 +60,23 @@ def pretrain_backbone(
         raise ValueError("y must be an integer tensor of shape (n,) matching x")
     if len(x) < 20 or not torch.isfinite(x).all():
         raise ValueError("x must hold >= 20 finite samples")
-    for name, v in (("n_steps", n_steps), ("batch_size", batch_size)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-    if not (lr > 0):
-        raise ValueError(f"lr must be > 0, got {lr}")
+    n_steps = check_int("n_steps", n_steps)
+    batch_size = check_int("batch_size", batch_size)
+    lr = check_real("lr", lr)  # inf trained to NaN weights
+    seed = check_int("seed", seed, 0)  # torch.Generator refuses numpy integers
+    check_bool("verbose", verbose)
+    if int(y.min()) < 0:
+        raise ValueError("y must hold class ids >= 0")
     num_classes = int(y.max()) + 1
+    if num_classes < 2:
+        raise ValueError("y must hold at least two classes")
     torch.manual_seed(seed)
-    net = build_model(arch, tuple(x.shape[1:]), num_classes, width)
+    with torch.device("cpu"):  # one seed, one initialisation, wherever x lives
+        net = build_model(arch, tuple(x.shape[1:]), num_classes, width)
+    net = net.to(x.device)
+    x = x.to(next(net.parameters()).dtype)  # float16/float64 images: the network's float32
     gen = torch.Generator().manual_seed(seed)
-    perm = torch.randperm(len(x), generator=gen)
+    perm = torch.randperm(len(x), generator=gen, device="cpu").to(x.device)
     n_val = max(1, len(x) // 10)
     val, tr = perm[:n_val], perm[n_val:]
     opt = torch.optim.Adam(net.parameters(), lr=lr)
@@ -76,7 +84,7 @@ def pretrain_backbone(
     losses = []
     net.train()
     for _ in tqdm(range(n_steps), disable=not verbose, desc="pretrain"):
-        idx = tr[torch.randint(len(tr), (batch_size,), generator=gen)]
+        idx = tr[torch.randint(len(tr), (batch_size,), generator=gen, device="cpu").to(x.device)]
         loss = F.cross_entropy(net(x[idx]), y[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import numbers
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +12,7 @@ import torch
 from tqdm.auto import tqdm
 
 from qat_dg._sources import batches, concat_sources, take
+from qat_dg._validation import check_bool, check_int
 from qat_dg.algorithms import Algorithm, get_algorithm_class
 from qat_dg.data import DomainDataset, split_domains
 
@@ -52,10 +55,25 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name in ("n_steps", "checkpoint_freq"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-        if not 0.0 < float(self.holdout_fraction) < 1.0:
-            raise ValueError(f"holdout_fraction must be in (0, 1), got {self.holdout_fraction}")
+            setattr(self, name, int(v))
+        h = self.holdout_fraction
+        if isinstance(h, bool) or not isinstance(h, numbers.Real) or not 0.0 < h < 1.0:
+            raise ValueError(f"holdout_fraction must be a number in (0, 1), got {h!r}")
+        self.holdout_fraction = float(h)
+        if self.test_envs is not None:
+            t = self.test_envs
+            if isinstance(t, str | bytes) or not isinstance(t, Sequence) or not t:
+                raise TypeError(f"test_envs must be a non-empty list of domain indices, got {t!r}")
+            self.test_envs = [check_int("test_envs", e, 0) for e in t]
+            if len(set(self.test_envs)) != len(self.test_envs):
+                raise ValueError(f"test_envs has duplicates: {self.test_envs}")
+        self.seed = check_int("seed", self.seed, 0)
+        if self.threads is not None:
+            self.threads = check_int("threads", self.threads)
+        self.keep_model = check_bool("keep_model", self.keep_model)
+        self.verbose = check_bool("verbose", self.verbose)
 
 
 @torch.no_grad()
@@ -117,16 +135,29 @@ def train_domain(
         ``cfg.keep_model``; ``"source"``: (x, y) of the source train splits, ``"target"``: (x, y)
         of the whole target domain (for flatness probes).
     """
-    cfg = cfg or TrainConfig()
+    cfg = TrainConfig() if cfg is None else cfg
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
     if not isinstance(dataset, DomainDataset):
         raise TypeError(f"dataset must be a DomainDataset, got {type(dataset).__name__}")
     if len(dataset) < 2:
         raise ValueError("dataset must hold at least 2 domains")
-    if not 0 <= int(test_env) < len(dataset):
+    test_env = check_int("test_env", test_env, 0)  # 1.7 was read as domain 1
+    if test_env >= len(dataset):
         raise ValueError(f"test_env must be in [0, {len(dataset) - 1}], got {test_env}")
-    if cfg.threads:
-        torch.set_num_threads(int(cfg.threads))
+    if hparams is not None and not isinstance(hparams, Mapping):
+        raise TypeError(f"hparams must be a dict or None, got {type(hparams).__name__}")
     cls = get_algorithm_class(algorithm)
+    old_threads = torch.get_num_threads()
+    try:  # the caller's thread count is restored
+        if cfg.threads is not None:
+            torch.set_num_threads(cfg.threads)
+        return _train_domain(dataset, algorithm, cls, test_env, hparams, cfg)
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _train_domain(dataset, algorithm, cls, test_env, hparams, cfg) -> dict[str, Any]:
     splits = split_domains(dataset, cfg.holdout_fraction, seed=cfg.seed)
     sources = [e for e in range(len(dataset)) if e != test_env]
     torch.manual_seed(cfg.seed)
@@ -208,6 +239,16 @@ def train_loo(
     dict
         ``{test_env: result of train_domain}``.
     """
-    cfg = cfg or TrainConfig()
+    cfg = TrainConfig() if cfg is None else cfg
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
+    if not isinstance(dataset, DomainDataset):
+        raise TypeError(f"dataset must be a DomainDataset, got {type(dataset).__name__}")
     envs = range(len(dataset)) if cfg.test_envs is None else cfg.test_envs
+    outside = [e for e in envs if e >= len(dataset)]
+    if outside:  # checked before the first (long) run, not after it
+        raise ValueError(
+            f"cfg.test_envs {outside} are not domains of this {len(dataset)}-domain set"
+        )
+    get_algorithm_class(algorithm)
     return {int(e): train_domain(dataset, algorithm, int(e), hparams, cfg) for e in envs}

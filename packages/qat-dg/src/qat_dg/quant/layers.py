@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 
+import numpy as np
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -61,10 +62,18 @@ class QuantConfig:
     def __post_init__(self) -> None:
         _check_bits(self.bits)
         object.__setattr__(self, "bits", int(self.bits))
-        targets = (self.targets,) if isinstance(self.targets, str) else tuple(self.targets)
-        object.__setattr__(self, "targets", targets)
-        exclude = (self.exclude,) if isinstance(self.exclude, str) else tuple(self.exclude)
-        object.__setattr__(self, "exclude", exclude)
+        for name in ("per_channel", "symmetric", "quantize_activations"):
+            v = getattr(self, name)
+            if not isinstance(v, bool | np.bool_):  # "no" would read as True
+                raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
+            object.__setattr__(self, name, bool(v))
+        for name in ("targets", "exclude"):
+            v = getattr(self, name)
+            v = (v,) if isinstance(v, str) else v
+            if not isinstance(v, Sequence) or not all(isinstance(p, str) for p in v):
+                raise TypeError(f"{name} must be a str or a sequence of str, got {v!r}")
+            object.__setattr__(self, name, tuple(v))
+        targets = self.targets
         if not targets or any(t not in ("conv", "linear") for t in targets):
             raise ValueError(
                 f"targets must be a non-empty subset of ('conv', 'linear'), got {targets}"
