@@ -5,6 +5,7 @@ Not imported by the package: ``tests/conformance`` reads ``entries()``.
 
 from __future__ import annotations
 
+import copy
 import functools
 
 import numpy as np
@@ -31,6 +32,7 @@ from sparse_attn import (
     sink_window_attention,
     sliding_window_attention,
 )
+from sparse_attn import wsi as sa_wsi
 from sparse_attn.reference import naive_cca_attention
 
 
@@ -342,7 +344,13 @@ def entries() -> list[dict]:
              np.arange(4), np.arange(3), indexing="ij"), -1).reshape(-1, 2).tolist(),
          "corrupt": [("truncate", _truncate_h5), "empty"]},
     ]  # fmt: skip
-    return [*out, *_module_entries(feats, coords), *_selected_entries(), *_cache_entries()]
+    return [
+        *out,
+        *_module_entries(feats, coords),
+        *_selected_entries(),
+        *_cache_entries(),
+        *_swap_entries(),
+    ]
 
 
 _MIL = ("ABMIL", "MeanPoolMIL", "TransMILStyle")
@@ -471,4 +479,162 @@ def _selected_entries() -> list[dict]:
                     "why": "region 3 of 3 does not exist (it would gather padding)"},
                    {"kwargs": {**ex, "selected": -ex["selected"] - 1}, "raises": ["selected"],
                     "check": None, "why": "negative ids would wrap around silently"}]},
+    ]  # fmt: skip
+
+
+def _bag(**kw):
+    g = torch.Generator().manual_seed(4)
+    base = {"features": torch.randn(6, 4, generator=g, dtype=torch.float64),
+            "coords": torch.stack([torch.arange(6) // 3, torch.arange(6) % 3], 1)}  # fmt: skip
+    b = sa_wsi.Bag(**(base | kw))
+    return {"features": b.features, "coords": b.coords, "label": b.label, "n": len(b)}
+
+
+_MIL_STUDENT: dict = {}
+
+
+def _mil_model():
+    """One ABMIL, reset to its initial weights on every call (the device runs move it)."""
+    import sparse_attn as sa
+
+    if not _MIL_STUDENT:
+        with torch.device("cpu"):
+            torch.manual_seed(3)
+            m = sa.ABMIL(4, 2, dim=8).double()
+        _MIL_STUDENT["m"] = (m, {k: v.clone() for k, v in m.state_dict().items()})
+    m, init = _MIL_STUDENT["m"]
+    m.load_state_dict(init)
+    return m
+
+
+def _mil_bags(n=4, labels=(0, 1)):
+    g = torch.Generator().manual_seed(6)
+    coords = torch.stack([torch.arange(6) // 3, torch.arange(6) % 3], 1)
+    return [sa_wsi.Bag(torch.randn(6, 4, generator=g, dtype=torch.float64) + labels[i % 2],
+                       coords, labels[i % 2]) for i in range(n)]  # fmt: skip
+
+
+def _fit(bags=None, epochs=2, lr=2e-4, weight_decay=1e-4, seed=0, verbose=0, model=None):
+    import sparse_attn as sa
+
+    m = _mil_model() if model is None else model
+    curve = sa.fit_mil(m, _mil_bags() if bags is None else bags, epochs=epochs, lr=lr,
+                       weight_decay=weight_decay, seed=seed, verbose=verbose)  # fmt: skip
+    return {"curve": curve, "w": m.classifier.weight.detach().clone()}
+
+
+def _initial_classifier():
+    return _MIL_STUDENT["m"][1]["classifier.weight"]
+
+
+_SWAP: dict = {}
+
+
+def _tiny_lm():
+    import sparse_attn as sa
+
+    if "lm" not in _SWAP:
+        with torch.device("cpu"):
+            torch.manual_seed(0)
+            _SWAP["lm"] = sa.TinyLlama(sa.TinyLlamaConfig(vocab_size=32, hidden_size=16,
+                                       num_layers=2, num_heads=2, num_kv_heads=1)).double().eval()  # fmt: skip
+    return _SWAP["lm"]
+
+
+def _swapped(input_ids, kind="cca", layers=None, group_size=4, local_window=4):
+    import sparse_attn as sa
+
+    m = copy.deepcopy(_tiny_lm())
+    opts = {"cca": {"group_size": group_size, "local_window": local_window},
+            "sliding": {"window": local_window}}.get(kind, {})  # fmt: skip
+    n = sa.swap_attention(m, kind, layers=layers, **opts)
+    with torch.no_grad():
+        return {"n": n, "logits": m(input_ids)[0]}
+
+
+def _tiny_hf_llama():
+    import transformers
+
+    if "hf" not in _SWAP:
+        with torch.device("cpu"):
+            torch.manual_seed(0)
+            cfg = transformers.LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32,
+                                           num_hidden_layers=2, num_attention_heads=2,
+                                           num_key_value_heads=1, max_position_embeddings=64,
+                                           attn_implementation="eager")  # fmt: skip
+            _SWAP["hf"] = transformers.LlamaForCausalLM(cfg).double().eval()
+    return _SWAP["hf"]
+
+
+def _hf_swapped(input_ids, group_size=4, local_window=4, gqa_pooling="per_query_head", model=None):
+    import sparse_attn as sa
+
+    m = copy.deepcopy(_tiny_hf_llama()) if model is None else model
+    sa.swap_llama_attention(m, group_size=group_size, local_window=local_window,
+                            gqa_pooling=gqa_pooling)  # fmt: skip
+    with torch.no_grad():
+        return m(input_ids).logits
+
+
+def _hf_dense(input_ids):
+    # SDPA, not eager: transformers' eager softmax runs in float32 even for a float64 model
+    m = copy.deepcopy(_tiny_hf_llama())
+    m.set_attn_implementation("sdpa")
+    with torch.no_grad():
+        return m(input_ids).logits
+
+
+def _swap_entries() -> list[dict]:
+    ids = torch.randint(0, 32, (2, 12), generator=torch.Generator().manual_seed(8))
+    coords = torch.stack([torch.arange(6) // 3, torch.arange(6) % 3], 1)
+    return [
+        {"name": "Bag", "call": _bag, "kwargs": {},
+         "params": {"features": {"bad": [torch.ones(6, 4, dtype=torch.long), torch.ones(6),
+                                         torch.full((6, 4), float("nan")), np.ones((6, 4))]},
+                    "coords": {"bad": [coords.double(), coords[:5], coords[:, :1], coords.tolist()]},
+                    "label": {"bad": [-2, 1.5, True, "1"]},
+                    "lesion": {"bad": [torch.ones(6), torch.ones(5, dtype=torch.bool)]}},
+         "known": [{"kwargs": {"label": np.int64(1)}, "check": lambda r: type(r["label"]) is int
+                    and r["n"] == 6, "why": "a numpy label is stored as an int; len = patches"}]},
+        {"name": "fit_mil", "call": _fit, "kwargs": {},
+         "params": {"epochs": {"type": "int", "bad": [0, 1.5], "good": 2},
+                    "lr": {"type": "float", "bad": [0.0, float("inf"), "2e-4"], "good": 2e-4},
+                    "weight_decay": {"type": "float", "bad": [-1e-4, float("nan")], "good": 1e-4},
+                    "seed": {"type": "int", "bad": [-1], "good": 0},
+                    "verbose": {"bad": ["yes"]},
+                    "bags": {"bad": [[], _mil_bags()[0], [1, 2], _mil_bags(labels=(0, 2)),
+                                     _mil_bags(labels=(0, -1))]},
+                    "model": {"bad": ["abmil"]}},
+         "known": [{"kwargs": {"epochs": 40, "lr": 3e-2},
+                    "check": lambda r: r["curve"][-1] < r["curve"][0],
+                    "why": "the training loss falls on separable bags"},
+                   {"kwargs": {"seed": 1}, "check": lambda r: len(r["curve"]) == 2
+                    and not torch.equal(r["w"], _initial_classifier()),
+                    "why": "one loss per epoch; the weights move"}]},
+        {"name": "swap_attention", "call": _swapped, "kwargs": {"input_ids": ids},
+         "modules": lambda: [_tiny_lm()], "rows": [["input_ids"]], "order": "equivariant",
+         "params": {"kind": {"type": "str", "bad": ["flash"]},
+                    "layers": {"bad": ["0", [2], [True], [0, 0], [-1]]},
+                    "group_size": {"type": "int", "bad": [0]},
+                    "local_window": {"type": "int", "bad": [0]}},
+         "grid": {"kind": ["dense", "sliding"], "layers": [[1]]},
+         "known": [{"kwargs": {"input_ids": ids, "kind": "dense"},
+                    "check": lambda r: r["n"] == 2 and torch.allclose(
+                        r["logits"], _tiny_lm()(ids)[0].detach(), atol=1e-12),
+                    "why": "swapping to dense reproduces the dense model"},
+                   {"kwargs": {"input_ids": ids, "layers": [np.int64(1)]},
+                    "check": lambda r: r["n"] == 1, "why": "numpy indices; one layer swapped"},
+                   {"kwargs": {"input_ids": ids, "layers": [0, 5]}, "raises": ["layers"],
+                    "check": None, "why": "an index past the last layer (layer 0 was swapped first)"}]},
+        # no "rows": an empty batch fails in transformers' own projections, before CCA runs
+        {"name": "swap_llama_attention", "call": _hf_swapped, "kwargs": {"input_ids": ids},
+         "modules": lambda: [_tiny_hf_llama()],
+         "params": {"group_size": {"type": "int", "bad": [0, 1.5]},
+                    "local_window": {"type": "int", "bad": [0]},
+                    "gqa_pooling": {"type": "str", "bad": ["mean"]},
+                    "model": {"bad": ["llama", torch.nn.Linear(2, 2)]}},
+         "grid": {"gqa_pooling": ["shared"]},
+         "known": [{"kwargs": {"input_ids": ids, "local_window": 64},
+                    "check": lambda y: torch.allclose(y, _hf_dense(ids), atol=1e-10),
+                    "why": "a window over the whole sequence is dense attention"}]},
     ]  # fmt: skip

@@ -376,6 +376,8 @@ def swap_llama_attention(
     attention function the call's cache (the decode state lives there, module doc), and
     ``model.generation_config.disable_compile`` is set.
     """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model: expected a transformers model, got {type(model).__name__}")
     given = {"group_size": group_size, "local_window": local_window, "gqa_pooling": gqa_pooling}
     saved = getattr(getattr(model, "config", None), "cca_config", None) or {}
     cfg = {k: given[k] if given[k] is not None else saved.get(k, _DEFAULTS[k]) for k in given}

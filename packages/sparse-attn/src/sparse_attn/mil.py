@@ -17,6 +17,7 @@ logits, and can return interpretation maps (``forward(..., return_maps=True)``).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -451,7 +452,7 @@ def fit_mil(
     lr : float, default=2e-4
     weight_decay : float, default=1e-4
     seed : int, default=0
-        Shuffling seed.
+        Seeds the shuffling and dropout (the caller's global RNG is left as it was).
     verbose : int, default=1
         ``0`` hides the progress bar.
 
@@ -460,24 +461,52 @@ def fit_mil(
     list of float
         Mean training loss of each epoch (the training curve).
     """
-    check_positive_int(epochs, "epochs")
-    if not bags:
-        raise ValueError("bags: no training slides")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    epochs = check_positive_int(epochs, "epochs")
+    if isinstance(bags, Bag) or not isinstance(bags, Sequence) or not bags:
+        raise ValueError("bags: expected a non-empty sequence of Bag")
+    if not all(isinstance(b, Bag) for b in bags):
+        raise TypeError("bags: every slide must be a Bag")
     if any(b.label < 0 for b in bags):
         raise ValueError("bags: every training slide needs a label >= 0")
-    if not (isinstance(lr, int | float) and lr > 0):
-        raise ValueError(f"lr: must be > 0, got {lr!r}")
-    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    gen = torch.Generator().manual_seed(seed)
+    n_classes = getattr(model, "n_classes", None)
+    if n_classes is not None and any(b.label >= n_classes for b in bags):
+        raise ValueError(f"bags: labels must lie in [0, n_classes={n_classes})")
+    for name, v, lo_open in (("lr", lr, True), ("weight_decay", weight_decay, False)):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, numbers.Real)
+            or not math.isfinite(v)
+            or (v <= 0 if lo_open else v < 0)
+        ):
+            raise ValueError(
+                f"{name}: must be finite and {'> 0' if lo_open else '>= 0'}, got {v!r}"
+            )
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed: must be a non-negative int, got {seed!r}")
+    if not isinstance(verbose, numbers.Integral):  # 0/1 or a bool
+        raise TypeError(f"verbose: expected an int, got {type(verbose).__name__}")
+    opt = torch.optim.Adam(model.parameters(), lr=float(lr), weight_decay=float(weight_decay))
+    gen = torch.Generator().manual_seed(int(seed))
+    # the seed also fixes dropout (one seed, one model), on a forked RNG: the caller's is kept
+    cuda = [p.device for p in model.parameters() if p.device.type == "cuda"][:1]
+    with torch.random.fork_rng(devices=cuda):
+        torch.manual_seed(int(seed))
+        return _fit_epochs(model, bags, opt, gen, epochs, verbose)
+
+
+def _fit_epochs(model, bags, opt, gen, epochs, verbose) -> list[float]:
     curve = []
     model.train()
     bar = tqdm(range(epochs), disable=not verbose, desc=type(model).__name__)
     for _ in bar:
         total = 0.0
-        for i in torch.randperm(len(bags), generator=gen).tolist():
+        for i in torch.randperm(len(bags), generator=gen, device="cpu").tolist():
             bag = bags[i]
             logits = model(bag.features, bag.coords)
-            loss = F.cross_entropy(logits[None], torch.tensor([bag.label]))
+            target = torch.tensor([bag.label], device=logits.device)  # the model's device
+            loss = F.cross_entropy(logits[None], target)
             opt.zero_grad()
             loss.backward()
             opt.step()

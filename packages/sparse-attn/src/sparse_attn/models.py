@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -168,9 +169,17 @@ def swap_attention(
     attns = [m for m in model.modules() if isinstance(m, SelfAttention)]
     if not attns:
         raise ValueError("model has no SelfAttention layers to swap")
-    idx = range(len(attns)) if layers is None else layers
-    for i in idx:
-        if not isinstance(i, int) or not 0 <= i < len(attns):
+    if layers is None:
+        idx = list(range(len(attns)))
+    elif isinstance(layers, str) or not isinstance(layers, Sequence):
+        raise TypeError(f"layers must be a list of layer indices, got {layers!r}")
+    else:
+        idx = list(layers)
+    for i in idx:  # every index is checked before any layer changes
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= i < len(attns):
             raise ValueError(f"layers must hold indices in [0, {len(attns)}), got {i!r}")
-        attns[i].set_kernel(kind, **options)
+    if len(set(idx)) != len(idx):
+        raise ValueError(f"layers has duplicates: {idx}")
+    for i in idx:
+        attns[int(i)].set_kernel(kind, **options)
     return len(idx)

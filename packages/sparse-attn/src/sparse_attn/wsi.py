@@ -7,6 +7,7 @@ planted patches (to score localisation).
 
 from __future__ import annotations
 
+import numbers
 import pathlib
 from dataclasses import dataclass
 
@@ -38,6 +39,28 @@ class Bag:
     coords: torch.Tensor
     label: int = -1
     lesion: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        # checked once here rather than at the first training step of a long fit
+        f, c = self.features, self.coords
+        if not isinstance(f, torch.Tensor) or not f.is_floating_point() or f.ndim != 2:
+            raise TypeError("features: expected a float tensor of shape (N, F)")
+        if f.shape[0] == 0 or f.shape[1] == 0:
+            raise ValueError(f"features: empty bag, shape {tuple(f.shape)}")
+        if not bool(torch.isfinite(f).all()):
+            raise ValueError("features: contains NaN or inf")
+        if not isinstance(c, torch.Tensor) or c.is_floating_point() or c.dtype == torch.bool:
+            raise TypeError("coords: expected an integer tensor of patch-grid (row, col)")
+        if tuple(c.shape) != (f.shape[0], 2):
+            raise ValueError(f"coords: expected shape ({f.shape[0]}, 2), got {tuple(c.shape)}")
+        lab = self.label
+        if isinstance(lab, bool | np.bool_) or not isinstance(lab, numbers.Integral) or lab < -1:
+            raise ValueError(f"label: expected an int >= 0 (or -1 for unknown), got {lab!r}")
+        self.label = int(lab)
+        m = self.lesion
+        if m is not None and (not isinstance(m, torch.Tensor) or m.dtype != torch.bool
+                              or tuple(m.shape) != (f.shape[0],)):  # fmt: skip
+            raise ValueError(f"lesion: expected a bool tensor of shape ({f.shape[0]},) or None")
 
     def __len__(self) -> int:
         return self.features.shape[0]
