@@ -19,6 +19,8 @@ from vlm_pseudolabel import (
     IFPL,
     FixMatchST,
     Oracle,
+    TextContextPrompts,
+    VLMTask,
     ZeroShot,
     detect_mismatch,
     evaluate,
@@ -298,7 +300,7 @@ def entries() -> list[dict]:
                 else params,
             }
         )
-    return [*out, *_module_entries(), *_data_entries(task)]
+    return [*out, *_module_entries(), *_data_entries(task), *_task_entries()]
 
 
 def _task_arrays(t) -> tuple:
@@ -415,4 +417,64 @@ def _module_entries() -> list[dict]:
         {"name": f"{k}.forward", "call": lambda x, k=k: _forward(k, x), "kwargs": {"x": x},
          "modules": lambda k=k: [_module(k)]}
         for k in ("Adapter", "PromptModel")
+    ]  # fmt: skip
+
+
+def _checked_task(**kw):
+    """A VLMTask built from fields and validated as every estimator's fit validates it."""
+    from vlm_pseudolabel.base import check_task
+
+    fields = {f.name: getattr(_task(), f.name) for f in dataclasses.fields(_task())}
+    t = check_task(VLMTask(**(fields | kw)))
+    return {"n_classes": t.n_classes, "X": t.X_unlabeled}
+
+
+_BB: list = []
+
+
+def _backbone():
+    import tempfile
+
+    from vlm_pseudolabel.backbones import HFCLIPBackbone
+    from vlm_pseudolabel.testing import tiny_hf_clip
+
+    if not _BB:
+        _BB.append(HFCLIPBackbone(*tiny_hf_clip(tempfile.mkdtemp(prefix="aware-ml-clip-"))))
+    return _BB[0]
+
+
+def _prompts(class_texts=("cat.", "dog.", "car."), context="a photo of a", backbone=None):
+    p = TextContextPrompts(_backbone() if backbone is None else backbone, class_texts, context)
+    with torch.no_grad():
+        return {"features": p(), "n_ctx": p.n_ctx}
+
+
+def _template_features(names):
+    return _backbone().encode_texts([f"a photo of a {n}" for n in names])
+
+
+def _task_entries() -> list[dict]:
+    t = _task()
+    return [
+        {"name": "VLMTask", "call": _checked_task, "kwargs": {},
+         "params": {"class_names": {"bad": ["abcdef", t.class_names[:3], [1] * 6]},
+                    "logit_scale": {"bad": [0.0, -1.0, float("inf"), "100", True]},
+                    "descriptions": {"bad": [[np.eye(2, 16)], {7: t.descriptions[0]},
+                                             {0.5: t.descriptions[0]}]},
+                    "augment": {"bad": ["weak"]},
+                    "X_unlabeled": {"bad": [2 * t.X_unlabeled, t.X_unlabeled[:, :8]]},
+                    "text_features": {"bad": [t.text_features * 3.0]},
+                    "paradigm": {"bad": ["zsl"]}},
+         "known": [{"kwargs": {}, "check": lambda r: r["n_classes"] == 6,
+                    "why": "one class per text embedding"},
+                   {"kwargs": {"X_test": t.X_test / 2}, "raises": ["X_test"], "check": None,
+                    "why": "unnormalised embeddings rescale every logit s * v @ t"}]},
+        {"name": "TextContextPrompts", "call": _prompts, "kwargs": {},
+         "params": {"class_texts": {"bad": ["cat", [], ["cat.", 3], ["cat.", "cat."], ["cat.", ""]]},
+                    "context": {"bad": ["", 3]},
+                    "backbone": {"bad": ["clip", torch.nn.Linear(2, 2)]}},
+         "known": [{"kwargs": {"class_texts": ["cat", "dog"]},
+                    "check": lambda r: r["n_ctx"] == 4 and np.allclose(
+                        r["features"].numpy(), _template_features(["cat", "dog"]), atol=1e-5),
+                    "why": "untrained context vectors reproduce the template's text features"}]},
     ]  # fmt: skip

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import numbers
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -72,12 +74,35 @@ def check_task(task: VLMTask) -> VLMTask:
         off = sorted(set(yl.tolist()) - set(seen.tolist()))
         if off:
             raise ValueError(f"y_labeled: classes {off[:10]} are labeled but not in seen")
-    if not (np.isfinite(task.logit_scale) and task.logit_scale > 0):
-        raise ValueError(f"logit_scale must be a positive finite number, got {task.logit_scale}")
+    s = task.logit_scale
+    if isinstance(s, bool) or not isinstance(s, numbers.Real) or not (np.isfinite(s) and s > 0):
+        raise ValueError(f"logit_scale must be a positive finite number, got {s!r}")
+    names = task.class_names
+    if isinstance(names, str) or len(names) != c or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"class_names must hold one str per class ({c}), got {names!r}")
+    if not isinstance(task.descriptions, Mapping):
+        raise TypeError(f"descriptions must be a dict class -> (n_c, d) array, got "
+                        f"{type(task.descriptions).__name__}")  # fmt: skip
     for cls, desc in task.descriptions.items():
-        if not 0 <= int(cls) < c:
-            raise ValueError(f"descriptions has a class {cls} outside [0, {c})")
+        if isinstance(cls, bool) or not isinstance(cls, numbers.Integral) or not 0 <= cls < c:
+            raise ValueError(f"descriptions has a class {cls!r} outside [0, {c})")
         _finite_2d(desc, f"descriptions[{cls}]", d)
+    if task.augment is not None and not callable(task.augment):
+        raise TypeError("augment must be callable (indices, strength, rng) -> views, or None")
+    # logits are s * cos(v, t) = s * v @ t: raw (unnormalised) embeddings would rescale every
+    # logit and with it every confidence threshold
+    arrays = {"text_features": t, "X_unlabeled": task.X_unlabeled, "X_test": task.X_test,
+              "X_labeled": task.X_labeled} | {
+        f"descriptions[{k}]": v for k, v in task.descriptions.items()}  # fmt: skip
+    for name, a in arrays.items():
+        if a is None:
+            continue
+        norms = np.linalg.norm(np.asarray(a, dtype=np.float64), axis=-1)
+        if np.abs(norms - 1.0).max() > 1e-2:
+            raise ValueError(
+                f"{name} rows must be L2-normalised (norms in [{norms.min():.3g}, "
+                f"{norms.max():.3g}]); divide each row by its norm"
+            )
     return task
 
 

@@ -92,9 +92,16 @@ class TextContextPrompts(nn.Module):
 
     def set_class_texts(self, class_texts: Sequence[str], _first: bool = False) -> None:
         """Replace the class texts (e.g. a description swapped in by concept alignment)."""
-        texts = [str(t) for t in class_texts]
+        if isinstance(class_texts, str) or not isinstance(class_texts, Sequence):
+            # a bare "cat" would become three classes "c", "a", "t"
+            raise TypeError(f"class_texts: expected a list of str, got {class_texts!r}")
+        texts = list(class_texts)
         if len(texts) < 1:
             raise ValueError("class_texts: needs at least one class")
+        if not all(isinstance(t, str) and t.strip() for t in texts):
+            raise TypeError("class_texts: every class text must be a non-empty str")
+        if len(set(texts)) != len(texts):
+            raise ValueError("class_texts: has duplicates (two classes with one prompt)")
         ids, mask = self._backbone[0].tokenize([f"{self.context} {t}" for t in texts])
         # the context must tokenize the same inside every prompt as alone
         lcp = min(_common_prefix(self._ctx_tokens, row) for row in ids)
