@@ -180,7 +180,7 @@ def entries() -> list[dict]:
             ],
         },
     ]
-    return [*out, *_module_entries()]
+    return [*out, *_module_entries(), *_field_entries()]
 
 
 @functools.cache
@@ -257,4 +257,85 @@ def _module_entries() -> list[dict]:
          "arrays": {"values": {"kind": "float", "ndim": 3, "nan_ok": True}},  # NaN = missing
          "rows": [["values"]],
          "order": "equivariant", "grid": {"solver": ["euler"]}},
+    ]  # fmt: skip
+
+
+_FIELD: dict = {}
+
+
+def _field_module():
+    """One EARTHField over a 3-node ring, built once in float64 (the device runs move it)."""
+    from epi_ode import EARTHField
+
+    if not _FIELD:
+        with torch.device("cpu"):
+            torch.manual_seed(0)
+            a = sym_normalize(torch.ones(3, 3, dtype=torch.float64))
+            _FIELD["m"] = EARTHField(3, 4, 1, a, use_eano=True, use_gltg=True,
+                                     infection="concat", dropout=0.0,
+                                     sir_dropout=0.0).double().eval()  # fmt: skip
+    return _FIELD["m"]
+
+
+def _field(path, y, t=0.5):
+    import torchcde
+
+    m = _field_module()
+    times = torch.linspace(0, 1, path.shape[-2], dtype=path.dtype, device=path.device)
+    m.control = torchcde.CubicSpline(torchcde.natural_cubic_coeffs(path, times), times)
+    try:
+        with torch.no_grad():
+            return m(torch.tensor(t, dtype=path.dtype, device=path.device), y)
+    finally:
+        m.control = None
+
+
+def _new_field(**kw):
+    from epi_ode import EARTHField
+
+    a = sym_normalize(torch.ones(3, 3, dtype=torch.float64))
+    args = {
+        "num_nodes": 3,
+        "hidden": 4,
+        "channels": 1,
+        "a_bar": a,
+        "use_eano": True,
+        "use_gltg": False,
+        "infection": "concat",
+        "dropout": 0.0,
+        "sir_dropout": 0.0,
+    } | kw
+    return EARTHField(**args).layout()
+
+
+def _field_entries() -> list[dict]:
+    g = torch.Generator().manual_seed(4)
+    path = torch.randn(2, 5, 3, 1, generator=g, dtype=torch.float64).cumsum(1)  # (B, T, N, c)
+    path = path.permute(0, 2, 1, 3)  # (B, N, T, c): one control path per node
+    y = torch.randn(2, 3, 5, 4, generator=g, dtype=torch.float64)  # h, z, s, i, r
+    flat = torch.ones_like(path)
+    return [
+        {"name": "EARTHField.forward", "call": _field, "kwargs": {"path": path, "y": y},
+         "modules": lambda: [_field_module()],
+         "known": [{"kwargs": {"path": flat, "y": y},
+                    "check": lambda d: torch.allclose(d, torch.zeros_like(d), atol=1e-12),
+                    "why": "a constant control path (dX/dtau = 0) freezes the whole state"},
+                   {"kwargs": {"path": path, "y": y[:, :, :3]}, "raises": ["y"], "check": None,
+                    "why": "three latent states where the field has five (h, z, s, i, r)"}]},
+        {"name": "EARTHField", "call": _new_field, "kwargs": {},
+         "params": {"num_nodes": {"type": "int", "bad": [0, 2, 3.0], "good": 3},
+                    "hidden": {"type": "int", "bad": [0, 4.0], "good": 4},
+                    "channels": {"type": "int", "bad": [0], "good": 1},
+                    "use_eano": {"bad": ["no", 1]}, "use_gltg": {"bad": [None]},
+                    "infection": {"bad": ["sir"]},
+                    "dropout": {"type": "float", "bad": [1.0, -0.1, float("nan")], "good": 0.0},
+                    "sir_dropout": {"type": "float", "bad": [1.5], "good": 0.0},
+                    "alpha": {"type": "float", "bad": [0.0, float("inf")], "good": 1.0},
+                    "a_bar": {"bad": [np.eye(3), torch.eye(3, dtype=torch.long),
+                                      torch.full((3, 3), float("nan"))]}},
+         "known": [{"kwargs": {"use_gltg": True},
+                    "check": lambda r: r == {"h": 0, "z": 1, "s": 2, "i": 3, "r": 4},
+                    "why": "state order h, z (GLTG), s, i, r (EANO)"},
+                   {"kwargs": {"use_eano": False}, "check": lambda r: r == {"h": 0},
+                    "why": "without either mechanism only the CDE state h"}]},
     ]  # fmt: skip

@@ -22,6 +22,12 @@ __all__ = ["EARTH", "EARTHField"]
 _SOLVERS = ("rk4", "euler", "midpoint", "dopri5")
 
 
+def _check_flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool | np.bool_):  # bool("no") is True
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
 class EARTHField(nn.Module):
     """Vector field of the joint CDE in (h, z, s, i, r): ``d(state)/dtau`` at one time.
 
@@ -32,7 +38,28 @@ class EARTHField(nn.Module):
     def __init__(self, num_nodes, hidden, channels, a_bar, *, use_eano, use_gltg, infection,
                  dropout, sir_dropout, alpha=1.0, sir_bias=True):  # fmt: skip
         super().__init__()
+        num_nodes = check_int(num_nodes, "num_nodes", 1)
+        hidden, channels = check_int(hidden, "hidden", 1), check_int(channels, "channels", 1)
+        if not isinstance(a_bar, torch.Tensor) or not a_bar.is_floating_point():
+            raise TypeError("a_bar must be a float tensor (N, N), the normalised graph")
+        if tuple(a_bar.shape) != (num_nodes, num_nodes) or not bool(torch.isfinite(a_bar).all()):
+            raise ValueError(f"a_bar must be a finite (num_nodes, num_nodes) = ({num_nodes}, "
+                             f"{num_nodes}) tensor, got shape {tuple(a_bar.shape)}")  # fmt: skip
+        use_eano, use_gltg = _check_flag(use_eano, "use_eano"), _check_flag(use_gltg, "use_gltg")
+        sir_bias = _check_flag(sir_bias, "sir_bias")
+        if infection not in ("concat", "mass_action"):
+            raise ValueError(f"infection must be 'concat' or 'mass_action', got {infection!r}")
+        for name, v in (("dropout", dropout), ("sir_dropout", sir_dropout)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < 1:
+                raise ValueError(f"{name} must be in [0, 1), got {v!r}")
+        if (
+            isinstance(alpha, bool)
+            or not isinstance(alpha, numbers.Real)
+            or not (math.isfinite(alpha) and alpha > 0)
+        ):
+            raise ValueError(f"alpha must be a positive finite number, got {alpha!r}")
         d, self.c = hidden, channels
+        self.num_nodes, self.hidden = num_nodes, hidden
         self.use_eano, self.use_gltg, self.infection = use_eano, use_gltg, infection
         self.dropout, self.sir_dropout = dropout, sir_dropout
         self.f_in = nn.Linear(d, d)
@@ -94,6 +121,13 @@ class EARTHField(nn.Module):
 
     def forward(self, t, y):
         """y (B, N, K, d) -> dy/dtau (B, N, K, d)."""
+        if self.control is None:
+            raise RuntimeError("control: set field.control to the batch's torchcde spline first "
+                               "(EARTH does this in forward)")  # fmt: skip
+        want = (self.num_nodes, len(self.layout()), self.hidden)
+        if not isinstance(y, torch.Tensor) or y.ndim != 4 or tuple(y.shape[1:]) != want:
+            raise ValueError(f"y must be (B, {', '.join(map(str, want))}) = (batch, nodes, "
+                             f"states, hidden), got {tuple(getattr(y, 'shape', ()))}")  # fmt: skip
         h = y[..., 0, :]
         dx = self.control.derivative(t)  # (B, N, c)
         fh = torch.tanh(self.f_out(F.relu(self.f_in(h))))
@@ -225,9 +259,11 @@ class EARTH(nn.Module):
         if ar_source == "time" and not time_channel:
             raise ValueError("ar_source='time' needs time_channel=True")
         A = check_adjacency(adjacency, num_nodes)
-        self.use_eano, self.use_gltg = bool(use_eano), bool(use_gltg)
-        self.use_cross_attention = bool(use_cross_attention)
-        self.solver, self.adjoint, self.time_channel = solver, bool(adjoint), bool(time_channel)
+        self.use_eano = _check_flag(use_eano, "use_eano")
+        self.use_gltg = _check_flag(use_gltg, "use_gltg")
+        self.use_cross_attention = _check_flag(use_cross_attention, "use_cross_attention")
+        self.solver, self.adjoint = solver, _check_flag(adjoint, "adjoint")
+        self.time_channel = _check_flag(time_channel, "time_channel")
         self.kv_compartments, self.scale, self.ar_source = kv, scale, ar_source
         self.dropout = float(dropout)
         self.register_buffer("adjacency", torch.as_tensor(A, dtype=torch.float32))
@@ -236,7 +272,7 @@ class EARTH(nn.Module):
         self.field = EARTHField(num_nodes, d, c, sym_normalize(self.adjacency),
                                 use_eano=self.use_eano, use_gltg=self.use_gltg,
                                 infection=infection, dropout=dropout,
-                                sir_dropout=sir_dropout, sir_bias=bool(sir_bias))  # fmt: skip
+                                sir_dropout=sir_dropout, sir_bias=_check_flag(sir_bias, "sir_bias"))  # fmt: skip
         self.layout = self.field.layout()
         self.initial = nn.Linear(c, len(self.layout) * d)  # one map per latent state
         n_tok = len(kv) if self.use_eano else 1
