@@ -16,7 +16,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from cost_model.features import MatrixFeaturizer
-from cost_model.kernels import Timer, measure, measure_interleaved
+from cost_model.kernels import Timer, check_backend, measure, measure_interleaved
 from cost_model.matrices import MatrixSet
 from cost_model.space import SHARED_KNOBS
 
@@ -71,6 +71,32 @@ class CostDataset:
     timing: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for name in ("hardware", "op"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
+        kinds = {"images": ("f", 3), "scalars": ("f", 2), "workload": ("f", 2),
+                 "matrix_index": ("iu", 1), "hom": ("iu", 2), "het": ("iu", 2),
+                 "runtime": ("f", 1), "is_default": ("b", 1)}  # fmt: skip
+        for name, (kind, ndim) in kinds.items():
+            a = np.asarray(getattr(self, name))
+            if a.ndim != ndim or (a.size and a.dtype.kind not in kind):
+                raise ValueError(f"{name} must be a {ndim}-D {kind!r}-kind array, "
+                                 f"got {a.dtype} {a.shape}")  # fmt: skip
+            if kind == "f" and not np.all(np.isfinite(a)):
+                raise ValueError(f"{name} contains NaN or inf")
+            setattr(self, name, a)
+        m = len(self.matrix_names)
+        if isinstance(self.matrix_names, str) or not all(
+            isinstance(x, str) for x in self.matrix_names
+        ):
+            raise TypeError("matrix_names must be a list of str")
+        self.matrix_names = list(self.matrix_names)
+        for name in ("images", "scalars", "workload"):
+            if getattr(self, name).shape[0] != m:
+                raise ValueError(
+                    f"{name} has {getattr(self, name).shape[0]} rows but "
+                    f"matrix_names names {m} matrices"
+                )
         n = self.runtime.shape[0]
         names = ("matrix_index", "hom", "het", "is_default") + (
             ("cv",) if self.cv is not None else ()
@@ -78,12 +104,36 @@ class CostDataset:
         for name in names:
             if getattr(self, name).shape[0] != n:
                 raise ValueError(f"{name} must have {n} rows")
+        if n and (self.matrix_index.min() < 0 or self.matrix_index.max() >= m):
+            raise ValueError(f"matrix_index must point at the {m} matrices, in [0, {m})")
+        sizes = tuple(self.het_sizes)
+        if self.het.shape[1] != len(sizes) or any(
+            isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 for k in sizes
+        ):
+            raise ValueError(f"het_sizes must give one positive size per het column "
+                             f"({self.het.shape[1]}), got {sizes}")  # fmt: skip
+        self.het_sizes = tuple(int(k) for k in sizes)
+        if (
+            n
+            and self.het.size
+            and ((self.het < 0).any() or (self.het >= np.array(self.het_sizes)).any())
+        ):
+            raise ValueError("het codes must lie in [0, het_sizes[j]) for column j")
+        vocab = np.array([len(v) for v in SHARED_KNOBS.values()])
+        if self.hom.shape[1] != len(vocab):
+            raise ValueError(f"hom must have {len(vocab)} columns (SHARED_KNOBS)")
+        if n and ((self.hom < 0).any() or (self.hom > vocab).any()):
+            raise ValueError("hom codes must lie in [0, len(SHARED_KNOBS[knob])] (0 = absent)")
         if self.retest_agree is not None and self.retest_agree.shape[0] != len(self.matrix_names):
             raise ValueError(
                 f"retest_agree must have {len(self.matrix_names)} entries (one per matrix)"
             )
         if (n and not np.all(np.isfinite(self.runtime))) or np.any(self.runtime <= 0):
             raise ValueError("runtime must be finite and positive")
+        if self.cv is not None:
+            self.cv = np.asarray(self.cv, dtype=np.float64)
+            if not np.all(np.isfinite(self.cv)) or np.any(self.cv < 0):
+                raise ValueError("cv must be finite and >= 0")
 
     def __len__(self) -> int:
         return int(self.runtime.shape[0])
@@ -252,8 +302,21 @@ class CostDataset:
     @classmethod
     def load(cls, path: str | Path) -> CostDataset:
         """Load a dataset written by :meth:`save`."""
-        z = np.load(path, allow_pickle=False)
-        meta = json.loads(str(z["meta"]))
+        import zipfile
+
+        need = {"images", "scalars", "workload", "matrix_index", "hom", "het", "runtime",
+                "is_default", "meta"}  # fmt: skip
+        try:
+            z = np.load(path, allow_pickle=False)
+            missing = need - set(getattr(z, "files", ()))
+            if missing:
+                raise ValueError(f"misses the arrays {sorted(missing)}")
+            meta = json.loads(str(z["meta"]))
+            keys = {"hardware", "op", "names", "het_sizes", "fingerprint"}
+            if not isinstance(meta, dict) or keys - set(meta):
+                raise ValueError(f"meta misses {sorted(keys - set(meta or {}))}")
+        except (zipfile.BadZipFile, EOFError, json.JSONDecodeError, ValueError) as e:
+            raise ValueError(f"{path} is not a CostDataset .npz written by save(): {e}") from e
         return cls(
             meta["hardware"],
             meta["op"],
@@ -329,18 +392,29 @@ def collect(
     TimingNotReproducibleError
         The test-retest agreement is below ``min_agreement``.
     """
+    if not isinstance(mset, MatrixSet):
+        raise TypeError(f"mset must be a MatrixSet, got {type(mset).__name__}")
     if len(mset) == 0:
         raise ValueError("mset is empty")
+    check_backend(backend)
+    if isinstance(n_configs, bool) or not isinstance(n_configs, numbers.Integral) or n_configs < 1:
+        raise ValueError(f"n_configs must be an int >= 1, got {n_configs!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    if timer is not None and not isinstance(timer, Timer):
+        raise TypeError(f"timer must be a Timer, got {type(timer).__name__}")
     if protocol not in ("median", "interleaved"):
         raise ValueError(f"protocol must be 'median' or 'interleaved', got {protocol!r}")
     interleaved = protocol == "interleaved"
     if interleaved and getattr(backend, "simulated", False):
         raise ValueError("protocol='interleaved' times a measured backend; this one is simulated")
-    if not (isinstance(min_agreement, int | float) and 0 <= min_agreement <= 1):
+    if isinstance(min_agreement, bool) or not (
+        isinstance(min_agreement, numbers.Real) and 0 <= min_agreement <= 1
+    ):
         raise ValueError(f"min_agreement must lie in [0, 1], got {min_agreement!r}")
     if (
         isinstance(retest, bool)
-        or not isinstance(retest, int)
+        or not isinstance(retest, numbers.Integral)
         or retest < (1 if interleaved else 0)
     ):
         raise ValueError(f"retest must be a positive int, got {retest!r}")

@@ -86,6 +86,31 @@ class Measurement:
     prep_s: float
 
 
+def _check_int(value: object, name: str, low: int) -> int:
+    # numpy integers from a sweep are ints too; bools are not
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    return int(value)
+
+
+def check_backend(backend: object) -> object:
+    """A backend of this package (or one with its interface): ``space``, ``hardware`` and
+    ``cost`` (simulated) or ``prepare`` (measured)."""
+    sim = getattr(backend, "simulated", False)
+    need = ("space", "hardware", "cost" if sim else "prepare")
+    missing = [n for n in need if not hasattr(backend, n)]
+    if missing:
+        raise TypeError(f"backend must be a cost_model backend (get_backend); "
+                        f"{type(backend).__name__} has no {missing}")  # fmt: skip
+    return backend
+
+
+def _check_min_time(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 60:
+        raise ValueError(f"min_time must lie in [0, 60) seconds, got {value!r}")
+    return float(value)
+
+
 @dataclass
 class Timer:
     """Warm-up + repeats + median timing of a no-argument callable.
@@ -108,15 +133,19 @@ class Timer:
     min_time: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.warmup < 0 or self.repeats < 1:
-            raise ValueError("warmup must be >= 0 and repeats >= 1")
+        self.warmup = _check_int(self.warmup, "warmup", 0)
+        self.repeats = _check_int(self.repeats, "repeats", 1)
         if self.stat not in ("median", "min", "mean"):
             raise ValueError(f"stat must be median/min/mean, got {self.stat!r}")
-        if not (isinstance(self.min_time, int | float) and 0 <= self.min_time < 60):
-            raise ValueError(f"min_time must lie in [0, 60) seconds, got {self.min_time!r}")
+        self.min_time = _check_min_time(self.min_time)
+
+    def _check_fn(self, fn: object) -> None:
+        if not callable(fn):
+            raise TypeError(f"fn must be a no-argument callable, got {type(fn).__name__}")
 
     def __call__(self, fn: Callable[[], object]) -> tuple[float, float]:
         """Return (statistic of the per-call runtimes in s, coefficient of variation)."""
+        self._check_fn(fn)
         for _ in range(self.warmup):
             fn()
         inner = _calibrated(fn, self.min_time)
@@ -697,22 +726,25 @@ def measure_interleaved(
     """
     _check_op(op)
     A = check_matrix(A)
+    check_backend(backend)
     if getattr(backend, "simulated", False):
         raise ValueError("measure_interleaved times measured backends; use measure() to simulate")
-    for name, v, low in (
-        ("rounds", rounds, 1),
-        ("retest", retest, 0),
-        ("dense_width", dense_width, 1),
-    ):
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
-    if not (isinstance(min_time, int | float) and 0 <= min_time < 60):
-        raise ValueError(f"min_time must lie in [0, 60) seconds, got {min_time!r}")
+    rounds = _check_int(rounds, "rounds", 1)
+    retest = _check_int(retest, "retest", 0)
+    dense_width = _check_int(dense_width, "dense_width", 1)
+    min_time = _check_min_time(min_time)
+    if isinstance(configs, dict) or not isinstance(configs, list | tuple):
+        raise TypeError(
+            f"configs must be a list of configuration dicts, got {type(configs).__name__}"
+        )
     if len(configs) < 2:
         raise ValueError("configs needs at least two configurations to rank")
     space = backend.space(op)  # type: ignore[attr-defined]
-    for c in configs:
-        space.check(c)
+    for i, c in enumerate(configs):
+        try:
+            space.check(c)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"configs[{i}]: {e}") from e
     operands = make_operands(op, A, dense_width, seed)
     ref = reference(op, A, operands) if check else None
     runs, preps, inner = [], [], []
@@ -792,13 +824,22 @@ def measure(
     """
     _check_op(op)
     A = check_matrix(A)
-    if not isinstance(dense_width, int) or dense_width < 1:
-        raise ValueError(f"dense_width must be a positive int, got {dense_width!r}")
+    check_backend(backend)
+    dense_width = _check_int(dense_width, "dense_width", 1)
+    if isinstance(configs, dict) or not isinstance(configs, list | tuple):
+        raise TypeError(
+            f"configs must be a list of configuration dicts, got {type(configs).__name__}"
+        )
     if not configs:
         raise ValueError("configs is empty")
+    if timer is not None and not isinstance(timer, Timer):
+        raise TypeError(f"timer must be a Timer, got {type(timer).__name__}")
     sp_ = backend.space(op)  # type: ignore[attr-defined]
-    for c in configs:
-        sp_.check(c)
+    for i, c in enumerate(configs):
+        try:
+            sp_.check(c)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"configs[{i}]: {e}") from e
     hw = backend.hardware  # type: ignore[attr-defined]
     if getattr(backend, "simulated", False):
         cost = backend.cost(op, A, configs, dense_width)  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ import sysconfig
 import warnings
 import zlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -400,6 +401,26 @@ class MatrixSet:
     matrices: list[sp.csr_array] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        for name in ("matrices", "names"):
+            v = getattr(self, name)
+            if isinstance(v, str) or not isinstance(v, Sequence):
+                raise TypeError(f"{name} must be a list, got {type(v).__name__}")
+        if len(self.matrices) != len(self.names):
+            raise ValueError(f"matrices ({len(self.matrices)}) and names ({len(self.names)}) "
+                             "must have one entry each per matrix")  # fmt: skip
+        if not all(isinstance(n, str) for n in self.names) or len(set(self.names)) != len(
+            self.names
+        ):
+            raise ValueError("names must be distinct str")
+        self.matrices = [
+            check_matrix(
+                A if sp.issparse(A) else sp.csr_array(np.asarray(A)), name=f"matrices[{i}]"
+            )
+            for i, A in enumerate(self.matrices)
+        ]
+        self.names = list(self.names)
+
     def __len__(self) -> int:
         return len(self.matrices)
 
@@ -440,8 +461,19 @@ class MatrixSet:
         -------
         MatrixSet
         """
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        if isinstance(families, str) or not families:
+            raise ValueError(
+                f"families must be a non-empty tuple of family names, got {families!r}"
+            )
+        for name, (lo, hi) in (("rows", rows), ("nnz", nnz)):
+            if not (
+                isinstance(lo, numbers.Real) and isinstance(hi, numbers.Real) and 1 <= lo <= hi
+            ):
+                raise ValueError(
+                    f"{name} must be a (lo, hi) range with 1 <= lo <= hi, got {(lo, hi)}"
+                )
         for f in families:
             if f not in FAMILIES:
                 raise ValueError(f"families contains unknown family {f!r}")

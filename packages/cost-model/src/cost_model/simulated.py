@@ -27,6 +27,8 @@ sim-accel (SPADE-like tile accelerator, 64 PEs, compute and memory overlap):
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -102,6 +104,17 @@ class _SimBase:
         return {"hardware": self.hardware, "kind": "analytic simulator"}
 
 
+def _positive(value: object, name: str) -> float:
+    # float("1e5") and float(-1) were accepted and gave nonsense costs
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (np.isfinite(value) and value > 0)
+    ):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
 class SimCPUBackend(_SimBase):
     """Analytic 2-thread CPU with a 256 KiB cache (deterministic source platform).
 
@@ -114,7 +127,7 @@ class SimCPUBackend(_SimBase):
 
     def __init__(self, cache_bytes: float = 2**18) -> None:
         super().__init__()
-        self.cache_bytes = float(cache_bytes)
+        self.cache_bytes = _positive(cache_bytes, "cache_bytes")
 
     def space(self, op: str) -> ScheduleSpace:
         """Schedule space for ``op`` in {"spmm", "sddmm"}."""
@@ -190,8 +203,10 @@ class SimAccelBackend(_SimBase):
 
     def __init__(self, n_pe: int = 64, buffer_bytes: float = 16 * 2**10) -> None:
         super().__init__()
-        self.n_pe = n_pe
-        self.buffer_bytes = float(buffer_bytes)
+        if isinstance(n_pe, bool) or not isinstance(n_pe, numbers.Integral) or n_pe < 1:
+            raise ValueError(f"n_pe must be an int >= 1, got {n_pe!r}")
+        self.n_pe = int(n_pe)
+        self.buffer_bytes = _positive(buffer_bytes, "buffer_bytes")
 
     def space(self, op: str) -> ScheduleSpace:
         """Schedule space for ``op`` in {"spmm", "sddmm"}."""

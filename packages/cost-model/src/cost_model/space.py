@@ -9,6 +9,7 @@ Heterogeneous knobs are encoded per platform (value indices), for that platform'
 from __future__ import annotations
 
 import itertools
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -44,16 +45,35 @@ class Knob:
     group: str
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"name must be a non-empty str, got {self.name!r}")
         if self.group not in ("hom", "het"):
             raise ValueError(f"group must be 'hom' or 'het', got {self.group!r}")
+        if isinstance(self.values, str | bytes) or not isinstance(self.values, Sequence):
+            # a bare "csr" would be the three values "c", "s", "r"
+            raise TypeError(f"values of knob {self.name!r} must be a sequence, got {self.values!r}")
+        object.__setattr__(self, "values", tuple(self.values))
         if not self.values:
             raise ValueError(f"knob {self.name!r} has no values")
+        if any(_index(self.values, v) != i for i, v in enumerate(self.values)):
+            raise ValueError(f"values of knob {self.name!r} has duplicates: {self.values}")
         if self.group == "hom":
             if self.name not in SHARED_KNOBS:
-                raise ValueError(f"hom knob {self.name!r} is not in SHARED_KNOBS")
-            bad = [v for v in self.values if v not in SHARED_KNOBS[self.name]]
+                raise ValueError(
+                    f"name {self.name!r}: a hom knob must be one of SHARED_KNOBS "
+                    f"{sorted(SHARED_KNOBS)} (or use group='het')"
+                )
+            bad = [v for v in self.values if _index(SHARED_KNOBS[self.name], v) is None]
             if bad:
                 raise ValueError(f"hom knob {self.name!r} has values outside SHARED_KNOBS: {bad}")
+
+
+def _index(values: tuple, v: object) -> int | None:
+    """Position of ``v`` in ``values``, where True is not 1 (``True in (1, 2)`` holds)."""
+    for i, x in enumerate(values):
+        if x == v and isinstance(x, bool | np.bool_) == isinstance(v, bool | np.bool_):
+            return i
+    return None
 
 
 def bsr_block_valid(cfg: dict[str, object]) -> bool:
@@ -81,13 +101,24 @@ class ScheduleSpace:
         default: dict[str, object],
         valid: Callable[[dict[str, object]], bool] | None = None,
     ) -> None:
+        if isinstance(knobs, Knob) or not isinstance(knobs, Sequence) or not knobs:
+            raise TypeError("knobs must be a non-empty sequence of Knob")
+        if not all(isinstance(k, Knob) for k in knobs):
+            raise TypeError("knobs must hold Knob objects")
         names = [k.name for k in knobs]
         if len(set(names)) != len(names):
             raise ValueError("knobs must have unique names")
+        if valid is not None and not callable(valid):
+            raise TypeError(f"valid must be a callable cfg -> bool, got {type(valid).__name__}")
+        if not isinstance(default, dict):
+            raise TypeError(f"default must be a dict knob -> value, got {type(default).__name__}")
         self.knobs = tuple(knobs)
         self.valid = valid or bsr_block_valid
         self._default = dict(default)
-        self.check(self._default)
+        try:
+            self.check(self._default)
+        except ValueError as e:
+            raise ValueError(f"default: {e}") from e
 
     @property
     def hom_knobs(self) -> tuple[Knob, ...]:
@@ -108,7 +139,7 @@ class ScheduleSpace:
         for k in self.knobs:
             if k.name not in cfg:
                 raise ValueError(f"config is missing knob {k.name!r}")
-            if cfg[k.name] not in k.values:
+            if _index(k.values, cfg[k.name]) is None:
                 raise ValueError(
                     f"config knob {k.name!r} has value {cfg[k.name]!r}, allowed {k.values}"
                 )
@@ -136,10 +167,15 @@ class ScheduleSpace:
 
         With ``include_default`` the default is the first element.
         """
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        if not isinstance(include_default, bool | np.bool_):
+            raise TypeError(f"include_default must be a bool, got {type(include_default).__name__}")
+        n = int(n)
         allc = self.enumerate()
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(int(seed))
         d = self._default
         rest = [c for c in allc if c != d] if include_default else allc
         take = min(n - int(include_default), len(rest))
@@ -156,12 +192,22 @@ class ScheduleSpace:
         hom = np.zeros(len(SHARED_KNOBS), dtype=np.int64)
         for j, (name, vocab) in enumerate(SHARED_KNOBS.items()):
             if name in cfg and any(k.name == name and k.group == "hom" for k in self.knobs):
-                hom[j] = 1 + vocab.index(cfg[name])
-        het = np.array([k.values.index(cfg[k.name]) for k in self.het_knobs], dtype=np.int64)
+                hom[j] = 1 + _index(vocab, cfg[name])
+        het = np.array([_index(k.values, cfg[k.name]) for k in self.het_knobs], dtype=np.int64)
         return {"hom": hom, "het": het}
 
     def decode(self, hom: np.ndarray, het: np.ndarray) -> dict[str, object]:
         """Inverse of :meth:`encode`."""
+        hom, het = np.asarray(hom), np.asarray(het)
+        for name, a, n in (("hom", hom, len(SHARED_KNOBS)), ("het", het, len(self.het_knobs))):
+            if a.shape != (n,) or (a.size and a.dtype.kind not in "iu"):
+                raise ValueError(f"{name} must be {n} integer codes, got {a.dtype} {a.shape}")
+        for j, (name, vals) in enumerate(SHARED_KNOBS.items()):
+            if not 0 <= hom[j] <= len(vals):
+                raise ValueError(f"hom code {hom[j]} for {name!r} is outside [0, {len(vals)}]")
+        for k, code in zip(self.het_knobs, het, strict=True):
+            if not 0 <= code < len(k.values):  # a negative code wrapped to the last value
+                raise ValueError(f"het code {code} for {k.name!r} is outside [0, {len(k.values)})")
         cfg: dict[str, object] = {}
         vocab = list(SHARED_KNOBS.items())
         hom_names = {k.name for k in self.hom_knobs}

@@ -15,6 +15,7 @@ target subsample for every strategy of a seed):
 from __future__ import annotations
 
 import hashlib
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,8 +61,20 @@ def finetune(
     CognateModel
         The fine-tuned copy (the input is not modified).
     """
+    if not isinstance(model, CognateModel):
+        raise TypeError(f"model must be a CognateModel, got {type(model).__name__}")
+    if not isinstance(few, CostDataset):
+        raise TypeError(f"few must be a CostDataset, got {type(few).__name__}")
     if strategy not in ("cognate", "naive", "head_only"):
         raise ValueError(f"strategy must be cognate/naive/head_only, got {strategy!r}")
+    if (
+        isinstance(val_frac, bool)
+        or not isinstance(val_frac, numbers.Real)
+        or not 0 <= val_frac < 1
+    ):
+        raise ValueError(f"val_frac must lie in [0, 1), got {val_frac!r}")  # -0.2 was read as 0
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     m = model.clone()
     part = "head" if strategy == "head_only" else "all"
     val = None
@@ -191,8 +204,34 @@ def run_experiment(
     -------
     ExperimentResult
     """
-    if ft_lr is not None and not (isinstance(ft_lr, int | float) and 0 < ft_lr < 1):
+    for name, d in (("src", src), ("tgt_train", tgt_train), ("tgt_test", tgt_test)):
+        if not isinstance(d, CostDataset):
+            raise TypeError(f"{name} must be a CostDataset, got {type(d).__name__}")
+    if ft_lr is not None and not (
+        isinstance(ft_lr, numbers.Real) and not isinstance(ft_lr, bool) and 0 < ft_lr < 1
+    ):
         raise ValueError(f"ft_lr must lie in (0, 1), got {ft_lr!r}")
+    for name, seq in (("fracs", fracs), ("seeds", seeds), ("strategies", strategies)):
+        if isinstance(seq, str) or not isinstance(seq, tuple | list) or not seq:
+            raise TypeError(f"{name} must be a non-empty tuple, got {seq!r}")
+        if len(set(seq)) != len(seq):
+            raise ValueError(f"{name} has duplicates: {seq}")
+    for f in fracs:
+        if isinstance(f, bool) or not isinstance(f, numbers.Real) or not 0 < f <= 1:
+            raise ValueError(f"fracs must lie in (0, 1], got {f!r}")
+    for sd in seeds:
+        if isinstance(sd, bool) or not isinstance(sd, numbers.Integral) or sd < 0:
+            raise ValueError(f"seeds must be non-negative ints, got {sd!r}")
+    if by not in ("pairs", "matrices"):
+        raise ValueError(f"by must be 'pairs' or 'matrices', got {by!r}")
+    if not isinstance(pretrain, bool):
+        raise TypeError(f"pretrain must be a bool, got {type(pretrain).__name__}")
+    if (
+        isinstance(val_frac, bool)
+        or not isinstance(val_frac, numbers.Real)
+        or not 0 <= val_frac < 1
+    ):
+        raise ValueError(f"val_frac must lie in [0, 1), got {val_frac!r}")
     for s in strategies:
         if s not in STRATEGIES:
             raise ValueError(f"strategies contains unknown {s!r}; known {STRATEGIES}")
