@@ -307,7 +307,7 @@ def entries() -> list[dict]:
                    {"kwargs": {"net": torch.nn.Linear(2, 2)}, "raises": ["net"],
                     "why": "only a TinyViT is exported"}]},
     ]  # fmt: skip
-    return [*out, *_more_entries(), *_embedding_entries(X, y), *_spec_entries()]
+    return [*out, *_more_entries(), *_embedding_entries(X, y), *_spec_entries(), *_family_entries()]
 
 
 @functools.cache
@@ -460,3 +460,251 @@ def _spec_entries() -> list[dict]:
                    {"kwargs": {"config": BertConfig()}, "raises": ["config"], "check": None,
                     "why": "not a ViT config"}]},
     ]  # fmt: skip
+
+
+def _vit_spec(**kw):
+    s = ViTSpec(**({"depth": 2, "width": 8, "heads": 2} | kw))
+    return {"n_tokens": s.n_tokens, "fields": s.as_dict()}
+
+
+def _resnet_spec(**kw):
+    from learngene import ResNetSpec
+
+    s = ResNetSpec(**({"blocks": (1, 2), "widths": (8, 16)} | kw))
+    return {"depth": s.depth, "fields": s.as_dict()}
+
+
+def _vit_space(depth=(1, 2), width=(8, 16), heads=(2, 4), n=3, seed=0, n_eval=1):
+    from learngene import ViTSpace
+
+    sp = ViTSpace(depth=depth, width=width, heads=heads, img=8)
+    tr, ev = sp.split(n_eval, seed=seed)
+    return {"specs": [s.as_dict() for s in sp.specs], "sample": [s.as_dict() for s in sp.sample(n, seed)],
+            "held_out": [s.as_dict() for s in ev], "n_train": len(tr)}  # fmt: skip
+
+
+def _resnet_space(stages=(2, 3), blocks=(1, 2), base_width=(8, 16)):
+    from learngene import ResNetSpace
+
+    return [s.as_dict() for s in ResNetSpace(stages, blocks, base_width).specs]
+
+
+def _baseline(name):
+    """GHN, GHNMultiTask or TALNoAncestry after one step of each stage it runs (cached)."""
+    import learngene as L
+
+    if name not in _TAL:
+        torch.set_num_threads(1)
+        proxy = L.make_proxy_task(0, n_per_class=1, n_test_per_class=1)
+        tasks = L.make_mini_decathlon(0, n_train=8, n_test=4)
+        tasks = {k: tasks[k] for k in ("shapes", "counting")}
+        space = L.ViTSpace(depth=(1, 1), width=(8,), heads=(2,))
+        emb = {k: np.random.default_rng(i).normal(size=4) for i, k in enumerate(tasks)}
+        m = getattr(L, name)(**TAL_KW)
+        if name == "GHN":
+            m.fit(proxy, space, steps=1, meta_batch=1, batch_size=4)
+        else:
+            m.fit_stage1(proxy, None, space, steps=1, meta_batch=1, batch_size=4)
+            m.fit_stage2(tasks, emb, space, steps=1, meta_batch=1, batch_size=4)
+        _TAL[name] = m
+    return _TAL[name]
+
+
+def _baseline_predict(name, task_emb, n_classes=3):
+    net = _baseline(name).predict(TAL_SPEC, task_emb, n_classes)
+    with torch.no_grad():
+        return net(_X3).numpy()
+
+
+def _task_agnostic(name):
+    a = _baseline_predict(name, np.linspace(-1, 1, 4))
+    b = _baseline_predict(name, np.linspace(1, -1, 4))
+    return np.array_equal(a, b)
+
+
+def _weight_selection(depth=1, width=8, heads=2, n_classes=3, random_state=0, ancestry=None):
+    from learngene import WeightSelection
+
+    anc = _anc() if ancestry is None else ancestry
+    arch = ViTSpec(depth=depth, width=width, heads=heads, mlp_ratio=SPEC.mlp_ratio,
+                   patch=SPEC.patch, img=SPEC.img, in_chans=SPEC.in_chans)  # fmt: skip
+    net = WeightSelection(anc, random_state).predict(arch, None, n_classes)
+    return {k: v for k, v in net.state_dict().items() if not k.startswith("head.")}
+
+
+def _inherits_leading_block(r):
+    w = r["blocks.0.fc1.weight"]
+    src = _anc().state_dict()["blocks.0.fc1.weight"]
+    return torch.equal(w, src[: w.shape[0], : w.shape[1]].to(w.dtype))
+
+
+def _ghn_params(n_classes=3, task_emb=None, hid=8, layers=1, heads=2, lora_r=2, max_shape=16,
+                task_dim=4, scale="timm", g=None):  # fmt: skip
+    from learngene import GraphHyperNetwork, arch_graph
+
+    torch.manual_seed(0)
+    ghn = GraphHyperNetwork(hid, layers, heads, lora_r, max_shape, task_dim, scale).double()
+    graph = arch_graph(TAL_SPEC, n_classes=8) if g is None else g
+    with torch.no_grad():
+        out = ghn(graph, task_emb, n_classes)
+    return {k: tuple(v.shape) for k, v in out.items()}
+
+
+def _net_shapes(n_classes=3):
+    from learngene import TinyViT, arch_graph  # noqa: F401
+
+    return {k: tuple(v.shape) for k, v in TinyViT(TAL_SPEC, n_classes, distill_dim=64)
+            .state_dict().items()}  # fmt: skip
+
+
+def _family_entries() -> list[dict]:
+    ints = {"type": "int", "bad": [0, 1.5, True]}
+    emb = np.linspace(-1, 1, 4)
+    out = [
+        {
+            "name": "ViTSpec",
+            "call": _vit_spec,
+            "kwargs": {},
+            "params": {
+                "depth": {**ints, "good": 2},
+                "width": {"type": "int", "bad": [0, 9], "good": 8},
+                "heads": {"type": "int", "bad": [0, 3], "good": 2},
+                "patch": {"type": "int", "bad": [0, 5], "good": 4},
+                "qkv_bias": {"bad": ["yes"]},
+                "ln_eps": {"type": "float", "bad": [0.0, float("nan")], "good": 1e-5},
+            },
+            "known": [
+                {
+                    "kwargs": {"img": 16, "patch": 4},
+                    "check": lambda r: r["n_tokens"] == 17,
+                    "why": "(16 / 4)^2 patches + the class token",
+                }
+            ],
+        },
+        {
+            "name": "ResNetSpec",
+            "call": _resnet_spec,
+            "kwargs": {},
+            "params": {
+                "blocks": {"bad": [(), (0, 1), "12", (1, 2, 3)]},
+                "widths": {"bad": [(8, 6), (8.0, 16)]},
+                "img": {"type": "int", "bad": [0, 5], "good": 16},
+                "groups": {"type": "int", "bad": [0, 3], "good": 4},
+            },
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda r: r["depth"] == 1 + 2 * 3,
+                    "why": "the stem plus two convolutions per residual block",
+                }
+            ],
+        },
+        {
+            "name": "ViTSpace",
+            "call": _vit_space,
+            "kwargs": {},
+            "params": {
+                "depth": {"bad": [(2, 1), (0, 2), (1.5, 2), "12", (1, 2, 3)]},
+                "width": {"bad": [(), (8, 8), (8.0,), "8"]},
+                "heads": {"bad": [(0,), (3,)]},
+                "n": ints,
+                "seed": {"type": "int", "bad": [-1, 0.5], "good": 0},
+                "n_eval": {"type": "int", "bad": [-1, 8], "good": 1},
+            },
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda r: len(r["specs"]) == 8 and r["n_train"] == 7,
+                    "why": "2 depths x 2 widths x 2 heads; one spec held out",
+                },
+                {
+                    "kwargs": {"width": (6, 8), "heads": (4,)},
+                    "check": lambda r: len(r["specs"]) == 2,
+                    "why": "width 6 is not divisible by 4 heads: skipped",
+                },
+            ],
+        },
+        {
+            "name": "ResNetSpace",
+            "call": _resnet_space,
+            "kwargs": {},
+            "params": {
+                "stages": {"bad": [(3, 2), (0, 1), (2.5, 3)]},
+                "blocks": {"bad": ["12"]},
+                "base_width": {"bad": [(), (8, 8), (0,)]},
+            },
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda r: len(r) == 8 and r[-1]["widths"] == (16, 32, 64),
+                    "why": "2 stage counts x 2 block counts x 2 widths, doubling per stage",
+                }
+            ],
+        },
+        {
+            "name": "WeightSelection",
+            "call": _weight_selection,
+            "kwargs": {},
+            "params": {
+                "random_state": {"type": "int", "bad": [-1], "good": 0},
+                "n_classes": {"type": "int", "bad": [0], "good": 3},
+                "width": {"type": "int", "bad": [64], "good": 8},
+                "ancestry": {"bad": ["vit", torch.nn.Linear(2, 2)]},
+            },
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": _inherits_leading_block,
+                    "why": "a block's tensors are the leading rows and columns of the ancestry's",
+                }
+            ],
+        },
+        {
+            "name": "GraphHyperNetwork",
+            "call": _ghn_params,
+            "kwargs": {},
+            "params": {
+                "hid": {"type": "int", "bad": [0, 3], "good": 8},
+                "heads": {"type": "int", "bad": [0], "good": 2},
+                "layers": {"type": "int", "bad": [0], "good": 1},
+                "lora_r": {"type": "int", "bad": [0, 1.5], "good": 2},
+                "max_shape": {"type": "int", "bad": [0], "good": 16},
+                "task_dim": {"type": "int", "bad": [0], "good": 4},
+                "scale": {"type": "str", "bad": ["xavier"]},
+                "n_classes": {"type": "int", "bad": [0, 2.5], "good": 3},
+                "task_emb": {
+                    "bad": [
+                        torch.zeros(5, dtype=torch.float64),
+                        torch.full((4,), float("nan"), dtype=torch.float64),
+                        np.zeros(4),
+                    ]
+                },
+                "g": {"bad": [TAL_SPEC]},
+            },
+            "known": [
+                {
+                    "kwargs": {},
+                    "check": lambda r: r == _net_shapes(),
+                    "why": "one tensor per TinyViT parameter, of its shape",
+                },
+                {
+                    "kwargs": {"task_dim": None, "task_emb": torch.zeros(4, dtype=torch.float64)},
+                    "raises": ["task_emb"],
+                    "check": None,
+                    "why": "a task embedding for a hypernetwork without task layers",
+                },
+            ],
+        },
+    ]
+    for name in ("GHN", "GHNMultiTask", "TALNoAncestry"):
+        out.append({
+            "name": f"{name}.predict", "call": functools.partial(_baseline_predict, name),
+            "kwargs": {"task_emb": emb},
+            "params": {"n_classes": {"type": "int", "bad": [0], "good": 3}},
+            "known": [{"kwargs": {"task_emb": emb}, "check": lambda y: y.shape == (2, 3),
+                       "why": "a 3-class network's logits on two images"}]
+            + ([{"kwargs": {"task_emb": emb}, "check": lambda y, n=name: _task_agnostic(n),
+                 "why": "no task-specific layer: the prediction ignores the task"}]
+               if name != "TALNoAncestry" else []),
+        })  # fmt: skip
+    return out

@@ -79,3 +79,23 @@ def check_vector(v, name: str, dim: int) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or inf")
     return arr
+
+
+def check_range(r, name: str, low: int = 1) -> tuple[int, int]:
+    """An inclusive ``(lo, hi)`` range of ints with ``low <= lo <= hi``."""
+    if isinstance(r, str) or not isinstance(r, tuple | list) or len(r) != 2:
+        raise ValueError(f"{name} must be an inclusive (low, high) range, got {r!r}")
+    lo, hi = check_int(r[0], name, low), check_int(r[1], name, low)
+    if lo > hi:
+        raise ValueError(f"{name} must be an inclusive (low, high) range, got {r!r}")
+    return lo, hi
+
+
+def check_choices(v, name: str) -> tuple[int, ...]:
+    """A non-empty tuple of distinct positive ints (duplicates would repeat specs)."""
+    if isinstance(v, str) or not isinstance(v, tuple | list) or not v:
+        raise ValueError(f"{name} must be a non-empty tuple of int, got {v!r}")
+    out = tuple(check_int(x, name, 1) for x in v)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} has duplicates: {out}")
+    return out

@@ -37,8 +37,10 @@ class RandInit:
         """A fresh ``TinyViT`` / ``TinyResNet`` drawn from ``random_state``."""
         if not isinstance(arch, SPECS):
             raise TypeError(f"arch must be a ViTSpec or a ResNetSpec, got {type(arch).__name__}")
-        torch.manual_seed(self.random_state)
-        return make_net(arch, check_int(n_classes, "n_classes", 1)).eval()
+        n_classes = check_int(n_classes, "n_classes", 1)
+        with torch.random.fork_rng(devices=[]):  # the caller's RNG is left as it was
+            torch.manual_seed(self.random_state)
+            return make_net(arch, n_classes).eval()
 
 
 class GHN(TAL):
@@ -56,11 +58,20 @@ class GHN(TAL):
 
 
 class GHNMultiTask(TAL):
-    """Multi-task GHN without the task-specific layer (task-agnostic predictions)."""
+    """Multi-task GHN without the task-specific layer (task-agnostic predictions).
+
+    Its own stage 1 is cross-entropy only (the table above); ``GHNMultiTask.from_stage1(m)``
+    continues from any stage-1 model, e.g. an ancestry-distilled one for "TAL without TSL".
+    """
 
     def __init__(self, **kwargs):
         kwargs["use_tsl"] = False
         super().__init__(**kwargs)
+
+    def fit_stage1(self, proxy, ancestry=None, space=None, **kwargs) -> GHNMultiTask:
+        # the ancestry was used (kd_alpha 0.2 by default) although the table says CE only
+        kwargs["kd_alpha"] = 0.0
+        return super().fit_stage1(proxy, None, space, **kwargs)
 
 
 class TALNoAncestry(TAL):
@@ -103,8 +114,10 @@ class WeightSelection:
         shared = ("mlp_ratio", "patch", "img", "in_chans", "qkv_bias", "ln_eps")
         if any(getattr(arch, k) != getattr(a, k) for k in shared):
             raise ValueError(f"arch must share the ancestry's {', '.join(shared)}")
-        torch.manual_seed(self.random_state)
-        net = TinyViT(arch, check_int(n_classes, "n_classes", 1))
+        n_classes = check_int(n_classes, "n_classes", 1)
+        with torch.random.fork_rng(devices=[]):  # the caller's RNG is left as it was
+            torch.manual_seed(self.random_state)
+            net = TinyViT(arch, n_classes)
         src = self.ancestry.state_dict()
         w = arch.width
         new = {}

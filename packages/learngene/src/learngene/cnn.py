@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from learngene._validation import check_int
+from learngene._validation import check_choices, check_int, check_range
 from learngene.vit import SpecSpace, check_image_batch
 
 __all__ = ["ResNetSpace", "ResNetSpec", "TinyResNet"]
@@ -177,11 +177,8 @@ class ResNetSpace(SpecSpace):
 
     def __init__(self, stages=(2, 3), blocks=(1, 2), base_width=(8, 16), in_chans=1, img=16,
                  groups=4):  # fmt: skip
-        for name, r in (("stages", stages), ("blocks", blocks)):
-            if len(r) != 2 or r[0] > r[1] or r[0] < 1:
-                raise ValueError(f"{name} must be an inclusive (low, high) range, got {r}")
-        if not base_width:
-            raise ValueError("base_width must be non-empty")
+        stages, blocks = check_range(stages, "stages"), check_range(blocks, "blocks")
+        base_width = check_choices(base_width, "base_width")
         self.stages, self.blocks, self.base_width = tuple(stages), tuple(blocks), tuple(base_width)
         self.in_chans, self.img, self.groups = in_chans, img, groups
         self.specs = [

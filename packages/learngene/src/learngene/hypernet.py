@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from learngene._validation import check_int
 from learngene.graph import NODE_TYPES, ArchGraph
 
 __all__ = [
@@ -169,6 +170,14 @@ class GraphHyperNetwork(nn.Module):
         self, hid=64, layers=3, heads=4, lora_r=16, max_shape=256, task_dim=64, scale="timm"
     ):
         super().__init__()
+        hid, layers, heads = (
+            check_int(hid, "hid", 1),
+            check_int(layers, "layers", 1),
+            check_int(heads, "heads", 1),
+        )
+        lora_r, max_shape = check_int(lora_r, "lora_r", 1), check_int(max_shape, "max_shape", 1)
+        if task_dim is not None:
+            task_dim = check_int(task_dim, "task_dim", 1)
         if hid % heads:
             raise ValueError(f"hid ({hid}) must be divisible by heads ({heads})")
         if scale not in ("timm", "fan_in"):
@@ -224,6 +233,18 @@ class GraphHyperNetwork(nn.Module):
 
     def encode(self, g: ArchGraph, task_emb: torch.Tensor | None = None) -> torch.Tensor:
         """Node states (N, hid) after the encoder (the learngene's output)."""
+        if not isinstance(g, ArchGraph):
+            raise TypeError(f"g must be an ArchGraph (arch_graph(spec)), got {type(g).__name__}")
+        if task_emb is not None:
+            if self.task_dim is None:
+                raise ValueError("task_emb: this hypernetwork has no task layers (task_dim=None)")
+            if not isinstance(task_emb, torch.Tensor) or not task_emb.is_floating_point():
+                raise TypeError("task_emb must be a float tensor of shape (task_dim,)")
+            if tuple(task_emb.shape) != (self.task_dim,) or not bool(
+                torch.isfinite(task_emb).all()
+            ):
+                raise ValueError(f"task_emb must be a finite ({self.task_dim},) tensor, got "
+                                 f"{tuple(task_emb.shape)}")  # fmt: skip
         t = self._graph_tensors(g)
         x = self.type_embed(t["types"])
         for k, emb in enumerate(self.shape_embed):
@@ -247,6 +268,8 @@ class GraphHyperNetwork(nn.Module):
 
         ``n_classes`` crops the head to that many rows (default: the graph's head rows).
         """
+        if n_classes is not None:
+            n_classes = check_int(n_classes, "n_classes", 1)
         h = self.encode(g, task_emb)
         r, ck = self.lora_r, self.max_shape
         mat_nodes = [i for i, s in enumerate(g.shapes) if s[1] > 0]

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from learngene._validation import check_int, check_real
+from learngene._validation import check_choices, check_int, check_range, check_real
 
 __all__ = ["TinyViT", "ViTSpace", "ViTSpec"]
 
@@ -79,12 +79,15 @@ class SpecSpace:
     def sample(self, n: int, seed=None) -> list:
         """``n`` specs drawn uniformly with replacement from the space."""
         n = check_int(n, "n", 1)
+        if seed is not None:
+            seed = check_int(seed, "seed", 0)
         rng = np.random.default_rng(seed)
         return [self.specs[i] for i in rng.integers(0, len(self.specs), n)]
 
     def split(self, n_eval: int = 4, seed: int = 0) -> tuple[list, list]:
         """Disjoint (train, held-out) specs: ``n_eval`` specs are never trained on."""
         n_eval = check_int(n_eval, "n_eval", 0, len(self.specs) - 1)
+        seed = check_int(seed, "seed", 0)
         order = np.random.default_rng(seed).permutation(len(self.specs))
         return [self.specs[i] for i in order[n_eval:]], [self.specs[i] for i in order[:n_eval]]
 
@@ -115,10 +118,8 @@ class ViTSpace(SpecSpace):
     def __init__(
         self, depth=(1, 4), width=(32, 48, 64, 96), heads=(2, 4), mlp_ratio=2, patch=4, img=16
     ):
-        if len(depth) != 2 or depth[0] > depth[1]:
-            raise ValueError(f"depth must be an inclusive (low, high) range, got {depth}")
-        if not width or not heads:
-            raise ValueError("width and heads must be non-empty")
+        depth = check_range(depth, "depth")
+        width, heads = check_choices(width, "width"), check_choices(heads, "heads")
         self.depth, self.width, self.heads = tuple(depth), tuple(width), tuple(heads)
         self.mlp_ratio, self.patch, self.img = mlp_ratio, patch, img
         self.specs = [
