@@ -307,7 +307,8 @@ def entries() -> list[dict]:
                    {"kwargs": {"net": torch.nn.Linear(2, 2)}, "raises": ["net"],
                     "why": "only a TinyViT is exported"}]},
     ]  # fmt: skip
-    return [*out, *_more_entries(), *_embedding_entries(X, y), *_spec_entries(), *_family_entries()]
+    return [*out, *_more_entries(), *_embedding_entries(X, y), *_spec_entries(),
+            *_family_entries(), *_training_entries()]  # fmt: skip
 
 
 @functools.cache
@@ -708,3 +709,78 @@ def _family_entries() -> list[dict]:
                if name != "TALNoAncestry" else []),
         })  # fmt: skip
     return out
+
+
+def _tiny_task(n=12, seed=1):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 3
+    X = (rng.random((n, 1, 8, 8)) * 0.3 + y[:, None, None, None] * 0.3).astype(np.float32)
+    return Task(X, y, X[:6].copy(), y[:6].copy(), 3)
+
+
+def _ancestry_fit(epochs=1, lr=1e-3, batch_size=4, weight_decay=0.05, seed=0, verbose=0,
+                  depth=1, width=8, heads=2, head_hidden=4, proxy=None):  # fmt: skip
+    from learngene import train_ancestry
+
+    net = train_ancestry(_tiny_task() if proxy is None else proxy, depth, width, heads,
+                         head_hidden, epochs, lr, batch_size, weight_decay, seed,
+                         verbose)  # fmt: skip
+    return {"state": net.state_dict(), "acc": net.test_accuracy_}
+
+
+def _finetuned(epochs=2, lr=1e-3, batch_size=4, weight_decay=0.05, seed=0, verbose=0, net=None,
+               task=None):  # fmt: skip
+    from learngene import finetune
+
+    src = _net() if net is None else net
+    before = {k: v.clone() for k, v in src.state_dict().items()}
+    out, curve = finetune(src, _tiny_task() if task is None else task, epochs, lr, batch_size,
+                          weight_decay, seed, verbose)  # fmt: skip
+    untouched = all(torch.equal(v, src.state_dict()[k]) for k, v in before.items())
+    return {"curve": curve, "untouched": untouched, "state": out.state_dict()}
+
+
+def _prepared(spectrum="polar", reset_head=True, reset_tokens=True, seed=0, net=None):
+    from learngene import prepare_for_finetuning
+
+    out = prepare_for_finetuning(_net() if net is None else net, spectrum=spectrum,
+                                 reset_head=reset_head, reset_tokens=reset_tokens, seed=seed)  # fmt: skip
+    return out.state_dict()
+
+
+def _orthogonal_rows(state):
+    w = state["blocks.0.fc1.weight"].double()  # (16, 8): orthonormal columns times its RMS
+    g = w.T @ w
+    return torch.allclose(g / g[0, 0], torch.eye(g.shape[0], dtype=g.dtype), atol=1e-5)
+
+
+def _training_entries() -> list[dict]:
+    ints = {"type": "int", "bad": [0, 1.5, "2"]}
+    opt = {"epochs": {**ints, "good": 1}, "batch_size": {**ints, "good": 4},
+           "lr": {"type": "float", "bad": [0.0, float("inf"), "1e-3"], "good": 1e-3},
+           "weight_decay": {"type": "float", "bad": [-0.1, float("nan")], "good": 0.05},
+           "seed": {"type": "int", "bad": [-1, 0.5], "good": 0}, "verbose": {"bad": ["yes"]}}  # fmt: skip
+    return [
+        {"name": "train_ancestry", "call": _ancestry_fit, "kwargs": {},
+         "params": {**opt, "head_hidden": {"type": "int", "bad": [0], "good": 4},
+                    "heads": {"type": "int", "bad": [3], "good": 2},
+                    "proxy": {"bad": [(np.zeros((4, 1, 8, 8)), np.zeros(4))]}},
+         "known": [{"kwargs": {}, "check": lambda r: 0 <= r["acc"] <= 1
+                    and r["state"]["pre_logits.weight"].shape == (4, 8),
+                    "why": "a head_hidden feature layer (the ancestry feature); accuracy in [0, 1]"}]},
+        {"name": "finetune", "call": _finetuned, "kwargs": {},
+         "params": {**opt, "epochs": {**ints, "good": 2},
+                    "net": {"bad": [torch.nn.Linear(2, 2), RandInit(0).predict(SPEC, n_classes=4)]},
+                    "task": {"bad": ["task"]}},
+         "known": [{"kwargs": {}, "check": lambda r: r["untouched"] and len(r["curve"]) == 2,
+                    "why": "a fine-tuned copy (the input net is untouched); one accuracy per epoch"}]},
+        {"name": "prepare_for_finetuning", "call": _prepared, "kwargs": {},
+         "params": {"spectrum": {"type": "str", "bad": ["svd"]}, "reset_head": {"bad": ["no", 1]},
+                    "reset_tokens": {"bad": [None]}, "seed": {"type": "int", "bad": [-1], "good": 0},
+                    "net": {"bad": ["net"]}},
+         "known": [{"kwargs": {}, "check": _orthogonal_rows,
+                    "why": "a hidden matrix becomes its polar factor: W^T W proportional to I"},
+                   {"kwargs": {"spectrum": "keep", "reset_head": False, "reset_tokens": False},
+                    "check": lambda r: all(torch.equal(v, _net().state_dict()[k]) for k, v in r.items()),
+                    "why": "keep everything: an exact copy"}]},
+    ]  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import numbers
 
 import numpy as np
 import torch
@@ -41,14 +42,16 @@ def _check_shapes(net: TinyViT, task: Task):
 
 def _train(net, X, y, epochs, lr, batch_size, weight_decay, seed, verbose, desc, after_epoch=None):
     g = torch.Generator().manual_seed(seed)
-    X, y = torch.from_numpy(X), torch.from_numpy(y)
+    ref = next(net.parameters())  # images go where the net is, in its dtype
+    X = torch.from_numpy(X).to(device=ref.device, dtype=ref.dtype)
+    y = torch.from_numpy(y).to(ref.device)
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay)
     steps = epochs * -(-len(X) // batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
     out = []
     for _ in tqdm(range(epochs), desc=desc, disable=not verbose, leave=False):
         net.train()
-        perm = torch.randperm(len(X), generator=g)
+        perm = torch.randperm(len(X), generator=g, device="cpu").to(ref.device)
         for i in range(0, len(X), batch_size):
             idx = perm[i : i + batch_size]
             loss = F.cross_entropy(net(X[idx]), y[idx])
@@ -86,11 +89,13 @@ def train_ancestry(
     """
     _check_task(proxy, "proxy")
     epochs, batch_size, lr, weight_decay = _check_opt_args(epochs, batch_size, lr, weight_decay)
+    seed = _check_seed_verbose(seed, verbose)
+    head_hidden = check_int(head_hidden, "head_hidden", 1)
     c, h, _ = proxy.image_shape
-    torch.manual_seed(seed)
-    net = TinyViT(
-        ViTSpec(depth, width, heads, 2, 4, h, c), proxy.n_classes, head_hidden=head_hidden
-    )
+    spec = ViTSpec(depth, width, heads, 2, 4, h, c)
+    with torch.random.fork_rng(devices=[]):  # the caller's RNG is left as it was
+        torch.manual_seed(seed)
+        net = TinyViT(spec, proxy.n_classes, head_hidden=head_hidden)
     _train(
         net,
         proxy.X_train,
@@ -141,6 +146,12 @@ def head_features_batched(
     return torch.cat(parts)
 
 
+def _check_seed_verbose(seed, verbose) -> int:
+    if not isinstance(verbose, numbers.Integral):  # 0/1 or a bool
+        raise TypeError(f"verbose must be an int, got {type(verbose).__name__}")
+    return check_int(seed, "seed", 0)  # torch.Generator refuses numpy integers
+
+
 def _check_opt_args(epochs, batch_size, lr, weight_decay):
     return (
         check_int(epochs, "epochs", 1),
@@ -159,12 +170,18 @@ def evaluate_init(net: TinyViT, task: Task, split: str = "test", batch_size: int
     if split not in ("test", "train"):
         raise ValueError(f"split must be 'test' or 'train', got {split!r}")
     X, y = (task.X_test, task.y_test) if split == "test" else (task.X_train, task.y_train)
+    batch_size = check_int(batch_size, "batch_size", 1)
     was = net.training
     net.eval()
-    X = torch.from_numpy(X)
-    pred = torch.cat([net(X[i : i + batch_size]).argmax(1) for i in range(0, len(X), batch_size)])
-    net.train(was)
-    return float((pred.numpy() == y).mean())
+    ref = next(net.parameters())  # a float64 or GPU net gets its images there
+    X = torch.from_numpy(X).to(device=ref.device, dtype=ref.dtype)
+    try:
+        pred = torch.cat(
+            [net(X[i : i + batch_size]).argmax(1) for i in range(0, len(X), batch_size)]
+        )
+    finally:
+        net.train(was)
+    return float((pred.cpu().numpy() == y).mean())
 
 
 def finetune(
@@ -190,6 +207,7 @@ def finetune(
     _check_task(task)
     _check_shapes(net, task)
     epochs, batch_size, lr, weight_decay = _check_opt_args(epochs, batch_size, lr, weight_decay)
+    seed = _check_seed_verbose(seed, verbose)
     net = copy.deepcopy(net)
     curve = _train(
         net,
