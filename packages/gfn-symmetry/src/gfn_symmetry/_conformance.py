@@ -13,6 +13,7 @@ import torch
 
 from gfn_symmetry import (
     DenseGraphEnv,
+    GraphAction,
     GraphEnv,
     IsoClassCache,
     build_state_space,
@@ -370,7 +371,7 @@ def entries() -> list[dict]:
             "min_rows": 2,
         },
     ]
-    return [*out, *_exact_entries()]
+    return [*out, *_exact_entries(), *_env_entries()]
 
 
 _POLICY: dict = {}
@@ -523,4 +524,136 @@ def _exact_entries() -> list[dict]:
                     "why": "adding a node to either end of an edge gives the same path"}]},
         {"name": "molecule_fragments", "call": lambda: len(molecule_fragments()), "kwargs": {},
          "known": [{"kwargs": {}, "check": lambda n: n == 8, "why": "the 8-fragment vocabulary"}]},
+    ]  # fmt: skip
+
+
+def _env_walk(max_nodes=3, n_labels=2, max_edges=None, actions=None):
+    """Forward action counts along a greedy walk (the first non-stop action each step)."""
+    env = GraphEnv(max_nodes=max_nodes, n_labels=n_labels, max_edges=max_edges)
+    g, counts = env.initial_state(), []
+    for _ in range(4):
+        acts = env.forward_actions(g)
+        counts.append(len(acts))
+        nxt = [a for a in acts if a.kind != 0]
+        if not nxt:
+            break
+        g = env.step(g, nxt[0] if actions is None else actions.pop(0))
+    return {"counts": counts, "nodes": g.number_of_nodes(), "edges": g.number_of_edges()}
+
+
+def _stepped(action, n_nodes=1):
+    from gfn_symmetry import GraphAction  # noqa: F401
+
+    env = GraphEnv(max_nodes=3, n_labels=2)
+    g = env.initial_state()
+    if n_nodes:
+        g = env.step(g, env.forward_actions(g)[0])
+    out = env.step(g, action)
+    return sorted(out.nodes(data="label")), sorted(out.edges)
+
+
+def _molecule(max_atoms=4, atoms=("C", "O"), valences=None):
+    from gfn_symmetry import MoleculeEnv
+
+    env = MoleculeEnv(max_atoms=max_atoms, atoms=atoms, valences=valences)
+    g = env.step(env.initial_state(), GraphAction(1, k=1))  # an O atom (valence 2)
+    for _ in range(2):  # two carbons bonded to the O
+        g = env.step(g, GraphAction(2, 0, k=0))
+    return {
+        "n_first": len(env.forward_actions(env.initial_state())),
+        "grow_at": sorted({a.u for a in env.forward_actions(g) if a.kind == 2}),
+    }
+
+
+def _fragments(max_fragments=2, stems=None, fragments=None):
+    from gfn_symmetry import FragmentEnv
+
+    ring = nx.cycle_graph(3)
+    nx.set_node_attributes(ring, 0, "label")
+    atom = nx.Graph()
+    atom.add_node(0, label=1)
+    env = FragmentEnv([ring, atom] if fragments is None else fragments, max_fragments, stems)
+    g = env.step(env.initial_state(), env.forward_actions(env.initial_state())[0])
+    return {"first": len(env.forward_actions(env.initial_state())),
+            "nodes": g.number_of_nodes(), "grow": len(env.forward_actions(g))}  # fmt: skip
+
+
+def _path(n):
+    g = nx.path_graph(n)
+    nx.set_node_attributes(g, 0, "label")
+    nx.set_edge_attributes(g, 0, "kind")
+    return g
+
+
+def _state_index(graph):
+    return _space().index(graph)
+
+
+def _loglik(n_samples=8, correction="exact", seed=0, graphs=None, policy=None):
+    from gfn_symmetry import estimate_log_likelihood
+
+    return estimate_log_likelihood(_policy() if policy is None else policy,
+                                   [_path(1), _path(2)] if graphs is None else graphs,
+                                   n_samples, correction, seed)  # fmt: skip
+
+
+def _exact_log_p(graph):
+    from gfn_symmetry import exact_terminal_distribution
+
+    p = exact_terminal_distribution(_policy(), _space())
+    return float(np.log(p[_space().index(graph)]))
+
+
+def _env_entries() -> list[dict]:
+    from gfn_symmetry import GraphAction
+
+    ints = {"type": "int", "bad": [0, 1.5, True]}
+    return [
+        {"name": "GraphEnv", "call": _env_walk, "kwargs": {},
+         "params": {"max_nodes": {**ints, "good": 3}, "n_labels": {**ints, "good": 2},
+                    "max_edges": {"type": "int", "bad": [-1, 0.5], "good": 2}},
+         "known": [{"kwargs": {}, "check": lambda r: r["counts"] == [2, 1 + 2, 1 + 4, 1 + 1]
+                    and r["nodes"] == 3 and r["edges"] == 3,
+                    "why": "2 labels to start; stop + 2 labels x n nodes to grow; then ring closure"},
+                   {"kwargs": {"max_edges": 1},
+                    "check": lambda r: r["counts"] == [2, 3, 1] and r["edges"] == 1,
+                    "why": "one edge allowed: after it only STOP"}]},
+        {"name": "GraphAction", "call": _stepped, "kwargs": {"action": GraphAction(2, 0, k=1)},
+         "params": {"action": {"bad": [GraphAction(2, 3, k=0), GraphAction(2, 0, k=5),
+                                       GraphAction(2, 0, k=1.5), GraphAction(3, 0, 0),
+                                       GraphAction(0), GraphAction(9), (2, 0, -1, 1)]}},
+         "known": [{"kwargs": {"action": GraphAction(2, 0, k=1)},
+                    "check": lambda r: r == ([(0, 0), (1, 1)], [(0, 1)]),
+                    "why": "ADD_NODE(0, label 1) bonds a new node 1 to node 0"},
+                   {"kwargs": {"action": GraphAction(1, k=5), "n_nodes": 0}, "raises": ["action"],
+                    "check": None, "why": "label 5 of 2 (it was written onto the graph)"}]},
+        {"name": "MoleculeEnv", "call": _molecule, "kwargs": {},
+         "params": {"max_atoms": {**ints, "good": 4}, "atoms": {"bad": ["CO", (), ("C", "Xx")]},
+                    "valences": {"bad": [(4,), (4, 0), (4, 2.0)]}},
+         "known": [{"kwargs": {},
+                    "check": lambda r: r["n_first"] == 2 and r["grow_at"] == [1, 2],
+                    "why": "O holds two bonds: bonded twice, only the carbons grow"}]},
+        {"name": "FragmentEnv", "call": _fragments, "kwargs": {},
+         "params": {"max_fragments": {**ints, "good": 2},
+                    "fragments": {"bad": [[], nx.cycle_graph(3), ["ring"]]}},
+         "known": [{"kwargs": {}, "check": lambda r: r["first"] == 2 and r["nodes"] == 3,
+                    "why": "one FIRST per fragment; the ring brings its 3 atoms"}]},
+        {"name": "StateSpace.index", "call": _state_index, "kwargs": {"graph": _path(2)},
+         "known": [{"kwargs": {"graph": _path(1)}, "check": lambda i: _space().level[i] == 1,
+                    "why": "one node: one step from the empty graph"},
+                   {"kwargs": {"graph": nx.relabel_nodes(_path(3), {0: 1, 1: 0})},
+                    "check": lambda i: i == _space().index(_path(3)),
+                    "why": "isomorphic graphs are one state"},
+                   {"kwargs": {"graph": _path(4)}, "raises": ["graph"], "check": None,
+                    "why": "four nodes: not in the 3-node space"}]},
+        {"name": "estimate_log_likelihood", "call": _loglik, "kwargs": {},
+         "params": {"n_samples": {**ints, "good": 8}, "correction": {"type": "str", "bad": ["wl"]},
+                    "seed": {"type": "int", "bad": [-1], "good": 0},
+                    "graphs": {"bad": [[], _path(2), [nx.Graph()], [_path(4)]]},
+                    "policy": {"bad": ["policy"]}},
+         "known": [{"kwargs": {"n_samples": 4},
+                    "check": lambda r: np.allclose(r, [_exact_log_p(_path(1)),
+                                                       _exact_log_p(_path(2))], atol=1e-6),
+                    "why": "one- and two-node graphs have a single backward path: the "
+                           "importance-sampling estimate is the exact log p"}]},
     ]  # fmt: skip

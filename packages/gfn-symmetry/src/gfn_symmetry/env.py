@@ -234,8 +234,24 @@ class GraphEnv:
         ]
         return acts
 
+    def check_action(self, graph: nx.Graph, action: object) -> GraphAction:
+        """Raise unless ``action`` is one of ``forward_actions(graph)`` other than STOP.
+
+        ``step`` would otherwise build non-states: a label past ``n_labels``, a node attached
+        to a node that does not exist, a self-loop, a bond past an atom's valence.
+        """
+        if not isinstance(action, GraphAction):
+            raise TypeError(f"action must be a GraphAction, got {type(action).__name__}")
+        if action.kind == STOP:
+            raise ValueError("action: STOP ends a trajectory; step cannot apply it")
+        if action not in self.forward_actions(graph):
+            raise ValueError(f"action {action} is not a valid forward action of this graph "
+                             f"({graph.number_of_nodes()} nodes); see forward_actions(graph)")  # fmt: skip
+        return action
+
     def step(self, graph: nx.Graph, action: GraphAction) -> nx.Graph:
         """Apply a non-stop forward action; returns a new graph (input untouched)."""
+        self.check_action(graph, action)
         g = graph.copy()
         n = g.number_of_nodes()
         if action.kind == FIRST:

@@ -44,6 +44,14 @@ __all__ = [
 ]
 
 
+class NotInSpaceError(KeyError, ValueError):
+    """A graph isomorphic to no state of the space (a KeyError, as documented, and a
+    ValueError: the argument is a bad value)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 @dataclass
 class StateSpace:
     """Enumerated DAG of isomorphism classes of an environment.
@@ -98,7 +106,7 @@ class StateSpace:
         """
         cid = self.cache.class_id(self.env.with_edge_kinds(graph))
         if cid not in self._by_class:
-            raise KeyError(f"graph: no state of this space is isomorphic to it ({graph})")
+            raise NotInSpaceError(f"graph: no state of this space is isomorphic to it ({graph})")
         return self._by_class[cid]
 
 

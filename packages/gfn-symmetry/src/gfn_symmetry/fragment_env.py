@@ -247,6 +247,7 @@ class FragmentEnv(GraphEnv):
         return acts
 
     def step(self, graph: nx.Graph, action: GraphAction) -> nx.Graph:
+        self.check_action(graph, action)
         g = graph.copy()
         n = g.number_of_nodes()
         if action.kind == FIRST:

@@ -19,6 +19,7 @@ symmetry-unaware implementation reports) and ``"approximate"`` uses the WL upper
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 import networkx as nx
@@ -71,8 +72,13 @@ def estimate_log_likelihood(
         raise TypeError("policy must be a GraphPolicy of an atom-based GraphEnv")
     if correction not in _MODES:
         raise ValueError(f"correction must be one of {_MODES}, got {correction!r}")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
+    n_samples = int(n_samples)
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0
+    ):
+        raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
     if isinstance(graphs, nx.Graph) or len(graphs) == 0:
         raise ValueError("graphs must be a non-empty sequence of networkx graphs")
     for i, g in enumerate(graphs):

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from gfn_symmetry.env import ADD_EDGE, ADD_NODE, GraphAction, GraphEnv
+from gfn_symmetry.env import ADD_EDGE, ADD_NODE, GraphAction, GraphEnv, _check_int
 
 __all__ = ["ATOMS", "MoleculeEnv", "molecule_fragments", "molecule_reward"]
 
@@ -47,6 +47,7 @@ class MoleculeEnv(GraphEnv):
         atoms: Sequence[str] = ("C", "N", "O"),
         valences: Sequence[int] | None = None,
     ):
+        max_atoms = _check_int(max_atoms, "max_atoms", 1)
         if isinstance(atoms, str) or not isinstance(atoms, Sequence) or len(atoms) == 0:
             raise ValueError("atoms must be a non-empty sequence of atom symbols")
         if valences is None:
@@ -57,11 +58,11 @@ class MoleculeEnv(GraphEnv):
         if len(valences) != len(atoms):
             raise ValueError(f"valences has {len(valences)} entries for {len(atoms)} atoms")
         for v in valences:
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"valences must be ints >= 1, got {v!r}")
         super().__init__(max_nodes=max_atoms, n_labels=len(atoms))
         self.atoms = tuple(atoms)
-        self.valences = tuple(valences)
+        self.valences = tuple(int(v) for v in valences)
 
     def free_valence(self, graph: nx.Graph, node: int) -> int:
         """Bonds atom ``node`` can still make."""
