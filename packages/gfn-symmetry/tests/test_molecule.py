@@ -79,7 +79,7 @@ def test_molecule_env_trains():
         ({"atoms": ("S",)}, "default valence"),
         ({"atoms": ("C",), "valences": (4, 2)}, "valences"),
         ({"atoms": ("C",), "valences": (0,)}, "valences"),
-        ({"max_atoms": 0}, "max_nodes"),
+        ({"max_atoms": 0}, "max_atoms"),  # was reported as max_nodes
     ],
 )
 def test_molecule_env_bad_inputs(kwargs, match):
