@@ -371,7 +371,7 @@ def entries() -> list[dict]:
             "min_rows": 2,
         },
     ]
-    return [*out, *_exact_entries(), *_env_entries()]
+    return [*out, *_exact_entries(), *_env_entries(), *_policy_entries()]
 
 
 _POLICY: dict = {}
@@ -656,4 +656,38 @@ def _env_entries() -> list[dict]:
                                                        _exact_log_p(_path(2))], atol=1e-6),
                     "why": "one- and two-node graphs have a single backward path: the "
                            "importance-sampling estimate is the exact log p"}]},
+    ]  # fmt: skip
+
+
+def _graph_policy(hidden=8, n_layers=1, seed=0, backward=False, graphs=None):
+    from gfn_symmetry import GraphPolicy, featurize
+
+    env = GraphEnv(max_nodes=3, n_labels=2)
+    pol = GraphPolicy(env, hidden, n_layers, seed, backward).double()
+    gs = [nx.Graph(), _labelled_path(2)] if graphs is None else graphs
+    with torch.no_grad():
+        logits, log_flow = pol(featurize(env, gs))
+    return {"logits": logits, "log_flow": log_flow,
+            "n_actions": [len(env.forward_actions(g)) for g in gs]}  # fmt: skip
+
+
+def _labelled_path(n):
+    g = _path(n)
+    nx.set_node_attributes(g, 1, "label")
+    return g
+
+
+def _policy_entries() -> list[dict]:
+    return [
+        {"name": "GraphPolicy", "call": _graph_policy, "kwargs": {},
+         "params": {"hidden": {"type": "int", "bad": [0, 2.5], "good": 8},
+                    "n_layers": {"type": "int", "bad": [0], "good": 1},
+                    "seed": {"type": "int", "bad": [-1, 0.5], "good": 0},
+                    "backward": {"bad": ["no"]}, "graphs": {"bad": [[_path(4)], nx.Graph()]}},
+         "known": [{"kwargs": {}, "check": lambda r: r["logits"].shape == (sum(r["n_actions"]),)
+                    and r["log_flow"].shape == (2,),
+                    "why": "one logit per valid forward action of every graph; one flow per graph"},
+                   {"kwargs": {"seed": 1},
+                    "check": lambda r: not torch.equal(r["logits"], _graph_policy()["logits"]),
+                    "why": "the seed draws other weights"}]},
     ]  # fmt: skip

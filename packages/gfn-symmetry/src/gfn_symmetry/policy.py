@@ -21,6 +21,8 @@ the paper's analysis (Sec. 3).
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import nn
 
@@ -90,8 +92,15 @@ class GraphPolicy(nn.Module):
         if not isinstance(env, GraphEnv):
             raise TypeError(f"env must be a GraphEnv, got {type(env).__name__}")
         for name, val in (("hidden", hidden), ("n_layers", n_layers)):
-            if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+            if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < 1:
                 raise ValueError(f"{name} must be a positive int, got {val!r}")
+        hidden, n_layers = int(hidden), int(n_layers)
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0
+        ):
+            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+        if not isinstance(backward, bool):  # bool("no") is True
+            raise TypeError(f"backward must be a bool, got {type(backward).__name__}")
         self.env = env
         state = torch.random.get_rng_state()
         if seed is not None:
@@ -167,6 +176,9 @@ class GraphPolicy(nn.Module):
         log_flow : Tensor, shape (G,)
             :math:`\\log F(s)` of every graph.
         """
+        if not isinstance(batch, GraphBatch):
+            raise TypeError(f"batch must be a GraphBatch (featurize(env, graphs)), got "
+                            f"{type(batch).__name__}")  # fmt: skip
         return self._heads(batch, *self._embed(batch))
 
     def _heads(
