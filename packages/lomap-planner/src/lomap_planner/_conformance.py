@@ -437,7 +437,7 @@ def entries() -> list[dict]:
             "corrupt": ["truncate", "empty", ("off-map", lambda p: _shift_minari(p, 30.0))],
         },
     ]
-    return [*out, *_more_entries(windows, x, data), *_window_entries(data, x)]
+    return [*out, *_more_entries(windows, x, data), *_window_entries(data, x), *_hook_entries()]
 
 
 def _shift_file(path, delta):
@@ -587,4 +587,108 @@ def _window_entries(data, x) -> list[dict]:
                     "why": "the first full state and the last position"},
                    {"kwargs": {"x": x[:, :1], "action_dim": 0}, "raises": ["x"], "check": None,
                     "why": "a one-step window would put both conditions on step 0"}]},
+    ]  # fmt: skip
+
+
+def _physics(**kw):
+    """Two balls one step from rest in the open middle of the U-maze, under ``PhysicsParams``."""
+    from lomap_planner import PhysicsParams
+
+    pos, vel = np.array([[1.0, 1.0], [3.0, 1.0]]), np.zeros((2, 2))
+    act = np.array([[1.0, 0.0], [0.0, -1.0]])
+    return np.concatenate(
+        point_mass_step(pos, vel, act, get_layout("umaze"), PhysicsParams(**kw)), 1
+    )
+
+
+def _first_step_by_hand(dt=0.01, gain=2.0, damping=0.0):
+    """From rest: v = gain a dt, then x += v dt (semi-implicit Euler)."""
+    v = gain * np.array([[1.0, 0.0], [0.0, -1.0]]) * dt / (1 + damping * dt)
+    return np.concatenate([np.array([[1.0, 1.0], [3.0, 1.0]]) + v * dt, v], 1)
+
+
+def _nn(queries, k=2, metric="cosine", backend="torch", block_size=3, nprobe=16, data=None):
+    from lomap_planner import NeighborIndex
+
+    ref = _NN_DATA if data is None else data
+    d, i = NeighborIndex(ref, metric, backend, block_size, nprobe).search(queries, k)
+    return {"dist": d, "idx": i}
+
+
+_NN_DATA = np.random.default_rng(3).normal(size=(7, 4))
+
+
+def _nn_by_hand(queries, k, metric):
+    q, x = np.asarray(queries), _NN_DATA
+    if metric == "cosine":
+        d = (
+            1
+            - (q / np.linalg.norm(q, axis=1, keepdims=True))
+            @ (x / np.linalg.norm(x, axis=1, keepdims=True)).T
+        )
+    else:
+        d = np.linalg.norm(q[:, None] - x[None], axis=-1)
+    return np.argsort(d, 1, kind="stable")[:, :k], np.sort(d, 1)[:, :k]
+
+
+def _agrees(r, queries, k, metric):
+    idx, dist = _nn_by_hand(queries, k, metric)
+    return np.array_equal(r["idx"].numpy(), idx) and np.allclose(r["dist"].numpy(), dist, atol=1e-5)
+
+
+_PROJ: dict = {}
+
+
+def _projected(x_t, alpha_bar=0.5, seed=0, condition=None):
+    from lomap_planner import LoMAP, LoMAPProjector
+
+    if "l" not in _PROJ:
+        w = make_windows(collect_maze2d_dataset(PointMazeEnv("umaze"), 300, n_streams=1, seed=0),
+                         4, stride=2, include_actions=False).astype(np.float32)  # fmt: skip
+        _PROJ["l"] = LoMAP(w, n_neighbors=4, proj_range=(0.0, 1.0))
+    proj = LoMAPProjector(_PROJ["l"], condition, seed)
+    return proj(x_t, x_t.clone(), alpha_bar)
+
+
+def _hook_entries() -> list[dict]:
+    q = np.random.default_rng(4).normal(size=(3, 4))
+    x_t = torch.as_tensor(np.random.default_rng(5).normal(size=(2, 4, 4)), dtype=torch.float32)
+    pos = {"type": "float", "bad": [0.0, -1.0, float("inf"), "0.01"]}
+    return [
+        {"name": "PhysicsParams", "call": _physics, "kwargs": {},
+         "params": {"dt": {**pos, "good": 0.01}, "gain": {**pos, "good": 2.0},
+                    "max_speed": {**pos, "good": 5.0},
+                    "damping": {"type": "float", "bad": [-0.1, float("nan"), "0"], "good": 0.0},
+                    "radius": {"type": "float", "bad": [0.5, -0.1], "good": 0.1},
+                    "implicit_damping": {"bad": ["no", 1]}},
+         "known": [{"kwargs": {"dt": 0.01, "gain": 2.0, "damping": 0.0},
+                    "check": lambda r: np.allclose(r, _first_step_by_hand(), atol=1e-12),
+                    "why": "from rest, v = gain a dt and x += v dt (semi-implicit Euler)"},
+                   {"kwargs": {"dt": 0.01, "gain": 2.0, "damping": 3.0},
+                    "check": lambda r: np.allclose(r, _first_step_by_hand(damping=3.0), atol=1e-12),
+                    "why": "implicit damping divides the velocity by 1 + damping dt (MuJoCo)"}]},
+        {"name": "NeighborIndex", "call": _nn, "kwargs": {"queries": q},
+         "arrays": {"queries": {"kind": "float", "ndim": 2}}, "rows": [["queries"]],
+         "order": "equivariant", "min_rows": 0,  # neighbours per query: no queries, no rows
+         "params": {"k": {"type": "int", "bad": [0, 8, 2.5], "good": 2},
+                    "metric": {"type": "str", "bad": ["dot"]},
+                    "backend": {"type": "str", "bad": ["annoy"]},
+                    "block_size": {"type": "int", "bad": [0, 1.5], "good": 3},
+                    "nprobe": {"type": "int", "bad": [0], "good": 16},
+                    "data": {"bad": [np.zeros((0, 4)), np.full((3, 4), np.nan)]}},
+         "grid": {"metric": ["euclidean"], "backend": ["kdtree"]},
+         "known": [{"kwargs": {"queries": q, "k": 3},
+                    "check": lambda r: _agrees(r, q, 3, "cosine"),
+                    "why": "exact top-k cosine distances by brute force, across blocks of 3"},
+                   {"kwargs": {"queries": q, "k": 3, "metric": "euclidean", "backend": "kdtree"},
+                    "check": lambda r: _agrees(r, q, 3, "euclidean"),
+                    "why": "the KD-tree's euclidean neighbours by brute force"}]},
+        {"name": "LoMAPProjector", "call": _projected, "kwargs": {"x_t": x_t},
+         "params": {"seed": {"type": "int", "bad": [-1, 1.5], "good": 0},
+                    "alpha_bar": {"type": "float", "bad": [0.0, 1.5, float("nan"), "0.5"],
+                                  "good": 0.5},
+                    "condition": {"bad": ["inpaint"]}},
+         "known": [{"kwargs": {"x_t": x_t, "seed": 3},
+                    "check": lambda y: torch.equal(y, _projected(x_t, seed=3)),
+                    "why": "a seeded projector projects reproducibly"}]},
     ]  # fmt: skip

@@ -10,6 +10,7 @@ loop or the package's own planner can call it.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 
 import torch
@@ -46,6 +47,14 @@ class LoMAPProjector:
     ) -> None:  # fmt: skip
         if not isinstance(lomap, LoMAP):
             raise TypeError(f"lomap: expected a LoMAP, got {type(lomap).__name__}")
+        if condition is not None and not callable(condition):
+            raise TypeError(
+                f"condition: expected a callable or None, got {type(condition).__name__}"
+            )
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0
+        ):  # int(1.5) was seed 1
+            raise ValueError(f"seed: expected a non-negative int or None, got {seed!r}")
         self.lomap, self.condition = lomap, condition
         self.generator = None if seed is None else torch.Generator().manual_seed(int(seed))
 
@@ -55,7 +64,10 @@ class LoMAPProjector:
 
     def __call__(self, x_t: torch.Tensor, x0_hat: torch.Tensor, alpha_bar) -> torch.Tensor:
         """Project ``x_t`` (b, horizon, dim) using neighbours of ``x0_hat``."""
-        a = float(alpha_bar.item() if isinstance(alpha_bar, torch.Tensor) else alpha_bar)
+        v = alpha_bar.item() if isinstance(alpha_bar, torch.Tensor) else alpha_bar
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):  # float("0.5") was accepted
+            raise TypeError(f"alpha_bar: expected a number, got {type(v).__name__}")
+        a = float(v)
         return self.lomap.project(
             x_t, x0_hat, a, condition=self.condition, generator=self.generator
         )

@@ -3,6 +3,8 @@ approximate (faiss IVF, optional extra ``faiss``)."""
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import torch
 
@@ -45,10 +47,10 @@ class NeighborIndex:
             raise ValueError(
                 f"backend must be 'torch', 'kdtree', 'faiss' or 'auto', got {backend!r}"
             )
-        if block_size < 1:
-            raise ValueError(f"block_size must be >= 1, got {block_size}")
-        if isinstance(nprobe, bool) or not isinstance(nprobe, int) or nprobe < 1:
-            raise ValueError(f"nprobe must be an int >= 1, got {nprobe!r}")
+        for name, v in (("block_size", block_size), ("nprobe", nprobe)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+        block_size, nprobe = int(block_size), int(nprobe)
         x = torch.as_tensor(np.asarray(data) if not isinstance(data, torch.Tensor) else data)
         if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
             raise ValueError(f"data must be a non-empty 2-D array (n, dim), got {tuple(x.shape)}")
@@ -102,8 +104,9 @@ class NeighborIndex:
         if not torch.isfinite(q).all():
             raise ValueError("queries contain NaN or inf")
         _check_direction(q, self.metric, "queries")
-        if not (1 <= k <= len(self)):
-            raise ValueError(f"k must be in [1, {len(self)}], got {k}")
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= len(self):
+            raise ValueError(f"k must be an int in [1, {len(self)}], got {k!r}")  # 2.5 reached topk
+        k = int(k)
         q = self._prep(q)
         if self._faiss is not None:
             d, i = self._faiss.search(np.ascontiguousarray(q.numpy(), dtype=np.float32), k)

@@ -15,6 +15,8 @@ are replaced by a hard slide: the velocity component into a wall is zeroed.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 __all__ = ["D4RL_DAMPING", "D4RL_GAIN", "PhysicsParams", "in_wall", "point_mass_step"]
@@ -53,6 +55,10 @@ class PhysicsParams:
         max_speed: float = 5.0,
         implicit_damping: bool = True,
     ) -> None:
+        for name, val in [("dt", dt), ("gain", gain), ("max_speed", max_speed),
+                          ("damping", damping), ("radius", radius)]:  # fmt: skip
+            if isinstance(val, bool) or not isinstance(val, numbers.Real):
+                raise TypeError(f"{name} must be a number, got {type(val).__name__}")
         for name, val in [("dt", dt), ("gain", gain), ("max_speed", max_speed)]:
             if not np.isfinite(val) or val <= 0:
                 raise ValueError(f"{name} must be a positive finite number, got {val}")
@@ -60,6 +66,10 @@ class PhysicsParams:
             raise ValueError(f"damping must be >= 0, got {damping}")
         if not (0 <= radius < 0.5):
             raise ValueError(f"radius must be in [0, 0.5), got {radius}")
+        if not isinstance(implicit_damping, bool | np.bool_):  # bool("no") is True
+            raise TypeError(
+                f"implicit_damping must be a bool, got {type(implicit_damping).__name__}"
+            )
         self.dt, self.gain, self.damping = float(dt), float(gain), float(damping)
         self.radius, self.max_speed = float(radius), float(max_speed)
         self.implicit_damping = bool(implicit_damping)
