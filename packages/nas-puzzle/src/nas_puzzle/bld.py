@@ -29,6 +29,7 @@ from nas_puzzle.config import (
     FFNConfig,
     _check_positive_float,
     _check_positive_int,
+    _check_seed,
 )
 from nas_puzzle.data import as_tokens, sample_batch
 from nas_puzzle.initializers import init_attention, init_ffn
@@ -395,8 +396,7 @@ def build_library(
     lr = _check_positive_float(lr, "lr")
     batch_size = _check_positive_int(batch_size, "batch_size")
     calib_windows = _check_positive_int(calib_windows, "calib_windows")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    seed = _check_seed(seed)
     cfg = parent.cfg
     seq_len = cfg.max_seq_len if seq_len is None else _check_positive_int(seq_len, "seq_len")
     if not 0 < seq_len <= cfg.max_seq_len:
@@ -407,7 +407,6 @@ def build_library(
     if toks.numel() <= seq_len:
         raise ValueError(f"data has {toks.numel()} tokens; seq_len={seq_len} windows need more")
     parent = copy.deepcopy(parent).eval().requires_grad_(False)
-    seed = int(seed)  # torch.Generator refuses numpy integers
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
 

@@ -33,6 +33,13 @@ def _set_int(obj: object, name: str) -> None:
     object.__setattr__(obj, name, _check_positive_int(getattr(obj, name), name))
 
 
+def _check_seed(seed: object) -> int:
+    """A non-negative int seed as a Python int (torch.Generator refuses numpy integers)."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    return int(seed)
+
+
 def _check_positive_float(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")

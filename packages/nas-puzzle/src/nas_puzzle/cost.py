@@ -50,6 +50,7 @@ from nas_puzzle.config import (
     FFNConfig,
     _check_positive_float,
     _check_positive_int,
+    _check_seed,
 )
 from nas_puzzle.model import AttentionSubblock, FFNSubblock, HeteroDecoder, rope_tables
 
@@ -743,8 +744,7 @@ def validate_costs(
         raise ValueError(f"n_children must be >= 2 for a rank correlation, got {n_children}")
     if threads is not None:
         threads = _check_positive_int(threads, "threads")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    seed = _check_seed(seed)
     b = costs.scenario.batch_sizes[0] if batch_size is None else batch_size
     costs.b_index(b)  # raises for an unmeasured batch size
     rng = np.random.default_rng(seed)

@@ -19,6 +19,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from nas_puzzle.config import _check_seed
+
 __all__ = [
     "ByteTokenizer",
     "as_tokens",
@@ -131,8 +133,7 @@ def toy_corpus(
         Exactly ``n_bytes`` ASCII characters.
     """
     n_bytes = _positive_int("n_bytes", n_bytes)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    seed = _check_seed(seed)
     p = np.asarray(mix, dtype=float)
     if p.shape != (3,) or not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
         raise ValueError(f"mix must be 3 non-negative finite weights, got {mix}")

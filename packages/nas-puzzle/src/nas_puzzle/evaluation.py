@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from nas_puzzle.config import _check_positive_int
+from nas_puzzle.config import _check_positive_int, _check_seed
 from nas_puzzle.data import as_tokens, eval_windows
 from nas_puzzle.losses import kl_to_parent
 from nas_puzzle.model import HeteroDecoder
@@ -113,14 +113,13 @@ def measure_throughput(
     decode_len = int(decode_len)
     if threads is not None:
         threads = _check_positive_int(threads, "threads")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    seed = _check_seed(seed)
     if prefill_len + decode_len > cfg.max_seq_len:
         raise ValueError(
             f"prefill_len + decode_len = {prefill_len + decode_len} exceeds max_seq_len"
         )
     old = torch.get_num_threads()
-    g = torch.Generator().manual_seed(int(seed))
+    g = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, cfg.vocab_size, (batch_size, prefill_len), generator=g)
     prompt = prompt.to(model.embed.weight.device)  # the model may sit on a GPU
     was_training = model.training

@@ -10,7 +10,12 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from nas_puzzle.config import DecoderConfig, _check_positive_float, _check_positive_int
+from nas_puzzle.config import (
+    DecoderConfig,
+    _check_positive_float,
+    _check_positive_int,
+    _check_seed,
+)
 from nas_puzzle.data import as_tokens, sample_batch
 from nas_puzzle.model import HeteroDecoder
 
@@ -37,14 +42,13 @@ def _check_steps_lr(
     """Validated (steps, lr, batch_size, seq_len, seed) as Python numbers."""
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
         raise ValueError(f"steps must be a non-negative int, got {steps!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    seed = _check_seed(seed)
     return (
         int(steps),
         _check_positive_float(lr, "lr"),
         _check_positive_int(batch_size, "batch_size"),
         _check_positive_int(seq_len, "seq_len"),
-        int(seed),  # torch.Generator refuses numpy integers
+        seed,
     )
 
 
