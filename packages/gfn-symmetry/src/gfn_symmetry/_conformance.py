@@ -371,7 +371,7 @@ def entries() -> list[dict]:
             "min_rows": 2,
         },
     ]
-    return [*out, *_exact_entries(), *_env_entries(), *_policy_entries()]
+    return [*out, *_exact_entries(), *_env_entries(), *_policy_entries(), *_trainer_entries()]
 
 
 _POLICY: dict = {}
@@ -690,4 +690,170 @@ def _policy_entries() -> list[dict]:
                    {"kwargs": {"seed": 1},
                     "check": lambda r: not torch.equal(r["logits"], _graph_policy()["logits"]),
                     "why": "the seed draws other weights"}]},
+    ]  # fmt: skip
+
+
+def _dense_states(graphs=None):
+    gs = [nx.Graph(), _path(2), _path(3)] if graphs is None else graphs
+    return dict(zip(("adj", "types", "n"), DenseGraphEnv(3, 1).from_networkx(gs), strict=True))
+
+
+def _dense_forward(adj, types, n, hidden=None, n_layers=None, rw_steps=None):
+    """The cached DenseGraphPolicy's forward; constructor options build another (seed 0)."""
+    from gfn_symmetry import DenseGraphPolicy
+
+    if (hidden, n_layers, rw_steps) == (None, None, None):
+        policy = _dense_policy()
+    else:
+        torch.manual_seed(0)
+        policy = DenseGraphPolicy(DenseGraphEnv(3, 1), 8 if hidden is None else hidden,
+                                  1 if n_layers is None else n_layers,
+                                  4 if rw_steps is None else rw_steps)  # fmt: skip
+    with torch.no_grad():
+        logits, log_flow = policy(adj, types, n)
+    valid = torch.isfinite(logits)  # invalid actions are masked to -inf by design
+    return {"logits": logits[valid], "valid": valid, "log_flow": log_flow}
+
+
+def _relabelled_path():
+    """The 3-node path with its centre renamed 0 (an isomorphic, differently numbered state)."""
+    g = nx.Graph([(0, 1), (0, 2)])
+    nx.set_node_attributes(g, 0, "label")
+    return g
+
+
+def _equivariant(out):
+    r = _dense_forward(**_dense_states([_path(3), _relabelled_path()]))
+    flow, n_valid = r["log_flow"], r["valid"].sum(1)
+    # STOP (index 0) is each non-empty graph's first valid logit; both rows have 3 valid actions
+    return (bool(n_valid[0] == n_valid[1]) and torch.allclose(flow[0], flow[1], atol=1e-6)
+            and torch.allclose(r["logits"][0], r["logits"][int(n_valid[0])], atol=1e-6))  # fmt: skip
+
+
+def _batch_fields():
+    from gfn_symmetry import featurize
+
+    b = featurize(_space().env, [nx.Graph(), _path(2), _path(3)], backward=True)
+    return {k: getattr(b, k) for k in b.__dataclass_fields__}
+
+
+def _graph_batch(**fields):
+    """A GraphBatch from featurize's fields, some replaced, scored by the cached GraphPolicy."""
+    from gfn_symmetry import GraphBatch
+
+    batch = GraphBatch(**{**_batch_fields(), **fields})
+    with torch.no_grad():
+        return _policy()(batch.to("cpu"))
+
+
+def _trainer(cls_name, loss, symmetry_correction, steps=1, max_nodes=3, reward=None, **kw):
+    """One-step training of a small GFlowNet / DenseGFlowNet: its losses and three samples."""
+    import gfn_symmetry as gs
+
+    torch.manual_seed(0)
+    if cls_name == "GFlowNet":
+        learned = kw.get("backward_policy") == "learned"
+        policy = gs.GraphPolicy(GraphEnv(max_nodes=max_nodes, n_labels=1), 8, 1, seed=0,
+                                backward=learned)  # fmt: skip
+    else:
+        policy = gs.DenseGraphPolicy(DenseGraphEnv(max_nodes, 1), 8, 1)
+    gfn = getattr(gs, cls_name)(policy, loss, symmetry_correction, **{"batch_size": 4, "seed": 0, **kw})  # fmt: skip
+    fn = reward or (lambda g: 1.0 + g.number_of_edges())
+    gfn.train(fn, steps=steps)
+    samples = gfn.sample(3)
+    return {"history": np.array(gfn.history_),
+            "edges": np.array([g.number_of_edges() for g in samples], dtype=float)}  # fmt: skip
+
+
+def _gfn(loss="tb", symmetry_correction=True, steps=1, max_nodes=3, reward=None,
+         exploration="action", backward_policy="uniform", replay_size=0, **kw):  # fmt: skip
+    return _trainer("GFlowNet", loss, symmetry_correction, steps, max_nodes, reward,
+                    exploration=exploration, backward_policy=backward_policy,
+                    replay_size=replay_size, **kw)  # fmt: skip
+
+
+def _dense_gfn(loss="db", symmetry_correction=True, steps=1, max_nodes=3, reward=None, **kw):
+    return _trainer("DenseGFlowNet", loss, symmetry_correction, steps, max_nodes, reward, **kw)
+
+
+_TRAINER_PARAMS = {
+    "loss": {"bad": ["ppo", None]},
+    "symmetry_correction": {"bad": ["orbit", 2]},
+    "lr": {"type": "float", "bad": [0.0, float("nan"), "1e-3"], "good": 1e-3},
+    "lr_logz": {"type": "float", "bad": [-0.1], "good": 0.1},
+    "batch_size": {"type": "int", "bad": [0, 2.5], "good": 4},
+    "epsilon": {"type": "float", "bad": [1.5, -0.1], "good": 0.05},
+    "reward_floor": {"type": "float", "bad": [0.0], "good": 1e-8},
+    "pe_length": {"type": "int", "bad": [0, 1.5], "good": 8},
+    "seed": {"type": "int", "bad": [-1, 0.5], "good": 0},
+    "verbose": {"bad": ["no", 1]},
+    "steps": {"type": "int", "bad": [0, 1.5], "good": 1},
+}
+
+
+def _one_state_loss(r):
+    """max_nodes=1: every trajectory is empty -> one node -> stop, with P_F = P_B = 1, so the
+    first TB loss at log Z = 0 is (log R)^2 = 1 for R = e."""
+    return np.allclose(r["history"], [1.0], atol=1e-6)
+
+
+def _learned_equals_uniform(r):
+    # the learned backward heads start at zero: uniform P_B, so the first step's loss is equal
+    return np.allclose(r["history"], _gfn("tb", True)["history"], atol=1e-6)
+
+
+def _trainer_entries() -> list[dict]:
+    e = math.e
+    return [
+        {"name": "DenseGraphPolicy", "call": _dense_forward, "kwargs": _dense_states(),
+         "modules": lambda: [_dense_policy()],
+         "params": {"hidden": {"type": "int", "bad": [0, 2.5], "good": 8},
+                    "n_layers": {"type": "int", "bad": [-1], "good": 1},
+                    "rw_steps": {"type": "int", "bad": [-1, True], "good": 4},
+                    "adj": {"bad": [torch.zeros(3, 3, 3, dtype=torch.bool)[:, :2], "adj"]},
+                    "types": {"bad": [torch.zeros(3, 3), torch.zeros(2, 3, dtype=torch.long)]},
+                    "n": {"bad": [torch.zeros(3, 1, dtype=torch.long), torch.zeros(3),
+                                  torch.zeros(0, dtype=torch.long)]}},
+         "known": [{"kwargs": {}, "check": lambda r: r["valid"].shape == (3, DenseGraphEnv(3, 1).A)
+                    and torch.equal(r["valid"], DenseGraphEnv(3, 1).forward_mask(**_dense_states())),
+                    "why": "finite logits exactly on the env's valid forward actions"},
+                   {"kwargs": {}, "check": _equivariant,
+                    "why": "permutation-equivariant: a renumbered path has the same stop "
+                           "logit and flow"}]},
+        {"name": "GraphBatch", "call": _graph_batch, "kwargs": {},
+         "params": {"node_graph": {"bad": [torch.zeros(2, dtype=torch.long),
+                                           torch.tensor([0, 1, 1, 5, 2, 2])]},
+                    "node_type": {"bad": [torch.zeros(5)]},
+                    "act_offset": {"bad": [torch.tensor([0, 1, 2, 3]),
+                                           torch.tensor([0, 2, 1, 9])]},
+                    "edge_index": {"bad": [torch.zeros(3, 2, dtype=torch.long),
+                                           torch.full((2, 6), 7)]},
+                    "n_nodes": {"bad": [torch.tensor([0, 2, 2])]},
+                    "actions": {"bad": [(), [[]]]},
+                    "bwd_edge": {"bad": [None]}},
+         "known": [{"kwargs": {}, "check": lambda r: torch.equal(
+                        r[0], _policy()(featurize(_space().env, [nx.Graph(), _path(2),
+                                                                  _path(3)]))[0].detach()),
+                    "why": "featurize's own fields score as featurize's batch does"}]},
+        {"name": "GFlowNet", "call": _gfn, "kwargs": {},
+         "params": {**_TRAINER_PARAMS,
+                    "exploration": {"bad": ["state"]},
+                    "replay_size": {"type": "int", "bad": [-1, 2.5], "good": 0},
+                    "replay_fraction": {"type": "float", "bad": [1.0, True], "good": 0.5},
+                    "subtb_lambda": {"type": "float", "bad": [0.0], "good": 0.9},
+                    "backward_policy": {"bad": ["greedy"]}},
+         "grid": {"loss": ["db", "subtb"],
+                  "symmetry_correction": [False, "flow_scaling", "exact", "pe", "approximate"],
+                  "exploration": ["trajectory"], "backward_policy": ["learned"],
+                  "replay_size": [8]},
+         "known": [{"kwargs": {"max_nodes": 1, "reward": lambda g: e}, "check": _one_state_loss,
+                    "why": "one-node space: TB loss (log Z - log R)^2 = 1 for R = e"},
+                   {"kwargs": {"backward_policy": "learned"}, "check": _learned_equals_uniform,
+                    "why": "zero-initialised backward heads are the uniform backward policy"}]},
+        {"name": "DenseGFlowNet", "call": _dense_gfn, "kwargs": {},
+         "params": _TRAINER_PARAMS,
+         "grid": {"loss": ["tb"], "symmetry_correction": [False, "flow_scaling", "exact", "pe"]},
+         "known": [{"kwargs": {"loss": "tb", "max_nodes": 1, "reward": lambda g: e},
+                    "check": _one_state_loss,
+                    "why": "one-node space: TB loss (log Z - log R)^2 = 1 for R = e"}]},
     ]  # fmt: skip

@@ -9,7 +9,7 @@ Python loops.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import networkx as nx
 import torch
@@ -69,13 +69,72 @@ class GraphBatch:
     bwd_v: torch.Tensor | None = None
     bwd_offset: torch.Tensor | None = None
 
+    def __post_init__(self) -> None:
+        # a hand-built batch with ragged or out-of-range indices would otherwise score the
+        # wrong rows (index_add and gathers do not check) or fail deep inside the policy
+        if not isinstance(self.actions, list) or not all(isinstance(a, list) for a in self.actions):
+            raise TypeError("actions must be a list (one per graph) of lists of GraphAction")
+        G = len(self.actions)
+        bwd = [self.bwd_edge, self.bwd_graph, self.bwd_u, self.bwd_v, self.bwd_offset]
+        if any(t is None for t in bwd) and any(t is not None for t in bwd):
+            raise ValueError("bwd_edge, bwd_graph, bwd_u, bwd_v and bwd_offset must all be "
+                             "given (featurize(..., backward=True)) or all be None")  # fmt: skip
+        for f in fields(self):
+            t = getattr(self, f.name)
+            if f.name == "actions" or t is None:
+                continue
+            if not isinstance(t, torch.Tensor) or t.dtype != torch.long:
+                got = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
+                raise TypeError(f"{f.name} must be a LongTensor, got {got}")
+        if self.n_nodes.ndim != 1 or len(self.n_nodes) != G:
+            raise ValueError(f"actions must hold one list per graph of n_nodes: {G} lists for "
+                             f"n_nodes of shape {tuple(self.n_nodes.shape)}")  # fmt: skip
+        N, A = len(self.node_type), len(self.act_kind)
+        shapes = {"node_graph": (N,), "n_nodes": (G,), "act_offset": (G + 1,),
+                  **{k: (A,) for k in ("act_graph", "act_u", "act_v", "act_k")}}  # fmt: skip
+        if self.edge_index.ndim != 2 or self.edge_index.shape[0] != 2:
+            raise ValueError(f"edge_index must have shape (2, 2E), got {tuple(self.edge_index.shape)}")  # fmt: skip
+        shapes["edge_kind"] = (self.edge_index.shape[1],)
+        if self.bwd_edge is not None:
+            n_b = len(self.bwd_edge)
+            shapes.update({k: (n_b,) for k in ("bwd_graph", "bwd_u", "bwd_v")})
+            shapes["bwd_offset"] = (G + 1,)
+        for name, want in {"node_type": (N,), **shapes}.items():
+            got = tuple(getattr(self, name).shape)
+            if got != want:
+                raise ValueError(f"{name} must have shape {want}, got {got}")
+        if self.node_type.device.type != "cpu":
+            return  # the index checks below read values: done where featurize builds batches
+        n_acts = [len(a) for a in self.actions]
+        if self.act_offset.tolist() != [sum(n_acts[:i]) for i in range(G + 1)]:
+            raise ValueError("act_offset must be the running count of each graph's actions")
+        if int(self.n_nodes.sum()) != N or (self.n_nodes < 0).any():
+            raise ValueError("n_nodes must be non-negative and sum to the number of nodes")
+        for name, idx, hi in (("node_graph", self.node_graph, G), ("act_graph", self.act_graph, G),
+                              ("edge_index", self.edge_index, N), ("act_u", self.act_u, max(N, 1)),
+                              ("act_v", self.act_v, max(N, 1))):  # fmt: skip
+            if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= hi):
+                raise ValueError(f"{name} holds indices outside [0, {hi})")
+
     @property
     def n_graphs(self) -> int:
         return len(self.actions)
 
+    def to(self, device: torch.device | str) -> GraphBatch:
+        """A copy with every tensor on ``device`` (the action lists are shared)."""
+        out = object.__new__(GraphBatch)  # no re-validation: the values did not change
+        for f in fields(self):
+            t = getattr(self, f.name)
+            setattr(out, f.name, t.to(device) if isinstance(t, torch.Tensor) else t)
+        return out
+
 
 def featurize(
-    env: GraphEnv, graphs: Sequence[nx.Graph], backward: bool = False, validate: bool = True
+    env: GraphEnv,
+    graphs: Sequence[nx.Graph],
+    backward: bool = False,
+    validate: bool = True,
+    device: torch.device | str | None = None,
 ) -> GraphBatch:
     """Flatten ``graphs`` (states of ``env``) into a :class:`GraphBatch`.
 
@@ -90,6 +149,8 @@ def featurize(
     validate : bool, default=True
         Check every graph is a state of ``env`` (node ids, labels in ``[0, n_labels)``,
         connectivity); the trainer's own states skip it.
+    device : torch.device or str, optional
+        Where the batch's tensors go (built on the CPU, then moved); default the CPU.
 
     Returns
     -------
@@ -97,6 +158,9 @@ def featurize(
     """
     if len(graphs) == 0:
         raise ValueError("graphs must not be empty")
+    for name, flag in (("backward", backward), ("validate", validate)):
+        if not isinstance(flag, bool):  # bool("no") is True
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     if validate:
         for i, g in enumerate(graphs):
             env.validate_state(g, f"graphs[{i}]")
@@ -136,7 +200,7 @@ def featurize(
     extra = {}
     if backward:
         extra = {
-            name: torch.tensor(vals, dtype=long)
+            name: torch.tensor(vals, dtype=long, device="cpu")
             for name, vals in (
                 ("bwd_edge", b_edge),
                 ("bwd_graph", b_graph),
@@ -145,21 +209,22 @@ def featurize(
                 ("bwd_offset", b_off),
             )
         }
-    return GraphBatch(
-        node_type=torch.tensor(node_type, dtype=long),
-        node_graph=torch.tensor(node_graph, dtype=long),
-        edge_index=torch.tensor([src, dst], dtype=long).reshape(2, -1),
-        edge_kind=torch.tensor(kind, dtype=long),
-        n_nodes=torch.tensor(n_nodes, dtype=long),
-        act_kind=torch.tensor(a_kind, dtype=long),
-        act_graph=torch.tensor(a_graph, dtype=long),
-        act_u=torch.tensor(a_u, dtype=long),
-        act_v=torch.tensor(a_v, dtype=long),
-        act_k=torch.tensor(a_k, dtype=long),
-        act_offset=torch.tensor(offsets, dtype=long),
+    batch = GraphBatch(
+        node_type=torch.tensor(node_type, dtype=long, device="cpu"),
+        node_graph=torch.tensor(node_graph, dtype=long, device="cpu"),
+        edge_index=torch.tensor([src, dst], dtype=long, device="cpu").reshape(2, -1),
+        edge_kind=torch.tensor(kind, dtype=long, device="cpu"),
+        n_nodes=torch.tensor(n_nodes, dtype=long, device="cpu"),
+        act_kind=torch.tensor(a_kind, dtype=long, device="cpu"),
+        act_graph=torch.tensor(a_graph, dtype=long, device="cpu"),
+        act_u=torch.tensor(a_u, dtype=long, device="cpu"),
+        act_v=torch.tensor(a_v, dtype=long, device="cpu"),
+        act_k=torch.tensor(a_k, dtype=long, device="cpu"),
+        act_offset=torch.tensor(offsets, dtype=long, device="cpu"),
         actions=actions,
         **extra,
     )
+    return batch if device is None else batch.to(device)
 
 
 def segment_logsumexp(x: torch.Tensor, segment: torch.Tensor, n_segments: int) -> torch.Tensor:
@@ -193,11 +258,15 @@ def segment_sample(
     LongTensor, shape (n_segments,)
         Flat row index chosen in each segment.
     """
-    u = torch.rand(logits.shape, generator=generator, dtype=logits.dtype).clamp_(1e-20, 1.0)
-    z = logits - torch.log(-torch.log(u))
-    best = torch.full((n_segments,), -torch.inf, dtype=z.dtype)
+    # the uniforms come from the generator's device (a CPU generator gives the same draws
+    # whatever device the logits are on)
+    dev = logits.device
+    gen_dev = generator.device if generator is not None else dev
+    u = torch.rand(logits.shape, generator=generator, dtype=logits.dtype, device=gen_dev)
+    z = logits - torch.log(-torch.log(u.to(dev).clamp_(1e-20, 1.0)))
+    best = torch.full((n_segments,), -torch.inf, dtype=z.dtype, device=dev)
     best = best.scatter_reduce(0, segment, z, reduce="amax", include_self=True)
-    rows = torch.arange(len(z))
+    rows = torch.arange(len(z), device=dev)
     cand = torch.where(z == best[segment], rows, torch.full_like(rows, len(z)))
-    pick = torch.full((n_segments,), len(z), dtype=torch.long)
+    pick = torch.full((n_segments,), len(z), dtype=torch.long, device=dev)
     return pick.scatter_reduce(0, segment, cand, reduce="amin", include_self=True)

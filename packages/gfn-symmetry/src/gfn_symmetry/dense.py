@@ -205,16 +205,27 @@ class DenseGFlowNet:
             batch_size,
             epsilon,
             pe_length,
+            seed,
+            verbose,
         )
         self.policy, self.env = policy, policy.env
         self.loss, self.symmetry_correction = loss, corr
-        self.batch_size, self.epsilon = batch_size, float(epsilon)
-        self.reward_floor, self.pe_length, self.verbose = float(reward_floor), pe_length, verbose
-        self.log_z = nn.Parameter(torch.zeros(()))
-        self.optimizer = torch.optim.Adam(
-            [{"params": policy.parameters(), "lr": lr}, {"params": [self.log_z], "lr": lr_logz}]
+        self.batch_size, self.epsilon = int(batch_size), float(epsilon)
+        self.reward_floor, self.pe_length, self.verbose = (
+            float(reward_floor),
+            int(pe_length),
+            verbose,
         )
-        self.generator = torch.Generator().manual_seed(0 if seed is None else seed)
+        # the state table (graph bookkeeping, bliss canonical forms) stays on the CPU; the
+        # policy's inputs, outputs and the losses live on the policy's device, and so does log Z
+        self.log_z = nn.Parameter(torch.zeros((), device=self.device))
+        self.optimizer = torch.optim.Adam(
+            [
+                {"params": policy.parameters(), "lr": float(lr)},
+                {"params": [self.log_z], "lr": float(lr_logz)},
+            ]
+        )
+        self.generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
         self.table = _StateTable(self.env, policy)
         self._groups: dict[int, np.ndarray] = {}  # state id -> child id per action (exact)
         self._trans: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
@@ -224,6 +235,26 @@ class DenseGFlowNet:
     @property
     def n_states_(self) -> int:
         return len(self.table)
+
+    @property
+    def device(self) -> torch.device:
+        """The policy's device (where its forward passes and the losses run)."""
+        return next(self.policy.parameters()).device
+
+    def _check_device(self) -> torch.device:
+        dev = self.device
+        if self.log_z.device != dev:
+            raise ValueError(
+                f"the policy moved to {dev} after the DenseGFlowNet was built (log Z is on "
+                f"{self.log_z.device}): move the policy first, then build the DenseGFlowNet"
+            )
+        return dev
+
+    def _policy(self, ids: torch.Tensor, dev: torch.device):
+        """The policy on table rows ``ids`` (CPU), run on ``dev``."""
+        t = self.table
+        inputs = (*self.states(ids), t.features[ids], t.mask[ids])
+        return self.policy(*(x.to(dev) for x in inputs))
 
     def states(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``adj``, ``types`` and ``n`` of state ids (any shape ``S``): (*S, N, N), (*S, N), S."""
@@ -336,11 +367,12 @@ class DenseGFlowNet:
         -------
         DenseBatch
         """
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
             raise ValueError(f"n must be a positive int, got {n!r}")
-        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not 0 <= epsilon <= 1:  # fmt: skip
+        if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not 0 <= epsilon <= 1:  # fmt: skip
             raise ValueError(f"epsilon must lie in [0, 1], got {epsilon!r}")
         env, t = self.env, self.table
+        dev = self._check_device()
         sets = self.symmetry_correction in ("exact", "pe")
         ids = torch.full((n,), t.root, dtype=torch.long)
         all_ids, acts, log_pbs, eqs = [ids], [], [], []
@@ -348,7 +380,7 @@ class DenseGFlowNet:
         while not bool(done.all()):
             live = torch.nonzero(~done).flatten()
             cur = ids[live]
-            logits, _ = self.policy(*self.states(cur), t.features[cur], t.mask[cur])
+            logits = self._policy(cur, dev)[0].cpu()  # sampled with the CPU generator
             if epsilon > 0:
                 explore = torch.rand(len(live), generator=self.generator) < epsilon
                 uniform = torch.where(torch.isfinite(logits), 0.0, float("-inf"))
@@ -397,28 +429,36 @@ class DenseGFlowNet:
         self, batch: DenseBatch, reward_fn: Callable[[nx.Graph], float]
     ) -> torch.Tensor:
         """Training log-rewards (B,), SA-GFN-scaled for ``reward_scaling``; one call per class."""
-        t, ids = self.table, batch.terminal_ids
+        t, ids = self.table, batch.terminal_ids.cpu()
         for i in ids[torch.isnan(t.log_r[ids])].unique().tolist():
             t.log_r[i] = log_reward(reward_fn, t.graph(i), self.reward_floor)
         out = t.log_r[ids].clone()
         if self.symmetry_correction == "reward_scaling":
             out += self._log_aut(ids)
-        return out
+        return out.to(self.device)
 
     def compute_loss(self, batch: DenseBatch, log_reward: torch.Tensor) -> torch.Tensor:
         """Differentiable TB or DB loss of a batch (shape ())."""
+        if not isinstance(batch, DenseBatch):
+            raise TypeError(f"batch must be a DenseBatch (sample_batch), got {type(batch).__name__}")  # fmt: skip
         B, T = batch.actions.shape
-        A, t = self.env.A, self.table
-        live = torch.arange(T).unsqueeze(0) < batch.lengths.unsqueeze(1)
-        flat = batch.ids.reshape(-1)
+        if not isinstance(log_reward, torch.Tensor) or log_reward.shape != (B,):
+            got = tuple(log_reward.shape) if isinstance(log_reward, torch.Tensor) else type(log_reward).__name__  # fmt: skip
+            raise ValueError(f"log_reward must be a tensor of shape ({B},), got {got}")
+        A = self.env.A
+        dev = self._check_device()
+        ids_cpu = batch.ids.cpu()
+        batch = DenseBatch(*(None if x is None else x.to(dev) for x in (
+            batch.ids, batch.actions, batch.lengths, batch.log_pb, batch.equivalents)))  # fmt: skip
+        log_reward = log_reward.to(dev)
+        live = torch.arange(T, device=dev).unsqueeze(0) < batch.lengths.unsqueeze(1)
         rows = live.reshape(-1).nonzero().squeeze(1)  # only real states go through the network
-        ids = flat[rows]
-        logits, flow = self.policy(*self.states(ids), t.features[ids], t.mask[ids])
+        logits, flow = self._policy(ids_cpu.reshape(-1)[rows.cpu()], dev)
         # padding repeats the terminal state: a row where only STOP is finite
-        pad = torch.full((B * T, A), float("-inf"))
+        pad = torch.full((B * T, A), float("-inf"), dtype=logits.dtype, device=dev)
         pad[:, 0] = 0.0
         lsm = pad.index_copy(0, rows, torch.log_softmax(logits, 1)).reshape(B, T, A)
-        log_flow = torch.zeros(B * T).index_copy(0, rows, flow)
+        log_flow = torch.zeros(B * T, dtype=flow.dtype, device=dev).index_copy(0, rows, flow)
         if batch.equivalents is not None:
             eq = batch.equivalents.clone()
             eq[..., 0] |= ~live
@@ -428,15 +468,15 @@ class DenseGFlowNet:
         log_pf = torch.where(live, log_pf, torch.zeros_like(log_pf))
         log_pb = batch.log_pb
         if self.symmetry_correction == "flow_scaling":  # P_B(s|s') * |Aut(s')| / |Aut(s)|
-            c = self._log_aut(flat).reshape(B, T)
+            c = self._log_aut(ids_cpu.reshape(-1)).reshape(B, T).to(dev)
             step = torch.zeros_like(log_pb)
             step[:, :-1] = c[:, 1:] - c[:, :-1]
-            stop = torch.arange(T).unsqueeze(0) >= (batch.lengths - 1).unsqueeze(1)
+            stop = torch.arange(T, device=dev).unsqueeze(0) >= (batch.lengths - 1).unsqueeze(1)
             log_pb = log_pb + torch.where(stop, torch.zeros_like(step), step)
         log_pb = torch.where(live, log_pb, torch.zeros_like(log_pb))
         if self.loss == "tb":
             return trajectory_balance_loss(self.log_z, log_pf, log_pb, log_reward, batch.lengths)
-        flows = torch.where(live, log_flow.reshape(B, T), torch.zeros(B, T))
+        flows = torch.where(live, log_flow.reshape(B, T), torch.zeros_like(log_pf))
         return detailed_balance_loss(flows, log_pf, log_pb, log_reward, batch.lengths)
 
     def _warn_reward_scale(self, log_r: torch.Tensor, steps: int) -> None:
@@ -450,7 +490,7 @@ class DenseGFlowNet:
         """Train on-policy (with ``epsilon`` exploration) for ``steps`` gradient steps."""
         if not callable(reward_fn):
             raise TypeError("reward_fn must be callable")
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
             raise ValueError(f"steps must be a positive int, got {steps!r}")
         self.policy.train()
         bar = tqdm(range(steps), disable=not self.verbose, desc=f"DenseGFlowNet[{self.loss}]")

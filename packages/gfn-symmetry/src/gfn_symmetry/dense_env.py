@@ -74,6 +74,18 @@ class DenseGraphEnv:
         pair = -torch.ones(max_nodes, max_nodes, dtype=torch.long)
         pair[iu, iv] = torch.arange(self.P)
         self._pair = pair
+        self._moved: dict[torch.device, tuple] = {}
+
+    def constants(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:  # fmt: skip
+        """``pair_u``, ``pair_v`` and ``valences`` on ``device`` (moved once, then cached)."""
+        device = torch.device(device)
+        if device.type == "cpu":
+            return self.pair_u, self.pair_v, self.valences
+        if device not in self._moved:
+            v = self.valences
+            self._moved[device] = (self.pair_u.to(device), self.pair_v.to(device),
+                                   None if v is None else v.to(device))  # fmt: skip
+        return self._moved[device]
 
     # -- layout --------------------------------------------------------------------
     def action_index(self, action: GraphAction) -> int:
@@ -89,13 +101,15 @@ class DenseGraphEnv:
         raise ValueError(f"action kind {action.kind} has no dense index")
 
     # -- conversion ----------------------------------------------------------------
-    def empty(self, batch: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``batch`` copies of the empty start graph."""
+    def empty(
+        self, batch: int, device: torch.device | str = "cpu"
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``batch`` copies of the empty start graph (on ``device``)."""
         N = self.N
         return (
-            torch.zeros(batch, N, N, dtype=torch.bool),
-            torch.full((batch, N), -1, dtype=torch.long),
-            torch.zeros(batch, dtype=torch.long),
+            torch.zeros(batch, N, N, dtype=torch.bool, device=device),
+            torch.full((batch, N), -1, dtype=torch.long, device=device),
+            torch.zeros(batch, dtype=torch.long, device=device),
         )
 
     def from_networkx(
@@ -120,7 +134,7 @@ class DenseGraphEnv:
         self, adj: torch.Tensor, types: torch.Tensor, n: torch.Tensor
     ) -> list[nx.Graph]:
         """States as networkx graphs of the equivalent :class:`GraphEnv` (label / kind attrs)."""
-        a, t, m = adj.numpy(), types.numpy(), n.numpy()
+        a, t, m = adj.cpu().numpy(), types.cpu().numpy(), n.cpu().numpy()
         out = []
         for b in range(len(m)):
             k = int(m[b])
@@ -135,19 +149,20 @@ class DenseGraphEnv:
     def forward_mask(self, adj: torch.Tensor, types: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
         """Valid forward actions, shape (B, A) bool."""
         B, N, L = n.shape[0], self.N, self.L
+        dev = n.device
+        iu, iv, valences = self.constants(dev)
         empty = n == 0
-        mask = torch.zeros(B, self.A, dtype=torch.bool)
+        mask = torch.zeros(B, self.A, dtype=torch.bool, device=dev)
         mask[:, 0] = ~empty
         mask[:, self.off_first : self.off_node] = empty.unsqueeze(1)
         grow = ~empty
         if self.max_edges is not None:
             grow = grow & (adj.sum((1, 2)) // 2 < self.max_edges)
-        real = torch.arange(N).unsqueeze(0) < n.unsqueeze(1)  # (B, N)
-        if self.valences is not None:  # a bond needs a free valence at both ends
-            real = real & (adj.sum(2) < self.valences[types.clamp(min=0)])
+        real = torch.arange(N, device=dev).unsqueeze(0) < n.unsqueeze(1)  # (B, N)
+        if valences is not None:  # a bond needs a free valence at both ends
+            real = real & (adj.sum(2) < valences[types.clamp(min=0)])
         node_ok = real & (grow & (n < N)).unsqueeze(1)
         mask[:, self.off_node : self.off_edge] = node_ok.repeat_interleave(L, dim=1)
-        iu, iv = self.pair_u, self.pair_v
         edge_ok = real[:, iu] & real[:, iv] & ~adj[:, iu, iv] & grow.unsqueeze(1)
         mask[:, self.off_edge :] = edge_ok
         return mask
@@ -157,7 +172,8 @@ class DenseGraphEnv:
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Apply one action per row (STOP rows are returned unchanged); inputs untouched."""
         adj, types, n = adj.clone(), types.clone(), n.clone()
-        rows = torch.arange(n.shape[0])
+        rows = torch.arange(n.shape[0], device=n.device)
+        pair_u, pair_v, _ = self.constants(n.device)
         first = (action >= self.off_first) & (action < self.off_node)
         if first.any():
             r = rows[first]
@@ -174,7 +190,7 @@ class DenseGraphEnv:
         edge = action >= self.off_edge
         if edge.any():
             r, p = rows[edge], action[edge] - self.off_edge
-            u, v = self.pair_u[p], self.pair_v[p]
+            u, v = pair_u[p], pair_v[p]
             adj[r, u, v] = True
             adj[r, v, u] = True
         return adj, types, n
@@ -184,14 +200,15 @@ class DenseGraphEnv:
         B, N = n.shape[0], self.N
         deg = adj.sum(2)
         leaves = (deg == 1).sum(1)
-        iu, iv = self.pair_u, self.pair_v
+        dev = n.device
+        iu, iv, _ = self.constants(dev)
         present = adj[:, iu, iv]  # (B, P)
         # reachability with each present edge removed: (I + A - e)^(2^k) by repeated squaring
         m = adj.unsqueeze(1).expand(B, self.P, N, N).clone()
-        p = torch.arange(self.P)
+        p = torch.arange(self.P, device=dev)
         m[:, p, iu, iv] = False
         m[:, p, iv, iu] = False
-        reach = (m | torch.eye(N, dtype=torch.bool)).float()
+        reach = (m | torch.eye(N, dtype=torch.bool, device=dev)).float()
         for _ in range(max(1, math.ceil(math.log2(max(N - 1, 1))))):
             reach = (reach @ reach).clamp_(max=1.0)
         non_bridge = present & (reach[:, p, iu, iv] > 0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import nn
 
@@ -12,6 +14,22 @@ __all__ = ["DenseGraphPolicy"]
 
 def _mlp(d_in: int, d_hidden: int, d_out: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(d_in, d_hidden), nn.SiLU(), nn.Linear(d_hidden, d_out))
+
+
+def _check_state(env: DenseGraphEnv, adj, types, n) -> None:
+    """Shapes and dtypes of a batch of dense states (values are the env's to guarantee)."""
+    for name, t in (("adj", adj), ("types", types), ("n", n)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a tensor (DenseGraphEnv.from_networkx), got {type(t).__name__}")  # fmt: skip
+    for name, t in (("types", types), ("n", n)):
+        if t.dtype.is_floating_point or t.dtype == torch.bool:
+            raise TypeError(f"{name} must be an integer tensor, got {t.dtype}")
+    if n.ndim != 1 or len(n) == 0:
+        raise ValueError(f"n must have shape (B,) with B >= 1, got {tuple(n.shape)}")
+    B, N = n.shape[0], env.N
+    for name, t, want in (("adj", adj, (B, N, N)), ("types", types, (B, N))):
+        if tuple(t.shape) != want:
+            raise ValueError(f"{name} must have shape {want} for B >= 1 states of a {N}-node env, got {tuple(t.shape)}")  # fmt: skip
 
 
 class DenseGraphPolicy(nn.Module):
@@ -40,8 +58,9 @@ class DenseGraphPolicy(nn.Module):
         if not isinstance(env, DenseGraphEnv):
             raise TypeError(f"env must be a DenseGraphEnv, got {type(env).__name__}")
         for name, val, low in (("hidden", hidden, 1), ("n_layers", n_layers, 0), ("rw_steps", rw_steps, 0)):  # fmt: skip
-            if isinstance(val, bool) or not isinstance(val, int) or val < low:
+            if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < low:
                 raise ValueError(f"{name} must be an int >= {low}, got {val!r}")
+        hidden, n_layers, rw_steps = int(hidden), int(n_layers), int(rw_steps)
         self.env, self.rw_steps = env, rw_steps
         N, L = env.N, env.L
         self.embed = nn.Linear(L + N + rw_steps, hidden)
@@ -90,6 +109,7 @@ class DenseGraphPolicy(nn.Module):
         """Masked logits (B, A) and log-flows (B,); ``features``/``mask`` may be precomputed
         (:meth:`node_features`, :meth:`DenseGraphEnv.forward_mask`)."""
         env = self.env
+        _check_state(env, adj, types, n)
         B, N = n.shape[0], env.N
         real = (torch.arange(N, device=n.device).unsqueeze(0) < n.unsqueeze(1)).float().unsqueeze(2)
         a = adj.float()
@@ -107,7 +127,8 @@ class DenseGraphPolicy(nn.Module):
         pre = self.node_in(h) + self.node_g(g).unsqueeze(1)
         node_logits = self.node_out(nn.functional.silu(pre)).reshape(B, N * env.L)
         z = self.edge_in(h)
-        pre = z[:, env.pair_u] + z[:, env.pair_v] + self.edge_g(g).unsqueeze(1)
+        pair_u, pair_v, _ = env.constants(z.device)
+        pre = z[:, pair_u] + z[:, pair_v] + self.edge_g(g).unsqueeze(1)
         edge_logits = self.edge_out(nn.functional.silu(pre)).squeeze(2)
         logits = torch.cat([self.stop(g), self.first(g), node_logits, edge_logits], 1)
         logits = logits.masked_fill(~mask, float("-inf"))

@@ -25,6 +25,7 @@ backward actions of each graph (paper's setting).  ``symmetry_correction``:
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -119,18 +120,27 @@ def _normalise_correction(value: object, allowed: tuple[str, ...] = _CORRECTIONS
 
 
 def _check_training_args(
-    positive: dict[str, object], batch_size: object, epsilon: object, pe_length: object
+    positive: dict[str, object],
+    batch_size: object,
+    epsilon: object,
+    pe_length: object,
+    seed: object = None,
+    verbose: object = False,
 ) -> None:
     """Shared hyper-parameter checks of the trainers (named errors)."""
     for name, val in positive.items():
-        if isinstance(val, bool) or not isinstance(val, int | float) or not math.isfinite(val) or val <= 0:  # fmt: skip
+        if isinstance(val, bool) or not isinstance(val, numbers.Real) or not math.isfinite(val) or val <= 0:  # fmt: skip
             raise ValueError(f"{name} must be a positive finite float, got {val!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:  # fmt: skip
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not 0 <= epsilon <= 1:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not 0 <= epsilon <= 1:
         raise ValueError(f"epsilon must lie in [0, 1], got {epsilon!r}")
-    if isinstance(pe_length, bool) or not isinstance(pe_length, int) or pe_length < 1:
+    if isinstance(pe_length, bool) or not isinstance(pe_length, numbers.Integral) or pe_length < 1:  # fmt: skip
         raise ValueError(f"pe_length must be a positive int, got {pe_length!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):  # fmt: skip
+        raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+    if not isinstance(verbose, bool):  # bool("no") is True
+        raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
 
 
 class GFlowNet:
@@ -221,12 +231,14 @@ class GFlowNet:
             batch_size,
             epsilon,
             pe_length,
+            seed,
+            verbose,
         )
         if exploration not in ("action", "trajectory"):
             raise ValueError(f"exploration must be 'action' or 'trajectory', got {exploration!r}")
-        if isinstance(replay_size, bool) or not isinstance(replay_size, int) or replay_size < 0:
+        if isinstance(replay_size, bool) or not isinstance(replay_size, numbers.Integral) or replay_size < 0:  # fmt: skip
             raise ValueError(f"replay_size must be an int >= 0, got {replay_size!r}")
-        if not isinstance(replay_fraction, int | float) or not 0 <= replay_fraction < 1:
+        if isinstance(replay_fraction, bool) or not isinstance(replay_fraction, numbers.Real) or not 0 <= replay_fraction < 1:  # fmt: skip
             raise ValueError(f"replay_fraction must lie in [0, 1), got {replay_fraction!r}")
         correction = _normalise_correction(symmetry_correction)
         if correction in ("reward_scaling", "flow_scaling", "approximate") and not getattr(
@@ -244,31 +256,50 @@ class GFlowNet:
         if backward_policy == "learned" and not policy.backward:
             raise ValueError("backward_policy='learned' needs GraphPolicy(..., backward=True)")
         self.backward_policy = backward_policy
-        self.pe_length = pe_length
+        self.pe_length = int(pe_length)
         self.exploration = exploration
-        self.replay_size = replay_size
+        self.replay_size = int(replay_size)
         self.replay_fraction = float(replay_fraction)
         self.buffer_: list[tuple[Trajectory, float]] = []
         self.policy = policy
         self.loss = loss
         self.symmetry_correction = correction
-        self.batch_size = batch_size
+        self.batch_size = int(batch_size)
         self.epsilon = float(epsilon)
         self.subtb_lambda = float(subtb_lambda)
         self.reward_floor = float(reward_floor)
         self.verbose = verbose
-        self.log_z = torch.nn.Parameter(torch.zeros(()))
+        # log Z lives on the policy's device; the sampling generator stays on the CPU, so a
+        # seed gives the same trajectories on every device
+        self.log_z = torch.nn.Parameter(torch.zeros((), device=self.device))
         self.optimizer = torch.optim.Adam(
-            [{"params": policy.parameters(), "lr": lr}, {"params": [self.log_z], "lr": lr_logz}]
+            [
+                {"params": policy.parameters(), "lr": float(lr)},
+                {"params": [self.log_z], "lr": float(lr_logz)},
+            ]
         )
         self.generator = torch.Generator()
-        self.generator.manual_seed(0 if seed is None else seed)
+        self.generator.manual_seed(0 if seed is None else int(seed))
         self.cache = IsoClassCache(self.env.node_attrs, self.env.edge_attrs)
         self.history_: list[float] = []
 
     @property
     def env(self):
         return self.policy.env
+
+    @property
+    def device(self) -> torch.device:
+        """The policy's device: batches, losses and log-rewards are built there."""
+        return next(self.policy.parameters()).device
+
+    def _check_device(self) -> torch.device:
+        dev = self.device
+        if self.log_z.device != dev:
+            raise ValueError(
+                f"the policy moved to {dev} after the GFlowNet was built (log Z is on "
+                f"{self.log_z.device}): move the policy first, then build the GFlowNet"
+            )
+        return dev
 
     # -- sampling ------------------------------------------------------------------
     @torch.no_grad()
@@ -290,13 +321,15 @@ class GFlowNet:
         -------
         list of Trajectory
         """
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
             raise ValueError(f"n must be a positive int, got {n!r}")
         env, mode = self.env, self.symmetry_correction
         exact, pe_mode = mode == "exact", mode == "pe"
         sets = mode in _SETS
         per_action = (exploration or self.exploration) == "action"
-        explore = torch.rand(n, generator=self.generator) < (0.0 if per_action else epsilon)
+        dev = self._check_device()
+        cpu = self.generator.device
+        explore = torch.rand(n, generator=self.generator, device=cpu) < (0.0 if per_action else epsilon)  # fmt: skip
         trajs = [
             Trajectory([env.initial_state()], [], [], [] if sets else None, [] if sets else None)
             for _ in range(n)
@@ -304,12 +337,13 @@ class GFlowNet:
         active = list(range(n))
         while active:
             graphs = [trajs[i].states[-1] for i in active]
-            batch = featurize(env, graphs, validate=False)
+            batch = featurize(env, graphs, validate=False, device=dev)
             logits, _ = self.policy(batch)
             if per_action and epsilon > 0:  # this step's action is uniform for these graphs
-                explore = torch.zeros(n, dtype=torch.bool)
-                explore[active] = torch.rand(len(active), generator=self.generator) < epsilon
-            logits = torch.where(explore[active][batch.act_graph], torch.zeros_like(logits), logits)
+                explore = torch.zeros(n, dtype=torch.bool, device=cpu)
+                explore[active] = torch.rand(len(active), generator=self.generator, device=cpu) < epsilon  # fmt: skip
+            mask = explore[active].to(dev)[batch.act_graph]
+            logits = torch.where(mask, torch.zeros_like(logits), logits)
             rows = segment_sample(logits, batch.act_graph, batch.n_graphs, self.generator)
             local = (rows - batch.act_offset[:-1]).tolist()
             still = []
@@ -371,7 +405,7 @@ class GFlowNet:
                 bound = log_wl_automorphism_bound(t.graph, env.node_attrs, env.edge_attrs)
                 lr += env.terminal_correction_log(t.graph, bound)
             out.append(lr)
-        return torch.tensor(out, dtype=torch.float32)
+        return torch.tensor(out, dtype=torch.float32, device=self.device)
 
     def compute_loss(
         self, trajectories: list[Trajectory], log_reward: torch.Tensor
@@ -397,11 +431,20 @@ class GFlowNet:
                 "trajectories lack equivalent-action sets; sample them with the "
                 f"{self.symmetry_correction!r} correction"
             )
-        lengths = torch.tensor([len(t.actions) for t in trajectories])
+        dev = self._check_device()
+        if not isinstance(log_reward, torch.Tensor) or log_reward.shape != (B,):
+            got = tuple(log_reward.shape) if isinstance(log_reward, torch.Tensor) else type(log_reward).__name__  # fmt: skip
+            raise ValueError(f"log_reward must be a tensor of shape ({B},), got {got}")
+        log_reward = log_reward.to(dev)
+
+        def tensor(values, dtype=torch.long):  # index and constant tensors on the policy's device
+            return torch.tensor(values, dtype=dtype, device=dev)
+
+        lengths = tensor([len(t.actions) for t in trajectories])
         T = int(lengths.max())
         flat = [s for t in trajectories for s in t.states]
         learned = self.backward_policy == "learned"
-        batch = featurize(self.env, flat, backward=learned, validate=False)
+        batch = featurize(self.env, flat, backward=learned, validate=False, device=dev)
         if learned:
             logits, log_flow, back_logits = self.policy.forward_backward(batch)
         else:
@@ -416,15 +459,17 @@ class GFlowNet:
                     rows += [int(starts[j]) + e for e in eq]
                     seg += [j] * len(eq)
                     j += 1
-            chosen = segment_logsumexp(lsm[torch.tensor(rows)], torch.tensor(seg), len(flat))
+            chosen = segment_logsumexp(lsm[tensor(rows)], tensor(seg), len(flat))
         else:
-            taken = torch.tensor([a for t in trajectories for a in t.actions])
+            taken = tensor([a for t in trajectories for a in t.actions])
             chosen = lsm[starts + taken]
-        b_idx = torch.repeat_interleave(torch.arange(B), lengths)
-        t_idx = torch.cat([torch.arange(int(n)) for n in lengths])
-        log_pf = torch.zeros(B, T).index_put((b_idx, t_idx), chosen)
-        flows = torch.zeros(B, T).index_put((b_idx, t_idx), log_flow)
-        log_pb = torch.zeros(B, T)
+        n_steps = [len(t.actions) for t in trajectories]
+        b_idx = tensor([b for b, n in enumerate(n_steps) for _ in range(n)])
+        t_idx = tensor([i for n in n_steps for i in range(n)])
+        zeros = torch.zeros(B, T, dtype=logits.dtype, device=dev)
+        log_pf = zeros.index_put((b_idx, t_idx), chosen)
+        flows = zeros.index_put((b_idx, t_idx), log_flow)
+        log_pb = zeros
         # uniform backward policy; the exact correction sums it over equivalent backward actions
         if learned:  # log P_B of s_{t+1} -> s_t, summed over equivalent backward actions
             back_lsm = segment_log_softmax(back_logits, batch.bwd_graph, batch.n_graphs)
@@ -438,12 +483,12 @@ class GFlowNet:
                     k += 1
                 j += len(t.states)
             pb = (
-                segment_logsumexp(back_lsm[torch.tensor(rows)], torch.tensor(seg), k)
+                segment_logsumexp(back_lsm[tensor(rows)], tensor(seg), k)
                 if k
-                else torch.zeros(0)
+                else zeros.new_zeros(0)
             )
         else:  # uniform: the exact correction counts the equivalent backward actions
-            pb = torch.tensor(
+            pb = tensor(
                 [
                     math.log(len(b) / n) if exact else -math.log(n)
                     for t in trajectories
@@ -455,10 +500,10 @@ class GFlowNet:
             )
         if self.symmetry_correction == "flow_scaling":  # P_B scaled by exp(c(s') - c(s))
             steps = [d for t in trajectories for d in self._correction_steps(t)]
-            pb = pb + torch.tensor(steps, dtype=pb.dtype)
+            pb = pb + tensor(steps, dtype=pb.dtype)
         if len(pb):
-            pb_b = torch.repeat_interleave(torch.arange(B), lengths - 1)
-            pb_t = torch.cat([torch.arange(int(n) - 1) for n in lengths])
+            pb_b = tensor([b for b, n in enumerate(n_steps) for _ in range(n - 1)])
+            pb_t = tensor([i for n in n_steps for i in range(n - 1)])
             log_pb = log_pb.to(pb.dtype).index_put((pb_b, pb_t), pb)
         if self.loss == "tb":
             return trajectory_balance_loss(self.log_z, log_pf, log_pb, log_reward, lengths)
@@ -492,7 +537,7 @@ class GFlowNet:
         """
         if not callable(reward_fn):
             raise TypeError("reward_fn must be callable")
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
             raise ValueError(f"steps must be a positive int, got {steps!r}")
         self.policy.train()
         bar = tqdm(range(steps), disable=not self.verbose, desc=f"GFlowNet[{self.loss}]")
@@ -507,10 +552,13 @@ class GFlowNet:
             if self.replay_size:
                 self._remember(trajs, log_r)
             if n_replay:
-                pick = torch.randint(len(self.buffer_), (n_replay,), generator=self.generator)
+                pick = torch.randint(
+                    len(self.buffer_), (n_replay,), generator=self.generator, device="cpu"
+                )
                 old = [self.buffer_[int(i)] for i in pick]
                 trajs = trajs + [t for t, _ in old]
-                log_r = torch.cat([log_r, torch.tensor([r for _, r in old], dtype=torch.float32)])
+                past = torch.tensor([r for _, r in old], dtype=torch.float32, device=log_r.device)
+                log_r = torch.cat([log_r, past])
             loss = self.compute_loss(trajs, log_r)
             self.optimizer.zero_grad()
             loss.backward()
