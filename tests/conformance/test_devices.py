@@ -294,3 +294,47 @@ def test_gflownets_follow_the_policys_device(trainer, loss, correction) -> None:
         raise AssertionError(f"{trainer} mixes devices: {exc}") from exc
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
     assert got[1] == want[1]
+
+
+def test_lomap_trains_and_plans_on_a_shadow_accelerator() -> None:
+    """lomap-planner's trainer and planners (not estimator entries) follow the diffusion
+    model's device: batches move to it, noise is drawn on the CPU generator and moved, and the
+    plans come back as numpy, equal to the CPU run's."""
+    from lomap_planner import (
+        DiffuserPlanner,
+        DiffusionTrainer,
+        GaussianDiffusion,
+        HierarchicalPlanner,
+        LimitsNormalizer,
+        TemporalUnet,
+    )
+
+    rng = np.random.default_rng(0)
+    windows = rng.uniform(-1, 1, (16, 4, 4)).astype(np.float32)
+    norm = LimitsNormalizer(np.array([[0.5, 0.5, -2.0, -2.0], [3.5, 3.5, 2.0, 2.0]]))
+    obs, goal = np.array([[1.0, 3.0, 0.0, 0.0]]), np.array([1.0, 1.0])
+
+    def run(device):
+        torch.manual_seed(0)
+        levels = [GaussianDiffusion(TemporalUnet(4, 4, dim=8, dim_mults=(1, 2)), 4, 4, 0, 3)
+                  for _ in range(2)]  # fmt: skip
+        for d in levels:
+            d.to(device)
+        trainer = DiffusionTrainer(levels[0], windows, batch_size=4, lr=1e-3, seed=0)
+        losses = trainer.fit(2)
+        state = trainer.state_dict()
+        trainer.load_state_dict(state)
+        high, low = (DiffuserPlanner(trainer.finish(), norm), DiffuserPlanner(levels[1], norm))
+        flat = high.plan(obs, goal, seed=0)
+        return losses, flat, HierarchicalPlanner(high, low).plan(obs, goal, seed=0)
+
+    want = run("cpu")
+    try:
+        with shadow_device():
+            got = run(shadow.DEVICE)
+    except shadow.DeviceMismatchError as exc:
+        raise AssertionError(f"lomap-planner mixes devices: {exc}") from exc
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    for a, b in zip(got[1:], want[1:], strict=True):
+        assert isinstance(a, np.ndarray)
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

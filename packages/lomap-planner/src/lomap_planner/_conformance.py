@@ -437,7 +437,8 @@ def entries() -> list[dict]:
             "corrupt": ["truncate", "empty", ("off-map", lambda p: _shift_minari(p, 30.0))],
         },
     ]
-    return [*out, *_more_entries(windows, x, data), *_window_entries(data, x), *_hook_entries()]
+    return [*out, *_more_entries(windows, x, data), *_window_entries(data, x), *_hook_entries(),
+            *_planner_entries(windows), *_env_entries()]  # fmt: skip
 
 
 def _shift_file(path, delta):
@@ -691,4 +692,380 @@ def _hook_entries() -> list[dict]:
          "known": [{"kwargs": {"x_t": x_t, "seed": 3},
                     "check": lambda y: torch.equal(y, _projected(x_t, seed=3)),
                     "why": "a seeded projector projects reproducibly"}]},
+    ]  # fmt: skip
+
+
+# ---------------------------------------------------------------- diffusion, planners, training
+_GD: dict = {}
+
+
+def _gd(predict_epsilon=False, clip_denoised=True, n_timesteps=4):
+    """A GaussianDiffusion over the cached U-Net (horizon 8, 4 features, no actions), by option."""
+    from lomap_planner import GaussianDiffusion
+
+    key = tuple(map(repr, (predict_epsilon, clip_denoised, n_timesteps)))  # 1 == True as keys
+    if key not in _GD:
+        _GD[key] = GaussianDiffusion(_unet(), 8, 4, 0, n_timesteps, predict_epsilon,
+                                     clip_denoised).eval()  # fmt: skip
+    return _GD[key]
+
+
+def _gd_variants():
+    return [_gd(), _gd(True), _gd(clip_denoised=False)]
+
+
+def _conds(b=2):
+    g = torch.Generator().manual_seed(1)
+    return {0: torch.rand(b, 4, generator=g) * 2 - 1, 7: torch.rand(b, 2, generator=g) * 2 - 1}
+
+
+def _sample(conditions, n_timesteps=4, predict_epsilon=False, clip_denoised=True,
+            guide_scale=0.0, return_chain=False, build=None):  # fmt: skip
+    """GaussianDiffusion.sample from a seeded generator (``build``: constructor keywords)."""
+    from lomap_planner import GaussianDiffusion
+
+    if build is not None:
+        GaussianDiffusion(**{"model": _unet(), "horizon": 8, "transition_dim": 4,
+                             "action_dim": 0, **build})  # fmt: skip
+    gd = _gd(predict_epsilon, clip_denoised, n_timesteps)
+    gen = torch.Generator().manual_seed(0)
+    guide = (lambda x: -(x**2).sum((1, 2))) if guide_scale else None
+    return gd.sample(conditions, guide=guide, guide_scale=guide_scale, generator=gen,
+                     return_chain=return_chain)  # fmt: skip
+
+
+def _last_step_is_x0(r):
+    # DDPM's last reverse step has coefficients (1, 0): its mean is the model's x0 estimate
+    x, chain = r
+    cond = _conds()
+    x0 = _gd().predict_x0(chain[-2], 0)
+    x0[:, 0], x0[:, 7, :2] = cond[0], cond[7]
+    return torch.allclose(x, x0, atol=1e-6)
+
+
+def _inpainted(r):
+    c = _conds()
+    return torch.equal(r[:, 0], c[0]) and torch.equal(r[:, 7, :2], c[7])
+
+
+@functools.cache
+def _normalizer():
+    from lomap_planner import LimitsNormalizer
+
+    lo, hi = np.array([0.5, 0.5, -2.0, -2.0]), np.array([3.5, 3.5, 2.0, 2.0])
+    return LimitsNormalizer(np.stack([lo, hi]))
+
+
+@functools.cache
+def _planner():
+    from lomap_planner import DiffuserPlanner
+
+    return DiffuserPlanner(_gd(), _normalizer())
+
+
+def _plan(obs, goal, seed=0, guide_scale=0.0):
+    from lomap_planner import DiffuserPlanner
+
+    planner = _planner() if not guide_scale else DiffuserPlanner(
+        _gd(), _normalizer(), guide=lambda x: -(x**2).sum((1, 2)), guide_scale=guide_scale)  # fmt: skip
+    return planner.plan(obs, goal, seed=seed)
+
+
+@functools.cache
+def _hierarchical():
+    """High level: 4 subgoal states (K = 3); low level: 4-step segments (jump = 3)."""
+    from lomap_planner import DiffuserPlanner, GaussianDiffusion, HierarchicalPlanner, TemporalUnet
+
+    torch.manual_seed(0)
+    levels = [GaussianDiffusion(TemporalUnet(4, 4, dim=8, dim_mults=(1, 2)), 4, 4, 0, 3).eval()
+              for _ in range(2)]  # fmt: skip
+    return HierarchicalPlanner(*(DiffuserPlanner(d, _normalizer()) for d in levels))
+
+
+def _hplan(obs, goal, seed=0):
+    return _hierarchical().plan(obs, goal, seed=seed)
+
+
+def _starts_and_ends(plans, obs, goal, n_steps):
+    return (plans.shape[1] == n_steps and np.allclose(plans[:, 0], obs, atol=1e-5)
+            and np.allclose(plans[:, -1, :2], goal, atol=1e-5))  # fmt: skip
+
+
+def _fresh_diffusion(seed=0):
+    from lomap_planner import GaussianDiffusion, TemporalUnet
+
+    with torch.device("cpu"):
+        torch.manual_seed(seed)
+        return GaussianDiffusion(TemporalUnet(8, 4, dim=8, dim_mults=(1, 2)), 8, 4, 0, 4)
+
+
+def _trainer_run(windows, batch_size=4, lr=1e-3, ema_decay=0.5, seed=0, goal_features=2,
+                 until=1, resume_at=None):  # fmt: skip
+    """DiffusionTrainer from fresh weights: losses and the EMA weights (resumed at a step)."""
+    from lomap_planner import DiffusionTrainer
+
+    def trainer():
+        return DiffusionTrainer(_fresh_diffusion(), windows, batch_size, lr, ema_decay, seed,
+                                goal_features)  # fmt: skip
+
+    tr = trainer()
+    losses = []
+    if resume_at is not None:
+        losses += tr.fit(resume_at)
+        state = tr.state_dict()
+        tr = trainer()
+        tr.load_state_dict(state)
+    losses += tr.fit(until)
+    return {"losses": np.array(losses),
+            "ema": torch.cat([p.flatten() for p in tr.ema.parameters()]).detach()}  # fmt: skip
+
+
+def _train(windows, n_steps=2, batch_size=4, lr=1e-3, ema_decay=0.5, seed=0, checkpoints=()):
+    from lomap_planner import train_diffusion
+
+    marks = []
+    d = _fresh_diffusion()
+    losses = train_diffusion(d, windows, n_steps, batch_size, lr, ema_decay, seed,
+                             checkpoints=checkpoints,
+                             on_checkpoint=lambda s, m: marks.append(s) if checkpoints else None)  # fmt: skip
+    return {"losses": np.array(losses), "marks": np.array(marks, dtype=float),
+            "weights": torch.cat([p.flatten() for p in d.model.parameters()]).detach()}  # fmt: skip
+
+
+def _planner_entries(windows) -> list[dict]:
+    w = np.clip(windows[:16] / 4.0, -1, 1).astype(np.float32)  # normalised-looking windows
+    bad_b = {0: torch.zeros(2, 4), 7: torch.zeros(3, 2)}
+    obs = np.array([[1.0, 3.0, 0.0, 0.0], [3.0, 3.0, 0.1, -0.1]])
+    goal = np.array([1.0, 1.0])
+    return [
+        {"name": "GaussianDiffusion", "call": _sample, "kwargs": {"conditions": _conds()},
+         "modules": _gd_variants,
+         "params": {"conditions": {"bad": [{}, {8: torch.zeros(2, 4)}, bad_b, {0: torch.zeros(4)},
+                                           {0: torch.full((2, 4), float("nan"))},
+                                           {"0": torch.zeros(2, 4)}, {0: torch.zeros(2, 5)}]},
+                    "n_timesteps": {"type": "int", "bad": [1, 2.5], "good": 4},
+                    "predict_epsilon": {"bad": ["no"]}, "clip_denoised": {"bad": [1]},
+                    "guide_scale": {"type": "float", "bad": [-1.0, float("nan"), "1"], "good": 0.0},
+                    "return_chain": {"bad": ["yes"]}},
+         "grid": {"predict_epsilon": [True], "clip_denoised": [False], "guide_scale": [0.5]},
+         "known": [{"kwargs": {"conditions": _conds()}, "check": _inpainted,
+                    "why": "the start state and the goal position are inpainted exactly"},
+                   {"kwargs": {"conditions": _conds(), "return_chain": True},
+                    "check": _last_step_is_x0,
+                    "why": "the last reverse step's mean is the model's x0 estimate (coefficients 1, 0)"},
+                   {"kwargs": {"conditions": _conds(), "build": {"horizon": 1}}, "raises": ["horizon"],
+                    "why": "a plan needs a start and a goal step"},
+                   {"kwargs": {"conditions": _conds(), "build": {"action_dim": 4}},
+                    "raises": ["action_dim"], "why": "no observation features left"},
+                   {"kwargs": {"conditions": _conds(), "build": {"model": "unet"}},
+                    "raises": ["model"], "why": "the denoiser must be a module"}]},
+        {"name": "DiffuserPlanner", "call": _plan, "kwargs": {"obs": obs, "goal": goal},
+         "arrays": {"obs": {"kind": "float", "ndim": (1, 2)}, "goal": {"kind": "float", "ndim": (1, 2)}},
+         "params": {"seed": {"type": "int", "bad": [-1, 0.5], "good": 0},
+                    "guide_scale": {"type": "float", "bad": [-0.5, "1"], "good": 0.0}},
+         "grid": {"guide_scale": [0.5]},
+         "known": [{"kwargs": {"obs": obs, "goal": goal},
+                    "check": lambda r: _starts_and_ends(r, obs, goal, 8),
+                    "why": "plans start at obs and end at the goal position (unnormalised)"},
+                   {"kwargs": {"obs": obs, "goal": np.ones((3, 2))}, "raises": ["goal"],
+                    "why": "three goals for two starts"}]},
+        {"name": "HierarchicalPlanner", "call": _hplan, "kwargs": {"obs": obs, "goal": goal},
+         "arrays": {"obs": {"kind": "float", "ndim": (1, 2)}, "goal": {"kind": "float", "ndim": (1, 2)}},
+         "params": {"seed": {"type": "int", "bad": [-1, 0.5], "good": 0}},
+         "known": [{"kwargs": {"obs": obs, "goal": goal},
+                    "check": lambda r: _starts_and_ends(r, obs, goal, 10),
+                    "why": "K * jump + 1 = 10 steps from obs exactly to the goal position"}]},
+        {"name": "DiffusionTrainer", "call": _trainer_run, "kwargs": {"windows": w},
+         "arrays": {"windows": {"kind": "float", "ndim": 3}},
+         "params": {"batch_size": {"type": "int", "bad": [0, 2.5], "good": 4},
+                    "lr": {"type": "float", "bad": [0.0, -1e-3, "1e-3"], "good": 1e-3},
+                    "ema_decay": {"type": "float", "bad": [1.0, float("nan")], "good": 0.5},
+                    "seed": {"type": "int", "bad": [-1, 0.5], "good": 0},
+                    "goal_features": {"type": "int", "bad": [0, 5, True], "good": 2},
+                    "until": {"type": "int", "bad": [-1, 1.5], "good": 1}},
+         "known": [{"kwargs": {"windows": w, "until": 2, "resume_at": 1},
+                    "check": lambda r: torch.equal(r["ema"], _trainer_run(w, until=2)["ema"])
+                    and np.array_equal(r["losses"], _trainer_run(w, until=2)["losses"]),
+                    "why": "stopped at step 1 and resumed from state_dict: the same run"}]},
+        {"name": "train_diffusion", "call": _train, "kwargs": {"windows": w},
+         "arrays": {"windows": {"kind": "float", "ndim": 3}},
+         "params": {"n_steps": {"type": "int", "bad": [0, 2.5], "good": 2},
+                    "batch_size": {"type": "int", "bad": [0], "good": 4},
+                    "lr": {"type": "float", "bad": [float("inf")], "good": 1e-3},
+                    "checkpoints": {"bad": [(3,), "1", (1.5,)]}},
+         "known": [{"kwargs": {"windows": w, "checkpoints": (1,)},
+                    "check": lambda r: np.array_equal(r["marks"], [1.0])
+                    and np.array_equal(r["losses"], _trainer_run(w, until=2)["losses"]),
+                    "why": "DiffusionTrainer's run, one callback at each checkpoint"}]},
+    ]  # fmt: skip
+
+
+# ---------------------------------------------------------------- environment, controllers, data
+def _env_run(layout="umaze", frame_skip=1, max_episode_steps=None, reset_noise=0.1, goal=None,
+             start=None, physics=None, steps=3):  # fmt: skip
+    from gymnasium.utils.env_checker import check_env
+
+    env = PointMazeEnv(layout, frame_skip, max_episode_steps, physics, goal, reset_noise)
+    check_env(env, skip_render_check=True)  # gymnasium's own API checks
+    obs, _ = env.reset(seed=0, options={"start": start} if start is not None else None)
+    out, rewards, truncated = [obs], [], []
+    for k in range(steps):
+        obs, r, _, trunc, _ = env.step(np.array([0.0, 0.0]) if start is not None
+                                       else np.array([0.3, -0.2 * k]))  # fmt: skip
+        out.append(obs), rewards.append(r), truncated.append(trunc)
+    return {"obs": np.array(out), "rewards": np.array(rewards),
+            "truncated": np.array(truncated, dtype=float)}  # fmt: skip
+
+
+def _register(frame_skip=1):
+    import gymnasium as gym
+
+    from lomap_planner import register_envs
+
+    ids = register_envs(frame_skip)
+    return {"ids": ids, "frame_skip": gym.make(ids[0]).unwrapped.frame_skip}
+
+
+def _waypoint(state, goal=(1.0, 1.0), p_gain=10.0, d_gain=-1.0, reach_radius=0.2, walls=None):
+    from lomap_planner import WaypointController
+
+    ctrl = WaypointController(get_layout("umaze") if walls is None else walls, p_gain, d_gain,
+                              reach_radius)  # fmt: skip
+    action, done = ctrl(state, np.asarray(goal))
+    return {"action": action, "done": np.asarray(done, dtype=float)}
+
+
+def _d4rl_ctrl(location, velocity=(0.0, 0.0), target=(1.0, 1.0), p_gain=10.0, d_gain=-1.0,
+               solve_thresh=0.1, vel_thresh=0.1, seed=0, walls=None):  # fmt: skip
+    from lomap_planner import D4RLWaypointController
+
+    ctrl = D4RLWaypointController(get_layout("umaze") if walls is None else walls, p_gain, d_gain,
+                                  solve_thresh, vel_thresh, np.random.default_rng(seed))  # fmt: skip
+    action, done = ctrl(location, np.asarray(velocity), np.asarray(target))
+    return {"action": action, "done": float(done), "waypoints": ctrl._waypoints.copy()}
+
+
+class _GoalPlanner:
+    """A stub planner whose plan is the start repeated, then the goal: exercises the loop only."""
+
+    action_dim = 0
+
+    def __init__(self):
+        self.calls = 0
+
+    def plan(self, obs, goal, seed=None):
+        self.calls += 1
+        plans = np.repeat(obs[:, None], 4, 1)
+        plans[:, 1:, :2] = goal
+        return plans
+
+
+def _rollout(n_episodes=2, seed=0, p_gain=10.0, d_gain=-1.0, replan_every=None, steps=5):
+    from lomap_planner import rollout_planner
+
+    env = PointMazeEnv("umaze", max_episode_steps=steps)
+    out = rollout_planner(env, _GoalPlanner(), n_episodes, seed, p_gain, d_gain, replan_every)
+    return {k: np.asarray(v, dtype=float) for k, v in out.items() if k != "plan_time"} | {
+        "n_calls": float(len(out["plan_time"]))}  # fmt: skip
+
+
+def _collect(n_steps=40, action_noise=0.5, n_streams=2, seed=0, reward="d4rl", goal_jitter=0.1,
+             verbose=False):  # fmt: skip
+    return collect_maze2d_dataset(PointMazeEnv("umaze"), n_steps, action_noise, n_streams, seed,
+                                  verbose, reward, goal_jitter)  # fmt: skip
+
+
+def _collect_d4rl(layout="umaze", n_steps=40, noisy=True, seed=0, verbose=False):
+    return collect_d4rl_dataset(layout, n_steps, noisy, seed, verbose)
+
+
+def _valid_maze2d(d, n):
+    from lomap_planner import validate_dataset
+
+    validate_dataset(d)
+    return len(d["observations"]) == n and bool(d["timeouts"][-1])
+
+
+def _env_entries() -> list[dict]:
+    states = np.array([[1.0, 3.0, 0.0, 0.0], [3.0, 3.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+    return [
+        {"name": "PointMazeEnv", "call": _env_run, "kwargs": {},
+         "params": {"frame_skip": {"type": "int", "bad": [0, 1.5, True], "good": 1},
+                    "reset_noise": {"type": "float", "bad": [0.5, -0.1, "0.1"], "good": 0.1},
+                    "max_episode_steps": {"type": "int", "bad": [0, 2.5], "good": 600},
+                    "layout": {"bad": [3, "nowhere"]},
+                    "goal": {"bad": [(0.0, 0.0), (np.nan, 1.0), (1.0, 2.0, 3.0)]},
+                    "physics": {"bad": [{"dt": 0.01}]}},
+         "grid": {"frame_skip": [2], "layout": ["medium"]},
+         "known": [{"kwargs": {"start": (1.0, 1.0), "frame_skip": 3},
+                    "check": lambda r: np.array_equal(r["rewards"], [3.0, 3.0, 3.0]),
+                    "why": "at rest on the goal: reward 1 per physics step, 3 per frame-skip-3 step"},
+                   {"kwargs": {"max_episode_steps": 2},
+                    "check": lambda r: np.array_equal(r["truncated"], [0.0, 1.0, 1.0]),
+                    "why": "truncated from step 2 on (Maze2D never terminates)"}]},
+        {"name": "register_envs", "call": _register, "kwargs": {},
+         "params": {"frame_skip": {"type": "int", "bad": [0, 2.5], "good": 1}},
+         "known": [{"kwargs": {"frame_skip": 4}, "check": lambda r: r["frame_skip"] == 4,
+                    "why": "registered again with the new frame skip (it kept the first one)"},
+                   {"kwargs": {}, "check": lambda r: r["frame_skip"] == 1 and len(r["ids"]) == 3,
+                    "why": "umaze, medium and large, frame skip 1"}]},
+        {"name": "WaypointController", "call": _waypoint, "kwargs": {"state": states},
+         "arrays": {"state": {"kind": "float", "ndim": (1, 2)}}, "rows": [["state"]],
+         "order": "equivariant",
+         "params": {"p_gain": {"type": "float", "bad": [np.nan, "10"], "good": 10.0},
+                    "d_gain": {"type": "float", "bad": [np.inf], "good": -1.0},
+                    "reach_radius": {"type": "float", "bad": [0.0, np.nan], "good": 0.2},
+                    "goal": {"bad": [(np.nan, 1.0), (1.0,)]},
+                    "walls": {"bad": [np.ones((5, 5), bool), np.zeros(5, bool), np.full((5, 5), 0.5)]}},
+         "known": [{"kwargs": {"state": states},
+                    "check": lambda r: np.array_equal(r["action"], [[0, -1], [-1, 0], [0, 0]])
+                    and np.array_equal(r["done"], [0, 0, 1]),
+                    "why": "umaze by hand: next cells (1, 2) and (2, 3), full force; at the goal, done"}]},
+        {"name": "D4RLWaypointController", "call": _d4rl_ctrl, "kwargs": {"location": (1.0, 3.0)},
+         "arrays": {"location": {"kind": "float", "ndim": 1}},
+         "params": {"p_gain": {"type": "float", "bad": [np.nan], "good": 10.0},
+                    "d_gain": {"type": "float", "bad": ["-1"], "good": -1.0},
+                    "solve_thresh": {"type": "float", "bad": [0.0, np.inf], "good": 0.1},
+                    "vel_thresh": {"type": "float", "bad": [-0.1], "good": 0.1},
+                    "target": {"bad": [(np.nan, 1.0), (1.0, 1.0, 1.0)]},
+                    "velocity": {"bad": [(np.nan, 0.0)]},
+                    "walls": {"bad": [np.ones((5, 5), bool)]}},
+         "known": [{"kwargs": {"location": (1.0, 3.0)},
+                    "check": lambda r: r["action"][1] == -1.0 and len(r["waypoints"]) == 2
+                    and np.array_equal(r["waypoints"][-1], [1.0, 1.0]) and r["done"] == 0.0,
+                    "why": "path (1,3) -> (1,2) -> (1,1): a jittered (1,2), then the target cell"},
+                   {"kwargs": {"location": (1.0, 1.0)},
+                    "check": lambda r: np.array_equal(r["action"], [0.0, 0.0]) and r["done"] == 1.0,
+                    "why": "at rest on the target cell: solved, no force"}]},
+        {"name": "rollout_planner", "call": _rollout, "kwargs": {},
+         "params": {"n_episodes": {"type": "int", "bad": [0, 1.5], "good": 2},
+                    "seed": {"type": "int", "bad": [-1], "good": 0},
+                    "p_gain": {"type": "float", "bad": [np.nan], "good": 10.0},
+                    "d_gain": {"type": "float", "bad": ["-1"], "good": -1.0},
+                    "replan_every": {"type": "int", "bad": [0, 1.5], "good": 2}},
+         "grid": {"replan_every": [2]},
+         "known": [{"kwargs": {"replan_every": 2}, "check": lambda r: r["n_calls"] == 3.0,
+                    "why": "5 steps, a new plan at steps 0, 2 and 4"},
+                   {"kwargs": {}, "check": lambda r: r["n_calls"] == 1.0
+                    and r["returns"].shape == (2,) and ((r["returns"] >= 0) & (r["returns"] <= 5)).all(),
+                    "why": "one plan per episode batch; sparse returns within [0, steps]"}]},
+        {"name": "collect_maze2d_dataset", "call": _collect, "kwargs": {},
+         "params": {"n_steps": {"type": "int", "bad": [0, True, 2.5], "good": 40},
+                    "action_noise": {"type": "float", "bad": [-0.1, "0.5"], "good": 0.5},
+                    "n_streams": {"type": "int", "bad": [0], "good": 2},
+                    "seed": {"type": "int", "bad": [-1, 0.5], "good": 0},
+                    "reward": {"bad": ["dense", None]},
+                    "goal_jitter": {"type": "float", "bad": [0.5, np.nan], "good": 0.1},
+                    "verbose": {"bad": ["no"]}},
+         "grid": {"reward": ["goal"]},
+         "known": [{"kwargs": {}, "check": lambda d: _valid_maze2d(d, 40) and np.array_equal(
+                        d["rewards"], d4rl_sparse_rewards(d["observations"], d4rl_goal("umaze"))),
+                    "why": "a valid D4RL-layout file whose rewards are D4RL's relabelled ones"}]},
+        {"name": "collect_d4rl_dataset", "call": _collect_d4rl, "kwargs": {},
+         "params": {"n_steps": {"type": "int", "bad": [0, True], "good": 40},
+                    "layout": {"bad": ["tiny", 1]}, "noisy": {"bad": ["yes"]},
+                    "seed": {"type": "int", "bad": [-1], "good": 0}, "verbose": {"bad": [0]}},
+         "grid": {"noisy": [False]},
+         "known": [{"kwargs": {}, "check": lambda d: _valid_maze2d(d, 40),
+                    "why": "a valid D4RL-layout dataset, last step a timeout"}]},
     ]  # fmt: skip

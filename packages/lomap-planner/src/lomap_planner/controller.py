@@ -11,9 +11,31 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import shortest_path
 
+from lomap_planner._checks import check_real
 from lomap_planner.layouts import free_cells
 
 __all__ = ["D4RLWaypointController", "WaypointController"]
+
+
+def _check_walls(walls: object) -> np.ndarray:
+    """A 2-D bool wall grid with at least one free cell (a copy)."""
+    w = np.array(walls)
+    if w.ndim != 2 or w.dtype.kind not in "biu" or (w.dtype.kind != "b" and not np.isin(w, (0, 1)).all()):  # fmt: skip
+        raise ValueError(f"walls must be a 2-D grid of bools (or 0/1), got dtype {w.dtype}, shape {w.shape}")  # fmt: skip
+    w = w.astype(bool)
+    if w.all():
+        raise ValueError("walls has no free cell")
+    return w
+
+
+def _check_points(value: object, name: str, width: int) -> np.ndarray:
+    """Finite float points of shape (width,) or (n, width)."""
+    a = np.asarray(value, dtype=float)
+    if a.ndim not in (1, 2) or a.shape[-1] != width or a.size == 0:
+        raise ValueError(f"{name} must have shape ({width},) or (n, {width}), got {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    return a
 
 
 class WaypointController:
@@ -37,10 +59,10 @@ class WaypointController:
         d_gain: float = -1.0,
         reach_radius: float = 0.2,
     ) -> None:
-        if reach_radius <= 0:
-            raise ValueError(f"reach_radius must be > 0, got {reach_radius}")
-        self.walls = np.asarray(walls, dtype=bool)
-        self.p_gain, self.d_gain, self.reach_radius = p_gain, d_gain, reach_radius
+        reach_radius = check_real("reach_radius", reach_radius, 0.0, strict=True)
+        self.walls = _check_walls(walls)
+        self.p_gain, self.d_gain = check_real("p_gain", p_gain), check_real("d_gain", d_gain)
+        self.reach_radius = reach_radius
         cells = free_cells(self.walls)
         self.cells = cells
         index = -np.ones(self.walls.shape, dtype=np.int64)
@@ -80,8 +102,11 @@ class WaypointController:
 
         Works on one point (2,) or a batch (n, 2) of positions and goals.
         """
-        p = np.atleast_2d(np.asarray(pos, dtype=float))
-        g = np.broadcast_to(np.atleast_2d(np.asarray(goal, dtype=float)), p.shape)
+        p = np.atleast_2d(_check_points(pos, "pos", 2))
+        g = np.atleast_2d(_check_points(goal, "goal", 2))
+        if len(g) not in (1, len(p)):
+            raise ValueError(f"goal must have shape (2,) or ({len(p)}, 2), got {g.shape}")
+        g = np.broadcast_to(g, p.shape)
         s, gc = np.atleast_1d(self.cell_of(p)), np.atleast_1d(self.cell_of(g))
         nxt = self.pred[gc, s]
         wp = np.where((nxt >= 0)[:, None], self.cells[np.maximum(nxt, 0)].astype(float), p)
@@ -97,7 +122,8 @@ class WaypointController:
 
         ``state`` may be (4,) or a batch (n, 4) with goals (2,) or (n, 2).
         """
-        st = np.asarray(state, dtype=float)
+        st = _check_points(state, "state", 4)
+        goal = _check_points(goal, "goal", 2)
         pos, vel = st[..., :2], st[..., 2:4]
         wp = self.waypoint(pos, goal)
         action = np.clip(self.p_gain * (wp - pos) + self.d_gain * vel, -1.0, 1.0)
@@ -142,14 +168,12 @@ class D4RLWaypointController:
         vel_thresh: float = 0.1,
         rng: np.random.Generator | None = None,
     ) -> None:
-        self.walls = np.asarray(walls, dtype=bool)
-        if self.walls.ndim != 2:
-            raise ValueError(f"walls must be 2-D, got shape {self.walls.shape}")
-        for name, v in (("solve_thresh", solve_thresh), ("vel_thresh", vel_thresh)):
-            if not (np.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be a positive finite float, got {v!r}")
-        self.p_gain, self.d_gain = float(p_gain), float(d_gain)
-        self.solve_thresh, self.vel_thresh = float(solve_thresh), float(vel_thresh)
+        self.walls = _check_walls(walls)
+        self.solve_thresh = check_real("solve_thresh", solve_thresh, 0.0, strict=True)
+        self.vel_thresh = check_real("vel_thresh", vel_thresh, 0.0, strict=True)
+        self.p_gain, self.d_gain = check_real("p_gain", p_gain), check_real("d_gain", d_gain)
+        if rng is not None and not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy Generator or None, got {type(rng).__name__}")
         self.rng = rng if rng is not None else np.random.default_rng()
         self._grid = WaypointController(self.walls)  # all-pairs grid distances (scipy)
         self._target = np.full(2, -1000.0)
@@ -172,6 +196,12 @@ class D4RLWaypointController:
 
     def plan(self, location: np.ndarray, target: np.ndarray) -> np.ndarray:
         """Plan waypoints from ``location`` to ``target``'s cell; returns them, shape (k, 2)."""
+        location, target = (
+            _check_points(location, "location", 2),
+            _check_points(target, "target", 2),
+        )
+        if location.shape != (2,) or target.shape != (2,):
+            raise ValueError("location and target must have shape (2,)")
         start, goal = self._cell(location), self._cell(target)
         dist = self._distances(goal)
         s, out = start, []
@@ -205,6 +235,9 @@ class D4RLWaypointController:
         vel = np.asarray(velocity, dtype=float)
         if loc.shape != (2,) or vel.shape != (2,):
             raise ValueError("location and velocity must have shape (2,)")
+        target = _check_points(target, "target", 2)
+        if target.shape != (2,) or not (np.isfinite(loc).all() and np.isfinite(vel).all()):
+            raise ValueError("target must have shape (2,); location and velocity must be finite")
         if np.linalg.norm(self._target - np.array(self._cell(target), dtype=float)) > 1e-3:
             self.plan(loc, np.asarray(target, dtype=float))
         moved = np.linalg.norm(self._prev - loc)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from lomap_planner._checks import check_bool, check_int, check_real
 from lomap_planner.controller import D4RLWaypointController, WaypointController
 from lomap_planner.env import D4RL_MAX_EPISODE_STEPS, PointMazeEnv
 from lomap_planner.layouts import DEFAULT_GOALS, free_cells, get_layout
@@ -174,16 +175,15 @@ def collect_maze2d_dataset(
     """
     if not isinstance(env, PointMazeEnv):
         raise TypeError(f"env must be a PointMazeEnv, got {type(env).__name__}")
-    if not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
-        raise ValueError(f"n_steps must be a positive int, got {n_steps!r}")
-    if not isinstance(n_streams, (int, np.integer)) or n_streams < 1:
-        raise ValueError(f"n_streams must be a positive int, got {n_streams!r}")
-    if not np.isfinite(action_noise) or action_noise < 0:
-        raise ValueError(f"action_noise must be >= 0, got {action_noise}")
-    if reward not in ("d4rl", "goal"):
+    n_steps = check_int("n_steps", n_steps, 1)
+    n_streams = check_int("n_streams", n_streams, 1)
+    action_noise = check_real("action_noise", action_noise, 0.0)
+    if not isinstance(reward, str) or reward not in ("d4rl", "goal"):
         raise ValueError(f"reward must be 'd4rl' or 'goal', got {reward!r}")
-    if not (np.isfinite(goal_jitter) and 0 <= goal_jitter < 0.5):
+    if check_real("goal_jitter", goal_jitter, 0.0) >= 0.5:
         raise ValueError(f"goal_jitter must lie in [0, 0.5), got {goal_jitter}")
+    seed = check_int("seed", seed, 0)
+    check_bool("verbose", verbose)
     rng = np.random.default_rng(seed)
     ctrl = WaypointController(env.walls)
     cells = env.free.astype(float)
@@ -275,10 +275,12 @@ def collect_d4rl_dataset(
         D4RL keys in the **package** frame (``to_d4rl_frame`` gives the file frame), plus
         ``timeouts`` marking the episodes that ended by time.
     """
-    if layout not in D4RL_MAX_EPISODE_STEPS or layout not in DEFAULT_GOALS or layout == "tiny":
+    if not isinstance(layout, str) or layout not in ("umaze", "medium", "large"):
         raise ValueError(f"layout must be 'umaze', 'medium' or 'large', got {layout!r}")
-    if not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
-        raise ValueError(f"n_steps must be a positive int, got {n_steps!r}")
+    n_steps = check_int("n_steps", n_steps, 1)
+    check_bool("noisy", noisy)
+    seed = check_int("seed", seed, 0)
+    check_bool("verbose", verbose)
     rng = np.random.default_rng(seed)
     walls = get_layout(layout)
     cells = free_cells(walls).astype(float)  # D4RL: empty and goal locations, in its frame

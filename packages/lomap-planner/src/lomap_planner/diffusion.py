@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from lomap_planner._checks import check_bool, check_int, check_real
 from lomap_planner.lomap import LoMAP
 
 __all__ = ["GaussianDiffusion", "apply_conditioning", "cosine_beta_schedule"]
@@ -41,7 +42,7 @@ def cosine_beta_schedule(n_timesteps: int, s: float = 0.008) -> torch.Tensor:
     steps = np.arange(n_timesteps + 1, dtype=np.float64)
     f = np.cos(((steps / n_timesteps) + s) / (1 + s) * np.pi / 2) ** 2
     betas = 1 - f[1:] / f[:-1]
-    return torch.tensor(np.clip(betas, 0, 0.999), dtype=torch.float32)
+    return torch.tensor(np.clip(betas, 0, 0.999), dtype=torch.float32, device="cpu")
 
 
 def apply_conditioning(x: torch.Tensor, conditions: Conditions, action_dim: int) -> torch.Tensor:
@@ -94,23 +95,55 @@ class GaussianDiffusion(nn.Module):
         clip_denoised: bool = True,
     ) -> None:
         super().__init__()
-        if not (0 <= action_dim < transition_dim):
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        horizon = check_int("horizon", horizon, 2)  # a start and a goal step
+        transition_dim = check_int("transition_dim", transition_dim, 1)
+        action_dim = check_int("action_dim", action_dim, 0)
+        if action_dim >= transition_dim:
             raise ValueError(f"action_dim must be in [0, transition_dim), got {action_dim}")
-        if n_timesteps < 2:
-            raise ValueError(f"n_timesteps must be >= 2, got {n_timesteps}")
+        n_timesteps = check_int("n_timesteps", n_timesteps, 2)
         self.model = model
         self.horizon, self.transition_dim, self.action_dim = horizon, transition_dim, action_dim
-        self.n_timesteps = int(n_timesteps)
-        self.predict_epsilon, self.clip_denoised = predict_epsilon, clip_denoised
+        self.n_timesteps = n_timesteps
+        self.predict_epsilon = check_bool("predict_epsilon", predict_epsilon)
+        self.clip_denoised = check_bool("clip_denoised", clip_denoised)
         betas = cosine_beta_schedule(n_timesteps)
         alphas = 1.0 - betas
         ab = torch.cumprod(alphas, 0)
-        ab_prev = torch.cat([torch.ones(1), ab[:-1]])
+        ab_prev = torch.cat([torch.ones(1, device=ab.device), ab[:-1]])
         self.register_buffer("betas", betas)
         self.register_buffer("alphas_cumprod", ab)
         self.register_buffer("posterior_variance", betas * (1 - ab_prev) / (1 - ab))
         self.register_buffer("posterior_coef1", betas * ab_prev.sqrt() / (1 - ab))
         self.register_buffer("posterior_coef2", (1 - ab_prev) * alphas.sqrt() / (1 - ab))
+
+    def check_conditions(self, conditions: Conditions, batch: int | None = None) -> int:
+        """Shapes of a conditions dict (no value check: this runs every training step).
+
+        Returns the batch size the conditions fix.
+        """
+        if not isinstance(conditions, dict) or not conditions:
+            raise ValueError("conditions must be a dict fixing at least one time step")
+        obs_dim = self.transition_dim - self.action_dim
+        sizes = set()
+        for t_idx, v in conditions.items():
+            if isinstance(t_idx, bool) or not isinstance(t_idx, numbers.Integral):
+                raise TypeError(f"conditions keys must be int time steps, got {t_idx!r}")
+            if not (0 <= t_idx < self.horizon):
+                raise ValueError(f"conditions key {t_idx} is outside [0, horizon={self.horizon})")
+            if not isinstance(v, torch.Tensor) or v.ndim != 2 or not 1 <= v.shape[1] <= obs_dim:
+                got = tuple(v.shape) if isinstance(v, torch.Tensor) else type(v).__name__
+                raise ValueError(
+                    f"conditions[{t_idx}] must be a (B, n <= {obs_dim}) tensor, got {got}"
+                )
+            sizes.add(v.shape[0])
+        if len(sizes) != 1 or 0 in sizes:
+            raise ValueError(f"conditions must share one batch size B >= 1, got {sorted(sizes)}")
+        b = sizes.pop()
+        if batch is not None and batch % b:
+            raise ValueError(f"conditions fix B={b}, which does not divide the batch of {batch}")
+        return b
 
     # ------------------------------------------------------------------ training
     def q_sample(self, x0: torch.Tensor, t: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
@@ -124,6 +157,7 @@ class GaussianDiffusion(nn.Module):
             raise ValueError(
                 f"x0 must have shape (B, {self.horizon}, {self.transition_dim}), got {tuple(x0.shape)}"
             )
+        self.check_conditions(conditions, x0.shape[0])
         t = torch.randint(0, self.n_timesteps, (x0.shape[0],), device=x0.device)
         noise = torch.randn_like(x0)
         xt = apply_conditioning(self.q_sample(x0, t, noise), conditions, self.action_dim)
@@ -171,23 +205,28 @@ class GaussianDiffusion(nn.Module):
         -------
         Tensor, shape (B, H, C) (and the chain if requested)
         """
-        if not conditions:
-            raise ValueError("conditions must fix at least one time step")
-        if not np.isfinite(guide_scale) or guide_scale < 0:
-            raise ValueError(f"guide_scale must be >= 0, got {guide_scale}")
-        for t_idx, v in conditions.items():
-            if not (0 <= t_idx < self.horizon):
-                raise ValueError(f"conditions key {t_idx} is outside [0, horizon={self.horizon})")
+        b = self.check_conditions(conditions)
+        for v in conditions.values():
             if not torch.isfinite(v).all():
                 raise ValueError("conditions contain NaN or inf")
-        b = next(iter(conditions.values())).shape[0]
+        guide_scale = check_real("guide_scale", guide_scale, 0.0)
+        if guide is not None and not callable(guide):
+            raise TypeError(f"guide must be callable or None, got {type(guide).__name__}")
+        if lomap is not None and not isinstance(lomap, LoMAP):
+            raise TypeError(f"lomap must be a LoMAP or None, got {type(lomap).__name__}")
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        check_bool("return_chain", return_chain)
         device = self.betas.device
+        # noise is drawn where the generator lives (the CPU by default) and moved: a seed gives
+        # the same plans on every device
+        noise_device = generator.device if generator is not None else torch.device("cpu")
         shape = (b, self.horizon, self.transition_dim)
 
         def cond(z: torch.Tensor) -> torch.Tensor:
             return apply_conditioning(z, conditions, self.action_dim)
 
-        x = cond(torch.randn(shape, generator=generator).to(device))
+        x = cond(torch.randn(shape, generator=generator, device=noise_device).to(device))
         chain = [x]
         for i in range(self.n_timesteps - 1, -1, -1):
             x0 = self.predict_x0(x, i)
@@ -199,7 +238,7 @@ class GaussianDiffusion(nn.Module):
                     grad = torch.autograd.grad(guide(xg).sum(), xg)[0]
                 mean = mean + guide_scale * var * grad
             if i > 0:
-                noise = torch.randn(shape, generator=generator).to(device)
+                noise = torch.randn(shape, generator=generator, device=noise_device).to(device)
                 x = mean + var.sqrt() * noise
             else:
                 x = mean

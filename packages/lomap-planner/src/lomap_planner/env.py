@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from lomap_planner._checks import check_int, check_real
 from lomap_planner.layouts import DEFAULT_GOALS, LAYOUTS, free_cells, get_layout
 from lomap_planner.physics import PhysicsParams, _step, in_wall
 
@@ -51,10 +52,14 @@ class PointMazeEnv(gym.Env):
         goal: np.ndarray | None = None,
         reset_noise: float = 0.1,
     ) -> None:
-        if not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
-            raise ValueError(f"frame_skip must be a positive int, got {frame_skip!r}")
-        if not (0 <= reset_noise < 0.4):
+        frame_skip = check_int("frame_skip", frame_skip, 1)
+        reset_noise = check_real("reset_noise", reset_noise, 0.0)
+        if reset_noise >= 0.4:
             raise ValueError(f"reset_noise must be in [0, 0.4), got {reset_noise}")
+        if not isinstance(layout, str):
+            raise TypeError(f"layout must be a layout name or a maze_spec string, got {type(layout).__name__}")  # fmt: skip
+        if physics is not None and not isinstance(physics, PhysicsParams):
+            raise TypeError(f"physics must be a PhysicsParams or None, got {type(physics).__name__}")  # fmt: skip
         self.layout = layout
         self.layout_name = layout if layout in LAYOUTS else "custom"
         self.walls = get_layout(layout)
@@ -63,9 +68,7 @@ class PointMazeEnv(gym.Env):
         if max_episode_steps is None:
             base = D4RL_MAX_EPISODE_STEPS.get(self.layout_name, 600)
             max_episode_steps = int(np.ceil(base / self.frame_skip))
-        if max_episode_steps < 1:
-            raise ValueError(f"max_episode_steps must be >= 1, got {max_episode_steps}")
-        self.max_episode_steps = int(max_episode_steps)
+        self.max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1)
         self.reset_noise = float(reset_noise)
         self.free = free_cells(self.walls)
         if goal is None:
@@ -148,12 +151,18 @@ class PointMazeEnv(gym.Env):
 def register_envs(frame_skip: int = 1) -> list[str]:
     """Register ``lomap_planner/PointMaze-{UMaze,Medium,Large}-v0`` with gymnasium.
 
-    Returns the registered ids.
+    Returns the registered ids. Calling it again with another ``frame_skip`` re-registers
+    them (``gym.make`` then builds environments with the new frame skip).
     """
+    frame_skip = check_int("frame_skip", frame_skip, 1)
     ids = []
     for name, tag in [("umaze", "UMaze"), ("medium", "Medium"), ("large", "Large")]:
         env_id = f"lomap_planner/PointMaze-{tag}-v0"
-        if env_id not in gym.registry:
+        spec = gym.registry.get(env_id)
+        if spec is not None and spec.kwargs.get("frame_skip") != frame_skip:
+            del gym.registry[env_id]  # a stale registration would keep its old frame skip
+            spec = None
+        if spec is None:
             gym.register(
                 id=env_id,
                 entry_point=PointMazeEnv,

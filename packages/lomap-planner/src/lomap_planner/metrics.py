@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from lomap_planner._checks import check_int, check_real
 from lomap_planner.env import PointMazeEnv
 from lomap_planner.geometry import plan_is_infeasible, segments_hit_walls
 
@@ -100,10 +101,16 @@ def rollout_planner(
         ``infeasible`` (bool per first plan), ``bad_segments`` (fraction of each
         first plan's segments that cross a wall).
     """
-    if n_episodes < 1:
-        raise ValueError(f"n_episodes must be >= 1, got {n_episodes}")
-    if replan_every is not None and replan_every < 1:
-        raise ValueError(f"replan_every must be >= 1, got {replan_every}")
+    for name in ("spawn", "walls", "goal", "max_episode_steps"):
+        if not hasattr(env, name):
+            raise TypeError(f"env must be a PointMazeEnv-like environment (no {name!r}), got {type(env).__name__}")  # fmt: skip
+    if not callable(getattr(planner, "plan", None)) or not hasattr(planner, "action_dim"):
+        raise TypeError(f"planner must have plan(obs, goal, seed) and action_dim, got {type(planner).__name__}")  # fmt: skip
+    n_episodes = check_int("n_episodes", n_episodes, 1)
+    seed = check_int("seed", seed, 0)
+    p_gain, d_gain = check_real("p_gain", p_gain), check_real("d_gain", d_gain)
+    if replan_every is not None:
+        replan_every = check_int("replan_every", replan_every, 1)
     envs = [env.spawn() for _ in range(n_episodes)]
     resets = [e.reset(seed=seed + k) for k, e in enumerate(envs)]
     obs = np.stack([o for o, _ in resets])

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import torch
 
+from lomap_planner._checks import check_real, check_seed
 from lomap_planner.diffusion import GaussianDiffusion
 from lomap_planner.lomap import LoMAP
 from lomap_planner.normalizers import LimitsNormalizer
@@ -38,6 +39,15 @@ class DiffuserPlanner:
         guide=None,
         guide_scale: float = 0.0,
     ) -> None:
+        if not isinstance(diffusion, GaussianDiffusion):
+            raise TypeError(f"diffusion must be a GaussianDiffusion, got {type(diffusion).__name__}")  # fmt: skip
+        if not isinstance(normalizer, LimitsNormalizer):
+            raise TypeError(f"normalizer must be a LimitsNormalizer, got {type(normalizer).__name__}")  # fmt: skip
+        if lomap is not None and not isinstance(lomap, LoMAP):
+            raise TypeError(f"lomap must be a LoMAP or None, got {type(lomap).__name__}")
+        if guide is not None and not callable(guide):
+            raise TypeError(f"guide must be callable or None, got {type(guide).__name__}")
+        guide_scale = check_real("guide_scale", guide_scale, 0.0)
         if len(normalizer.mins) != diffusion.transition_dim:
             raise ValueError("normalizer and diffusion disagree on transition_dim")
         self.diffusion, self.normalizer, self.lomap = diffusion, normalizer, lomap
@@ -52,7 +62,7 @@ class DiffuserPlanner:
         a = self.action_dim + start
         mins = self.normalizer.mins[a : a + obs.shape[1]]
         scale = self.normalizer.scale[a : a + obs.shape[1]]
-        return torch.as_tensor(2.0 * (obs - mins) / scale - 1.0, dtype=torch.float32)
+        return torch.as_tensor(2.0 * (obs - mins) / scale - 1.0, dtype=torch.float32, device="cpu")
 
     def plan(self, obs: np.ndarray, goal: np.ndarray, seed: int | None = None) -> np.ndarray:
         """Sample plans from ``obs`` that end at ``goal``.
@@ -72,8 +82,10 @@ class DiffuserPlanner:
         obs = np.atleast_2d(np.asarray(obs, dtype=float))
         goal = np.atleast_2d(np.asarray(goal, dtype=float))
         obs_dim = self.diffusion.transition_dim - self.action_dim
-        if obs.shape[1] != obs_dim:
-            raise ValueError(f"obs must have {obs_dim} features, got {obs.shape[1]}")
+        if obs.ndim != 2 or obs.shape[1] != obs_dim or len(obs) == 0:
+            raise ValueError(f"obs must have shape ({obs_dim},) or (B >= 1, {obs_dim}), got {obs.shape}")  # fmt: skip
+        if goal.ndim != 2:
+            raise ValueError(f"goal must have shape (2,) or ({len(obs)}, 2), got {goal.shape}")
         if goal.shape[1] != 2 or len(goal) not in (1, len(obs)):
             raise ValueError(f"goal must have shape (2,) or ({len(obs)}, 2), got {goal.shape}")
         if not (np.isfinite(obs).all() and np.isfinite(goal).all()):
@@ -95,11 +107,20 @@ class DiffuserPlanner:
         -------
         ndarray, shape (B, horizon, act_dim + obs_dim)
         """
-        cond = {t: self._norm_obs(np.asarray(v, dtype=float), 0) for t, v in conditions.items()}
-        gen = torch.Generator().manual_seed(seed) if seed is not None else None
+        if not isinstance(conditions, dict) or not conditions:
+            raise ValueError("conditions must be a dict fixing at least one time step")
+        seed = check_seed("seed", seed)
+        obs_dim = self.diffusion.transition_dim - self.action_dim
+        cond = {}
+        for t, v in conditions.items():
+            a = np.asarray(v, dtype=float)
+            if a.ndim != 2 or not 1 <= a.shape[1] <= obs_dim:
+                raise ValueError(f"conditions[{t!r}] must have shape (B, n <= {obs_dim}), got {a.shape}")  # fmt: skip
+            cond[t] = self._norm_obs(a, 0)  # the diffusion model checks keys, B and finiteness
+        gen = torch.Generator(device="cpu").manual_seed(seed) if seed is not None else None
         t0 = time.perf_counter()
         x = self.diffusion.sample(
             cond, guide=self.guide, guide_scale=self.guide_scale, lomap=self.lomap, generator=gen
         )
         self.last_plan_time = time.perf_counter() - t0
-        return np.asarray(self.normalizer.unnormalize(x.double().numpy()))
+        return np.asarray(self.normalizer.unnormalize(x.double().cpu().numpy()))

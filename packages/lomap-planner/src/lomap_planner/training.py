@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from lomap_planner._checks import check_bool, check_int, check_real
 from lomap_planner.diffusion import GaussianDiffusion
 
 __all__ = ["DiffusionTrainer", "goal_conditions", "train_diffusion"]
@@ -95,8 +96,15 @@ class DiffusionTrainer:
         seed: int = 0,
         goal_features: int = 2,
     ) -> None:
-        w = windows if isinstance(windows, torch.Tensor) else torch.as_tensor(np.asarray(windows))
-        w = w.float()
+        if not isinstance(diffusion, GaussianDiffusion):
+            raise TypeError(f"diffusion must be a GaussianDiffusion, got {type(diffusion).__name__}")  # fmt: skip
+        if isinstance(windows, torch.Tensor):
+            w = windows.detach().float()
+        else:
+            arr = np.asarray(windows)
+            if arr.dtype.kind not in "fiu":
+                raise TypeError(f"windows must be a float array, got dtype {arr.dtype}")
+            w = torch.as_tensor(arr, device="cpu").float()
         if w.ndim != 3 or w.shape[1:] != (diffusion.horizon, diffusion.transition_dim):
             raise ValueError(
                 f"windows must have shape (n, {diffusion.horizon}, {diffusion.transition_dim})"
@@ -105,19 +113,22 @@ class DiffusionTrainer:
             raise ValueError("windows is empty")
         if not torch.isfinite(w).all():
             raise ValueError("windows contains NaN or inf")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if not (0.0 <= ema_decay < 1.0):
+        batch_size = check_int("batch_size", batch_size, 1)
+        lr = check_real("lr", lr, 0.0, strict=True)
+        ema_decay = check_real("ema_decay", ema_decay, 0.0)
+        if ema_decay >= 1.0:
             raise ValueError(f"ema_decay must be in [0, 1), got {ema_decay}")
+        seed = check_int("seed", seed, 0)
         obs_dim = diffusion.transition_dim - diffusion.action_dim
-        if not isinstance(goal_features, (int, np.integer)) or not 1 <= goal_features <= obs_dim:
+        if isinstance(goal_features, bool) or not isinstance(goal_features, numbers.Integral) or not 1 <= goal_features <= obs_dim:  # fmt: skip
             raise ValueError(
                 f"goal_features must be an int in [1, {obs_dim}], got {goal_features!r}"
             )
         self.diffusion, self.windows = diffusion, w
-        self.batch_size, self.ema_decay, self.goal_features = batch_size, ema_decay, goal_features
-        self.gen = torch.Generator().manual_seed(seed)
-        torch.manual_seed(seed)
+        self.batch_size, self.ema_decay = batch_size, ema_decay
+        self.goal_features = int(goal_features)
+        self.gen = torch.Generator(device="cpu").manual_seed(seed)
+        torch.manual_seed(seed)  # seeds the accelerators' generators too
         params = [p for p in diffusion.model.parameters() if p.requires_grad]
         self.lr = float(lr)
         self.opt = torch.optim.Adam(params, lr=lr)
@@ -125,13 +136,23 @@ class DiffusionTrainer:
         self.step = 0
 
     def fit(self, until: int, verbose: bool = False) -> list[float]:
-        """Train steps ``step + 1 .. until``; returns their losses."""
+        """Train steps ``step + 1 .. until``; returns their losses.
+
+        Batches are drawn on the CPU and trained on the diffusion model's device (the
+        windows are moved there once).
+        """
+        until = check_int("until", until, 0)
+        check_bool("verbose", verbose)
         if until < self.step:
             raise ValueError(f"until={until} is before the current step {self.step}")
-        d, w, losses = self.diffusion, self.windows, []
+        d, losses = self.diffusion, []
+        if self.windows.device != d.betas.device:
+            self.windows = self.windows.to(d.betas.device)
+        w = self.windows
         d.train()
         for _ in tqdm(range(self.step, until), disable=not verbose, desc="train"):
-            x0 = w[torch.randint(len(w), (self.batch_size,), generator=self.gen)]
+            idx = torch.randint(len(w), (self.batch_size,), generator=self.gen, device="cpu")
+            x0 = w[idx.to(w.device)]
             loss = d.loss(x0, goal_conditions(x0, d.action_dim, self.goal_features))
             self.opt.zero_grad()
             loss.backward()
@@ -157,7 +178,13 @@ class DiffusionTrainer:
             "optimizer": copy.deepcopy(self.opt.state_dict()),
             "generator": self.gen.get_state(),
             "torch_rng": torch.get_rng_state(),
+            **self._accelerator_rng(),
         }
+
+    def _accelerator_rng(self) -> dict:
+        """The CUDA generator's state when the model trains there (the loss draws from it)."""
+        dev = self.diffusion.betas.device
+        return {"cuda_rng": torch.cuda.get_rng_state(dev)} if dev.type == "cuda" else {}
 
     def load_state_dict(self, state: dict) -> None:
         """Resume from :meth:`state_dict`'s output (weights of the same architecture)."""
@@ -180,6 +207,9 @@ class DiffusionTrainer:
                 g["lr"] = self.lr
         self.gen.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
+        dev = self.diffusion.betas.device
+        if "cuda_rng" in state and dev.type == "cuda":
+            torch.cuda.set_rng_state(state["cuda_rng"], dev)
         self.step = int(state["step"])
 
 
@@ -227,8 +257,14 @@ def train_diffusion(
     list of float
         The training loss per step.
     """
-    if n_steps < 1:
-        raise ValueError(f"n_steps must be >= 1, got {n_steps}")
+    n_steps = check_int("n_steps", n_steps, 1)
+    check_bool("verbose", verbose)
+    if isinstance(checkpoints, str) or not all(
+        isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in checkpoints
+    ):
+        raise TypeError(f"checkpoints must be a sequence of int steps, got {checkpoints!r}")
+    if on_checkpoint is not None and not callable(on_checkpoint):
+        raise TypeError(f"on_checkpoint must be callable, got {type(on_checkpoint).__name__}")
     marks = sorted({int(s) for s in checkpoints})
     if any(not 1 <= s <= n_steps for s in marks):
         raise ValueError(f"checkpoints must lie in [1, n_steps={n_steps}], got {list(checkpoints)}")
