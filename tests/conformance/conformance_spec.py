@@ -30,7 +30,9 @@ options that change computation, constructor keywords for an estimator and keywo
 function; every value is a grid point, one option changed at a time from the example, and each
 point is held to determinism, no mutation, row order and pickling; a value given as
 ``{"grid_value": v, **keys}`` also replaces those entry keys, e.g. the example data a setting
-needs or the ``order`` its outputs have).
+needs or the ``order`` its outputs have); ``fixed`` (``{option: why}``: a switch, i.e. a keyword
+with a bool or string default, that stays off the grid, with the reason: it selects which class
+an entry's wrapper builds, another entry covers it, or it changes no number).
 
 Contract (checked by ``tests/conformance/test_conformance.py``): every bad input raises a
 ``ValueError`` or ``TypeError`` whose message names the offending argument, or returns a finite
@@ -148,8 +150,27 @@ COMMON = {
     "why",
     "output",
     "grid",
+    "fixed",
     "modules",
 }
+
+# keywords no entry needs to put on its grid: they change no number the contract compares
+NOT_OPTIONS = {"verbose", "device"}
+
+
+def switches(entry: Entry) -> list[str]:
+    """Keywords of an entry's call (constructor, for estimators) whose default is a bool or a
+    non-empty string: the switches a user flips. Each must be on the entry's grid, or listed in
+    its ``fixed`` with the reason it stays at the example's value."""
+    if entry.kind == "loader":
+        return []
+    fn = entry.raw["cls"] if entry.kind == "estimator" else entry.raw["call"]
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature
+        return []
+    return [p.name for p in params if p.name not in NOT_OPTIONS
+            and (isinstance(p.default, bool) or (isinstance(p.default, str) and p.default))]  # fmt: skip
 
 
 def parse(package: str, raw: Mapping[str, Any]) -> Entry:

@@ -32,6 +32,7 @@ from conformance_spec import (
     outputs,
     permute_output,
     same,
+    switches,
     take_rows,
     to_numpy,
     write_corrupt,
@@ -533,6 +534,20 @@ def test_every_package_declares_entry_points() -> None:
 
     declared = {e.package for e in ENTRIES}
     assert set(PACKAGES) <= declared, sorted(set(PACKAGES) - declared)
+
+
+def test_every_switch_is_on_the_grid_or_fixed() -> None:
+    """Issue #76 item 2: each switch (a keyword with a bool or string default) of an entry's
+    call is a grid point, or the entry says in ``fixed`` why it stays at the example's value."""
+    missing, stale = [], []
+    for e in CALLABLE:
+        grid, fixed = set(e.raw.get("grid") or {}), dict(e.raw.get("fixed") or {})
+        names = switches(e)
+        missing += [f"{e.id}: {n}" for n in names if n not in grid and n not in fixed]
+        stale += [f"{e.id}: {n}" for n in fixed if n not in names or n in grid]
+        assert all(isinstance(w, str) and w for w in fixed.values()), f"{e.id}: fixed needs reasons"
+    assert not missing, "switches neither on the grid nor fixed:\n" + "\n".join(missing)
+    assert not stale, "fixed names that are no switch, or are on the grid:\n" + "\n".join(stale)
 
 
 def test_registry_examples_are_not_shared_mutable_state() -> None:

@@ -30,6 +30,7 @@ from causal_ts import (
     soc_loss,
     window_labels,
 )
+from causal_ts.data import ANOMALY_KINDS
 from causal_ts.metrics import evaluate as _evaluate
 
 TINY = {
@@ -197,9 +198,10 @@ def entries() -> list[dict]:
             "score_type": ["cos"],
             "cd_reduce": ["mean", "last"],
             "nan_policy": ["ffill"],
+            "discoverer": ["neural"],
         },
         "VARResidual": {"reduce": ["mean", "last"], "nan_policy": ["ffill"]},
-        "IsolationForestWindows": {"nan_policy": ["ffill"]},
+        "IsolationForestWindows": {"nan_policy": ["ffill"], "max_samples": [8]},
         "PCAReconstruction": {"nan_policy": ["ffill"]},
     }
     for cls, init, params in (
@@ -282,7 +284,8 @@ def entries() -> list[dict]:
         {"name": "inject_anomalies", "call": lambda X, kind="spike", ratio=0.05: inject_anomalies(
             X, kind, ratio=ratio, seed=0)[0],
          "kwargs": {"X": Xte}, "arrays": {"X": {"kind": "float", "ndim": 2}},
-         "params": {"ratio": {"type": "float", "bad": [0.0, 1.5]}, "kind": {"type": "str", "bad": ["meteor"]}}},
+         "params": {"ratio": {"type": "float", "bad": [0.0, 1.5]}, "kind": {"type": "str", "bad": ["meteor"]}},
+         "grid": {"kind": [k for k in ANOMALY_KINDS if k != "spike"]}},
     ]  # fmt: skip
     graph = np.eye(Xtr.shape[1], dtype=bool) | np.eye(Xtr.shape[1], k=1, dtype=bool)
     for cls, init, params in (
@@ -320,6 +323,7 @@ def entries() -> list[dict]:
                        "decision_function:X": {"kind": "float", "ndim": 2}},
             "min_rows": {"fit:X": 12, "decision_function:X": 6},
             "params": {"epochs": {"type": "int", "bad": [0]}, "window": {"type": "int", "bad": [0]}},
+            "grid": {"encoder": ["gru", "mlp"], "bias_unit": ["standardized"], "nan_policy": ["ffill"]},
         }
     )  # fmt: skip
     out.append(
@@ -328,6 +332,7 @@ def entries() -> list[dict]:
             "kind": "estimator",
             "cls": VARGrangerDiscoverer,
             "init": {"lag": 1},  # sklearn's checks fit on 10-20 rows: a VAR(3) needs more
+            "grid": {"restricted": [False]},
             "sklearn": True,
             "expected_failed": {
                 "check_fit2d_1sample": (

@@ -142,6 +142,7 @@ def entries() -> list[dict]:
             "kwargs": {"node_attrs": ("label",)},
             "deterministic": False,  # a fresh cache object
             "params": {**attr_params, "backend": {"type": "str", "bad": ["bliss"]}},
+            "grid": {"backend": ["igraph", "networkx"]},  # nauty: an optional dependency
         },
         {
             "name": "molecule_reward",
@@ -501,7 +502,7 @@ def _exact_entries() -> list[dict]:
                     "why": "|Aut(triangle)| = 3! = 6"}]},
         {"name": "action_tb_residuals",
          "call": lambda beta=1.0, corrected=True: _residuals(beta, corrected),
-         "kwargs": {},
+         "kwargs": {}, "grid": {"corrected": [False]},
          "known": [{"kwargs": {}, "check": lambda r: float(np.abs(r).max()) < 1e-12,
                     "why": "the flow-matching state policy minimises action-level TB exactly "
                            "for the symmetry-corrected reward (SA-GFN's reward scaling)"},
@@ -647,6 +648,7 @@ def _env_entries() -> list[dict]:
                    {"kwargs": {"graph": _path(4)}, "raises": ["graph"], "check": None,
                     "why": "four nodes: not in the 3-node space"}]},
         {"name": "estimate_log_likelihood", "call": _loglik, "kwargs": {},
+         "grid": {"correction": ["approximate", "none"]},
          "params": {"n_samples": {**ints, "good": 8}, "correction": {"type": "str", "bad": ["wl"]},
                     "seed": {"type": "int", "bad": [-1], "good": 0},
                     "graphs": {"bad": [[], _path(2), [nx.Graph()], [_path(4)]]},
@@ -684,6 +686,7 @@ def _policy_entries() -> list[dict]:
                     "n_layers": {"type": "int", "bad": [0], "good": 1},
                     "seed": {"type": "int", "bad": [-1, 0.5], "good": 0},
                     "backward": {"bad": ["no"]}, "graphs": {"bad": [[_path(4)], nx.Graph()]}},
+         "grid": {"backward": [True]},
          "known": [{"kwargs": {}, "check": lambda r: r["logits"].shape == (sum(r["n_actions"]),)
                     and r["log_flow"].shape == (2,),
                     "why": "one logit per valid forward action of every graph; one flow per graph"},

@@ -78,6 +78,8 @@ def entries() -> list[dict]:
                 "grid": {
                     # per-token losses follow the tokens' order
                     "reduction": [{"grid_value": "none", "order": "equivariant"}, "sum"],
+                    # off: the same value without the NaN/inf scan (no device sync)
+                    "check_finite": [False],
                     **({"detach_weights": [False]} if fn is K.adaptive_kl else {}),
                 },
             }
@@ -139,6 +141,8 @@ def entries() -> list[dict]:
                     "order": "invariant",
                     "params": {"name": {"type": "str", "bad": ["kl"]},
                                "temperature": {"type": "float", "bad": [0.0, float("nan")]}},
+                    "fixed": {"name": "selects the loss this entry covers (fkl and bdl each have "
+                                      "one; every loss has its own functional entry)"},
                     "known": [{"kwargs": {"student_logits": zs, "teacher_logits": zt},
                                "check": lambda v, fn=fn: torch.allclose(v, fn(zs, zt)),
                                "why": "the short name gives the named loss"}],
@@ -339,6 +343,7 @@ def _data_entries() -> list[dict]:
          # the scores are checked by test_dakd.py::test_sampler_bad_input (length, NaN)
          "params": {"prune_ratio": {"type": "float", "bad": [-0.1, 1.0]},
                     "strategy": {"type": "str", "bad": ["hardest"]}},
+         "grid": {"strategy": ["random", "resample"]},
          "known": [{"kwargs": {"scores": scores}, "check": lambda idx: len(idx) == 14 and len(
              set(idx.tolist())) == 14, "why": "30% pruned: 14 distinct samples of 20 kept"}]},
         {"name": "dataset_nll", "call": lambda tokens, batch_size=2: K.dataset_nll(

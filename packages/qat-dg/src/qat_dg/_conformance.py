@@ -172,6 +172,9 @@ def _module(kind: str) -> torch.nn.Module:
     return m.double().eval() if not kind.startswith("Int8") else m.eval()
 
 
+_ONE_PER_CLASS = "selects the class this entry covers (one entry per class)"
+
+
 def _forward(kind: str, x):
     """The module's output on ``x`` (flattened first for the linear layers)."""
     m = _module(kind)
@@ -191,6 +194,7 @@ def _module_entries(X: np.ndarray, W: np.ndarray) -> list[dict]:
             "call": lambda x, kind=kind: _forward(kind, x),
             "kwargs": {"x": X},
             "modules": lambda kind=kind: [_module(kind)],
+            "fixed": {"kind": _ONE_PER_CLASS},
             # building blocks follow torch.nn (NaN propagates, an empty batch gives an empty
             # output; a check per forward would cost a device sync): the algorithms validate
             # their batches upstream. Determinism, pickling, devices and bf16 are checked here.
@@ -212,6 +216,7 @@ def _module_entries(X: np.ndarray, W: np.ndarray) -> list[dict]:
                     "why": "the three convolutions of SmallCNN are quantized"}]},
         {"name": "is_quantized", "call": lambda quantized=True: qat_dg.is_quantized(
             model() if quantized else qat_dg.SmallCNN(1, 3, 4)), "kwargs": {},
+         "grid": {"quantized": [False]},
          "known": [{"kwargs": {"quantized": False}, "check": lambda b: b is False,
                     "why": "a float model is not quantized"}]},
         {"name": "quantized_modules", "call": lambda: [n for n, _ in qat_dg.quantized_modules(model())],
@@ -232,7 +237,10 @@ def _module_entries(X: np.ndarray, W: np.ndarray) -> list[dict]:
          "known": [{"kwargs": {}, "check": lambda k: k == ["features.0", "features.3", "features.6"],
                     "why": "one record per quantized layer"}]},
         {"name": "to_int8", "call": lambda mode="weight_only": _int8(X, mode), "kwargs": {},
-         "params": {"mode": {"type": "str", "bad": ["int4"]}}},
+         "params": {"mode": {"type": "str", "bad": ["int4"]}}, "grid": {"mode": ["static"]},
+         "known": [{"kwargs": {"mode": "static"},
+                    "check": lambda y: np.allclose(y, _int8(X, "weight_only"), atol=0.5),
+                    "why": "calibrated int8 activations stay near the weight-only model's outputs"}]},
         {"name": "dequantize_export", "call": _export_exact, "kwargs": {"_": 0},
          "known": [{"kwargs": {"_": 0}, "check": bool,
                     "why": "dequantize_export(export_quantized(m)) equals the fake-quantized weights"}]},
@@ -252,7 +260,8 @@ def _lsq(weight, bits, per_channel):
 
 def _int8(x, mode):
     torch.manual_seed(0)
-    m = qat_dg.to_int8(quantize_model(qat_dg.SmallCNN(1, 3, 4), bits=7).eval(), mode)
+    calib = torch.as_tensor(x).float() if mode == "static" else None
+    m = qat_dg.to_int8(quantize_model(qat_dg.SmallCNN(1, 3, 4), bits=7).eval(), mode, calib)
     with torch.no_grad():
         return m(torch.as_tensor(x).float()).numpy()
 
@@ -684,6 +693,7 @@ def _training_entries() -> list[dict]:
                     "check": lambda r: r["n_steps"] == 10 and r["test_envs"] == [1, 2],
                     "why": "numpy ints are stored as ints; test_envs as a list"}]},
         {"name": "train_domain", "call": _domain, "kwargs": {},
+         "grid": {"algorithm": ["QTDoG", "SAM", "SWAD"]},
          "params": {"test_env": {"type": "int", "bad": [3, -1, 1.7, True]},
                     "algorithm": {"type": "str", "bad": ["FedAvg"]},
                     "hparams": {"bad": [[("lr", 1e-3)], {"lr": -1.0}]},
@@ -697,6 +707,8 @@ def _training_entries() -> list[dict]:
                     "check": lambda r: r["threads_kept"],
                     "why": "the caller's thread count is restored (was left at cfg.threads)"}]},
         {"name": "train_loo", "call": _loo, "kwargs": {},
+         "fixed": {"algorithm": "train_loo runs train_domain once per domain; train_domain's "
+                                "grid covers the algorithms"},
          "params": {"algorithm": {"type": "str", "bad": ["FedAvg"]},
                     "cfg": {"bad": [qat_dg.TrainConfig(**_FAST, test_envs=[0, 5]), "cfg"]}},
          "known": [{"kwargs": {"cfg": qat_dg.TrainConfig(**_FAST, test_envs=[2, 0])},

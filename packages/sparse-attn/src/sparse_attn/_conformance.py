@@ -188,6 +188,7 @@ def _cache_entries() -> list[dict]:
              "kwargs": {"q": q, "k": k, "v": v},
              "arrays": {x: {"kind": "float", "ndim": 4} for x in "qkv"},
              "params": {"layer": {"type": "int", "bad": [-1, 2]}},
+             "fixed": {"kind": "selects the cache this entry covers (one entry per cache)"},
              "known": [{"kwargs": {"q": q, "k": k, "v": v},
                         "check": functools.partial(
                             lambda o, kind: torch.allclose(o, _full(q, k, v, kind), atol=1e-10),
@@ -198,9 +199,35 @@ def _cache_entries() -> list[dict]:
     return out
 
 
+@functools.cache
+def _estimator() -> torch.nn.Module:
+    """A RegionScoreEstimator for head size 8 (the example's), built once in float64."""
+    torch.manual_seed(0)
+    from sparse_attn import RegionScoreEstimator
+
+    return RegionScoreEstimator(8).double().eval()
+
+
+def _region(q, k, v, region_size=64, top_k=8, score="minmax_bound", include_own_region=True,
+            enable_gqa=False, return_stats=False):  # fmt: skip
+    """region_attention; ``score="learned"`` uses the cached estimator, ``"random"`` a seeded
+    generator."""
+    extra = {"estimator": _estimator()} if score == "learned" else {}
+    if score == "random":
+        extra["generator"] = torch.Generator(device="cpu").manual_seed(0)
+    with torch.no_grad():
+        return region_attention(q, k, v, region_size=region_size, top_k=top_k, score=score,
+                                include_own_region=include_own_region, enable_gqa=enable_gqa,
+                                return_stats=return_stats, **extra)  # fmt: skip
+
+
+_ONE_PER_KIND = "selects the layer kind this entry covers (one entry per kind)"
+
+
 def entries() -> list[dict]:
     q, k, v = _qkv()
     qkv = {"q": q, "k": k, "v": v}
+    gqa = {"q": q, "k": k[:, :1], "v": v[:, :1]}  # two query heads share one key/value head
     arrays = {"q": {"kind": "float", "ndim": 4}, "k": {"kind": "float", "ndim": 4},
               "v": {"kind": "float", "ndim": 4}}  # fmt: skip
     rows = [["q", "k", "v"]]
@@ -222,23 +249,37 @@ def entries() -> list[dict]:
                     "gqa_pooling": {"type": "str", "bad": ["mean"]}},
          "grid": {"backend": ["blocksparse", "flex", "torch", "reference"],
                   "gqa_pooling": ["shared"], "window_rule": ["paper"],
-                  "return_stats": [True]},
+                  "return_stats": [True],
+                  "enable_gqa": [{"grid_value": True,
+                                  "kwargs": {**gqa, "group_size": 4, "local_window": 8}}]},
+         "fixed": {"is_causal": "CCA-Attention is causal only: is_causal=False raises (known case)"},
          "known": [{"kwargs": {**qkv, "group_size": 4, "local_window": 8},
                     "check": lambda out: torch.allclose(out, ref, atol=1e-10),
-                    "why": "equals the naive per-query CCA of the paper's Eqs. 1-4"}]},
-        {"name": "region_attention", "call": region_attention,
+                    "why": "equals the naive per-query CCA of the paper's Eqs. 1-4"},
+                   {"kwargs": {**qkv, "group_size": 4, "local_window": 8, "is_causal": False},
+                    "raises": ["is_causal"], "why": "no bidirectional CCA"},
+                   {"kwargs": {**gqa, "group_size": 4, "local_window": 8, "enable_gqa": True},
+                    "check": lambda out: torch.allclose(out, naive_cca_attention(
+                        q, k[:, :1].expand(-1, 2, -1, -1), v[:, :1].expand(-1, 2, -1, -1),
+                        group_size=4, local_window=8), atol=1e-10),
+                    "why": "GQA equals the key/value head repeated for both query heads"}]},
+        {"name": "region_attention", "call": _region, "modules": lambda: [_estimator()],
          "kwargs": {**qkv, "region_size": 8, "top_k": 2},
          "arrays": arrays, "rows": rows, "order": "equivariant",
          "params": {"region_size": {"type": "int", "bad": [0]},
                     "top_k": {"type": "int", "bad": [0]},
                     "score": {"type": "str", "bad": ["max"]}},
-         "grid": {"include_own_region": [False], "return_stats": [True]},
+         "grid": {"include_own_region": [False], "return_stats": [True],
+                  # random regions are drawn per batch row: a permutation draws others
+                  "score": ["learned", {"grid_value": "random", "order": None}],
+                  "enable_gqa": [{"grid_value": True,
+                                  "kwargs": {**gqa, "region_size": 8, "top_k": 2}}]},
          "known": [{"kwargs": {**qkv, "region_size": 8, "top_k": 5},
                     "check": lambda out: torch.allclose(
                         out, dense_attention(q, k, v, is_causal=False), atol=1e-10),
                     "why": "top_k = every region is dense bidirectional attention"}]},
         {"name": "CCAAttention.forward", "call": _attend, "kwargs": {"x": hidden},
-         "modules": lambda: [_layer("cca")],
+         "modules": lambda: [_layer("cca")], "fixed": {"kind": _ONE_PER_KIND},
          "arrays": {"x": {"kind": "float", "ndim": 3}}, "rows": [["x"]], "order": "equivariant",
          "known": [{"kwargs": {"x": hidden},
                     "check": lambda out: torch.allclose(out, _decoded(hidden), atol=1e-10),
@@ -255,6 +296,8 @@ def entries() -> list[dict]:
          "kwargs": {**qkv, "num_sink": 2, "window": 6}, "arrays": arrays, "rows": rows,
          "order": "equivariant",
          "params": {"num_sink": {"type": "int", "bad": [-1]}, "window": {"type": "int", "bad": [0]}},
+         "grid": {"enable_gqa": [{"grid_value": True,
+                                  "kwargs": {**gqa, "num_sink": 2, "window": 6}}]},
          "known": [{"kwargs": {**qkv, "num_sink": 0, "window": 6},
                     "check": lambda out: torch.allclose(
                         out, sliding_window_attention(q, k, v, 6), atol=1e-10),
@@ -286,10 +329,12 @@ def entries() -> list[dict]:
          "params": {"length": {"type": "int", "bad": [-1]}, "group_size": {"type": "int", "bad": [0]},
                     "local_window": {"type": "int", "bad": [0]}}},
         {"name": "dense_attention", "call": dense_attention, "kwargs": dict(qkv),
-         "arrays": arrays, "rows": rows, "order": "equivariant"},
+         "arrays": arrays, "rows": rows, "order": "equivariant",
+         "grid": {"is_causal": [False], "enable_gqa": [{"grid_value": True, "kwargs": dict(gqa)}]}},
         {"name": "sliding_window_attention", "call": sliding_window_attention,
          "kwargs": {**qkv, "window": 6}, "arrays": arrays, "rows": rows,
-         "order": "equivariant", "params": {"window": {"type": "int", "bad": [0]}}},
+         "order": "equivariant", "params": {"window": {"type": "int", "bad": [0]}},
+         "grid": {"enable_gqa": [{"grid_value": True, "kwargs": {**gqa, "window": 6}}]}},
         {"name": "grid_regions", "call": grid_regions, "kwargs": {"coords": coords, "tile": 2},
          "arrays": {"coords": {"kind": "int", "ndim": 2}}, "rows": [["coords"]],
          "order": None, "params": {"tile": {"type": "int", "bad": [0]}}},
@@ -397,6 +442,7 @@ def _module_entries(feats, coords) -> list[dict]:
             "call": lambda features, coords, k=k: _run(k, features, coords),
             "kwargs": {"features": feats, "coords": coords},
             "modules": lambda k=k: [_module(k)],
+            "fixed": {"k": "selects the MIL model this entry covers (one entry per model)"},
         }
         for k in _MIL
     ]

@@ -287,7 +287,12 @@ def region_attention(
         elif score == "learned":
             rank = estimator(qc, kmin, kmax).to(bound.dtype)
         else:
-            rank = torch.rand(bound.shape, generator=generator, dtype=bound.dtype).to(q.device)
+            where = (
+                generator.device if generator is not None else q.device
+            )  # a CPU generator: same draws on every device
+            rank = torch.rand(bound.shape, generator=generator, dtype=bound.dtype, device=where).to(
+                q.device
+            )
         sel_rank = rank
         if include_own_region:
             own = torch.nn.functional.one_hot(ids[a:b], m).bool()
