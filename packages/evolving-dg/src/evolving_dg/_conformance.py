@@ -48,6 +48,14 @@ def entries() -> list[dict]:
     X = tgt[0][0]
     fast = {"epochs": 1, "iters_per_epoch": 3, "width": 16, "batch_per_domain": 8}
     out = []
+    digits = edg.make_rotated_digits(angles=(0, 30, 60, 90, 120), size=8, seed=0).domains
+    img_src, Ximg = [(x[:40], y[:40]) for x, y in digits[:4]], digits[4][0][:12]
+    cnn = {
+        "grid_value": "cnn",
+        "fit": {"domains": img_src},  # (C, H, W) images for the CNN
+        "methods": {"predict_proba": {"X": Ximg}, "predict": {"X": Ximg}},
+        "arrays": {"predict_proba:X": {"kind": "float", "ndim": 4}},
+    }
     GRIDS = {
         "SYNC": {"use_mi": [False], "use_static_causal": [False], "use_dynamic_causal": [False],
                  "sigma_param": ["consistent"], "causal_grad": ["encoder"],
@@ -80,7 +88,7 @@ def entries() -> list[dict]:
                 "rows": [["predict_proba:X"]],
                 "order": "equivariant",
                 "params": {**params, "device": {"type": "str", "bad": ["warp-drive"]}},
-                "grid": GRIDS.get(cls.__name__, {}),
+                "grid": {**GRIDS.get(cls.__name__, {}), "backbone": [cnn]},
             }
         )
     for fn, kw, params in (
@@ -187,6 +195,7 @@ def _more_entries() -> list[dict]:
                     "n_source": {"type": "int", "bad": [2, 5]},
                     "n_val": {"type": "int", "bad": [-1]},
                     "name": {"type": "str"}},
+         "fixed": {"name": "a label for the dataset (kept as given; no number depends on it)"},
          "known": [{"kwargs": {"domains": _DOMAINS},
                     "check": lambda r: r["sizes"] == [3, 1, 1] and r["input_shape"] == (2,)
                     and r["first_target_y"] == [0, 1, 0, 1, 0, 1],
@@ -197,7 +206,7 @@ def _more_entries() -> list[dict]:
                     "why": "info is a dict"}]},
         {"name": "SYNCNet.encode_static", "call": _encode_static, "kwargs": {"X": X},
          "modules": lambda: [_syncnet()]},
-        {"name": "ablation", "call": lambda variant="B": [
+        {"name": "ablation", "grid": {"variant": ["A", "C", "D"]}, "call": lambda variant="B": [
             edg.ablation(variant).get_params()[f] for f in flags], "kwargs": {},
          "params": {"variant": {"type": "str", "bad": ["E"]}},
          "known": [{"kwargs": {"variant": "C"}, "check": lambda v: v == [True, True, False],

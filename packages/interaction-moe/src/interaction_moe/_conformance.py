@@ -326,6 +326,7 @@ def _module_entries() -> list[dict]:
             for i in range(2)]  # fmt: skip
     return [
         {"name": f"{kind}.forward", "call": lambda embs, kind=kind: _fused(kind, embs),
-         "kwargs": {"embs": embs}, "modules": lambda kind=kind: [_module(kind)]}
+         "kwargs": {"embs": embs}, "modules": lambda kind=kind: [_module(kind)],
+         "fixed": {"kind": "selects the fusion model this entry covers (one entry per model)"}}
         for kind in (*_FUSIONS, "I2MoE")
     ]  # fmt: skip

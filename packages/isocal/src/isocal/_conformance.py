@@ -136,6 +136,7 @@ def entries() -> list[dict]:
                 },
                 "sklearn": True,
                 "grid": {"ensemble": [False]},
+                "fixed": {"method": "one entry per method (nafir, scir, temperature)"},
                 "expected_failed": {}
                 if method != "nafir"
                 else {

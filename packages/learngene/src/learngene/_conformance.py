@@ -664,6 +664,7 @@ def _family_entries() -> list[dict]:
             "name": "GraphHyperNetwork",
             "call": _ghn_params,
             "kwargs": {},
+            "grid": {"scale": ["fan_in"]},
             "params": {
                 "hid": {"type": "int", "bad": [0, 3], "good": 8},
                 "heads": {"type": "int", "bad": [0], "good": 2},
@@ -775,6 +776,7 @@ def _training_entries() -> list[dict]:
          "known": [{"kwargs": {}, "check": lambda r: r["untouched"] and len(r["curve"]) == 2,
                     "why": "a fine-tuned copy (the input net is untouched); one accuracy per epoch"}]},
         {"name": "prepare_for_finetuning", "call": _prepared, "kwargs": {},
+         "grid": {"spectrum": ["keep"], "reset_head": [False], "reset_tokens": [False]},
          "params": {"spectrum": {"type": "str", "bad": ["svd"]}, "reset_head": {"bad": ["no", 1]},
                     "reset_tokens": {"bad": [None]}, "seed": {"type": "int", "bad": [-1], "good": 0},
                     "net": {"bad": ["net"]}},

@@ -334,6 +334,7 @@ def entries() -> list[dict]:
             "call": lambda name_or_spec="umaze": get_layout(name_or_spec).astype(float),
             "kwargs": {},
             "params": {"name_or_spec": {"type": "str", "bad": ["huge"]}},
+            "grid": {"name_or_spec": ["medium", "large", "tiny"]},
             "known": [
                 {
                     "kwargs": {"name_or_spec": "####\\#OO#\\####"},
@@ -550,6 +551,7 @@ def _window_entries(data, x) -> list[dict]:
          "kwargs": {},
          "params": {"n_subgoals": {"type": "int", "bad": [0]}, "jump": {"type": "int", "bad": [0]},
                     "include_actions": {"type": "bool", "bad": [1]}},
+         "grid": {"include_actions": [True]},
          "known": [{"kwargs": {},
                     "check": lambda hl: np.array_equal(hl[0], make_windows(data, 7, include_actions=False)[:, ::3])
                     and np.array_equal(hl[1], make_windows(data, 4, include_actions=False)),
@@ -847,7 +849,8 @@ def _planner_entries(windows) -> list[dict]:
                     "predict_epsilon": {"bad": ["no"]}, "clip_denoised": {"bad": [1]},
                     "guide_scale": {"type": "float", "bad": [-1.0, float("nan"), "1"], "good": 0.0},
                     "return_chain": {"bad": ["yes"]}},
-         "grid": {"predict_epsilon": [True], "clip_denoised": [False], "guide_scale": [0.5]},
+         "grid": {"predict_epsilon": [True], "clip_denoised": [False], "guide_scale": [0.5],
+                  "return_chain": [True]},
          "known": [{"kwargs": {"conditions": _conds()}, "check": _inpainted,
                     "why": "the start state and the goal position are inpainted exactly"},
                    {"kwargs": {"conditions": _conds(), "return_chain": True},
@@ -1065,7 +1068,7 @@ def _env_entries() -> list[dict]:
          "params": {"n_steps": {"type": "int", "bad": [0, True], "good": 40},
                     "layout": {"bad": ["tiny", 1]}, "noisy": {"bad": ["yes"]},
                     "seed": {"type": "int", "bad": [-1], "good": 0}, "verbose": {"bad": [0]}},
-         "grid": {"noisy": [False]},
+         "grid": {"noisy": [False], "layout": ["medium"]},
          "known": [{"kwargs": {}, "check": lambda d: _valid_maze2d(d, 40),
                     "why": "a valid D4RL-layout dataset, last step a timeout"}]},
     ]  # fmt: skip

@@ -311,6 +311,7 @@ def entries() -> list[dict]:
                                "parent_hidden": b, "w_cos": 0.0, "w_kl": 0.0, "w_lm": 0.0},
                     "raises": ["w_cos"], "why": "all weights 0"}]},
         {"name": "infer_block_configs", "call": _infer, "kwargs": {},
+         "grid": {"drop_layer_1_ffn": [True]},
          "known": [{"kwargs": {}, "check": lambda names: names == ["gqa1/ffn16", "linear/noop"],
                     "why": "the variants read back off the state_dict"},
                    {"kwargs": {"drop_layer_1_ffn": True}, "check": lambda names: names[0].endswith("noop"),
@@ -370,7 +371,9 @@ def _mip_tables():
     )
     kl = np.random.default_rng(0).random((cfg.n_layers, len(space.variants())))
     kl[:, 0] = 0.0
-    scores = npz.ScoreTable(space.variants(), {"kl": kl})
+    rng = np.random.default_rng(1)  # two more metrics, for the objective grid
+    lm, acc = kl + rng.random(kl.shape), 1.0 - kl
+    scores = npz.ScoreTable(space.variants(), {"kl": kl, "lm_loss": lm, "top1_acc": acc})
     cons = npz.Constraints(
         latency_max_s=0.6 * costs.model_totals([0] * cfg.n_layers, 8)["runtime_s"]
     )
@@ -455,7 +458,7 @@ def _mip_entries() -> list[dict]:
                     "time_limit_s": {"type": "float", "bad": [-1.0]}},
          "known": [{"kwargs": {}, "check": lambda r: abs(r[1] - brute) < 1e-12,
                     "why": "HiGHS reaches the brute-force optimum under a 60 % latency budget"}],
-         "grid": {"solver": ["brute"]}},
+         "grid": {"solver": ["brute"], "objective": ["lm_loss", "top1_acc"]}},
         {"name": "solve_many", "call": _solve_many, "kwargs": {},
          "params": {"n": {"type": "int", "bad": [0, -1]},
                     "alpha": {"type": "float", "bad": [-0.1, 1.5, float("nan")]}},
@@ -464,6 +467,7 @@ def _mip_entries() -> list[dict]:
                                            for j in range(i)),
                     "why": "every pair of the diverse solutions shares at most floor(0.7 * 3) layers"}]},
         {"name": "solve_library_dict", "call": _library, "kwargs": {},
+         "grid": {"solver": ["brute"], "minimize": [False], "objective": ["stats.ms"]},
          "params": {"objective": {"type": "str", "bad": ["metrics.mmlu"]},
                     "solver": {"type": "str", "bad": ["gurobi"]}},
          "known": [{"kwargs": {}, "check": lambda r: r[1] == ["a", "b"] and abs(r[0] - 0.1) < 1e-12,
@@ -610,7 +614,7 @@ def _unit_entries() -> list[dict]:
                    {"kwargs": {"x": torch.zeros(3, 5, dtype=torch.float64)}, "raises": ["x"],
                     "check": None, "why": "a width other than d_model"}]},
         {"name": "count_units", "call": _count_units, "kwargs": {},
-         "params": {"mode": {"type": "str", "bad": ["hybrid"]}},
+         "params": {"mode": {"type": "str", "bad": ["hybrid"]}}, "grid": {"mode": ["coupled"]},
          "known": [{"kwargs": {}, "check": lambda n: n == (6 - 2 + 9 - 2) * 6,
                     "why": "paper menu decoupled: (m - 2 + n - 2) L = 66 (spec A5)"},
                    {"kwargs": {"mode": "coupled"}, "check": lambda n: n == 6 * 9 * 6 - 2 * 6,
@@ -1400,6 +1404,7 @@ def _run_entries() -> list[dict]:
                    {"kwargs": {"model": torch.nn.Linear(2, 2)}, "raises": ["model"],
                     "check": None, "why": "not a HeteroDecoder"}]},
         {"name": "sweep_batch_sizes", "call": _sweep, "kwargs": {},
+         "grid": {"objective": ["lm_loss", "top1_acc"]},
          "params": {"batch_sizes": {"bad": [(), (3,), "18", 8, (0,), (8.5,)]}},
          "known": [{"kwargs": {}, "check": _each_alone_no_better,
                     "why": "the sweep keeps the best of the per-batch-size optima"},

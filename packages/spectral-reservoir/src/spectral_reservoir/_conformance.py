@@ -209,6 +209,12 @@ def entries() -> list[dict]:
             "order": "equivariant",
             "min_rows": {"X": 2},
             "params": {"n_reservoir": {"type": "int", "bad": [0]}},
+            "grid": {
+                "bidirectional": [False],
+                "period_mode": ["base"],
+                "period_source": ["first"],
+                "normalize": ["series"],
+            },
         },
         {
             "name": "SARCClassifierCV",
@@ -224,6 +230,10 @@ def entries() -> list[dict]:
             "min_rows": {"X": 4},
             "params": {"cv": {"type": "int", "bad": [1, 0]}},
             "grid": {"per_fold_transform": [True]},
+            "fixed": {
+                "param_grid": "'paper' is the paper's full search (too many fits for a contract "
+                "run); the example's explicit grid runs the same search code"
+            },
         },
         {
             "name": "SARCTransformer",
@@ -240,7 +250,12 @@ def entries() -> list[dict]:
             "rows": [["transform:X"], ["X"]],
             "order": "equivariant",
             "params": {"top_k": {"type": "int", "bad": [0]}},
-            "grid": {"bidirectional": [False], "normalize": ["series", False]},
+            "grid": {
+                "bidirectional": [False],
+                "normalize": ["series", False],
+                "period_mode": ["base"],
+                "period_source": ["first"],
+            },
         },
         {
             "name": "extract_periods",
@@ -275,6 +290,7 @@ def entries() -> list[dict]:
             "rows": [["c"]],
             "order": "equivariant",
             "params": {"wavelet": {"type": "str", "bad": ["nope"]}},
+            "grid": {"wavelet": ["haar", "sym5"]},
             "known": [
                 {
                     "kwargs": {"c": X[:6, 0]},
@@ -368,6 +384,7 @@ def entries() -> list[dict]:
                 "ridge": {"type": "float", "bad": [0.0, -1.0, float("nan"), float("inf")]},
                 "skip_regressor": {"type": "bool", "bad": ["yes"]},
             },
+            "grid": {"skip_regressor": [False]},
             "known": [
                 {
                     "kwargs": {"ridge": 0.7},
@@ -433,6 +450,7 @@ def entries() -> list[dict]:
                 "name": {"type": "str", "bad": ["NotAProblem"]},
                 "split": {"type": "str", "bad": ["valid"]},
             },
+            "grid": {"split": ["test"]},
             "known": [
                 {
                     "kwargs": {"name": "ArrowHead", "split": "test"},

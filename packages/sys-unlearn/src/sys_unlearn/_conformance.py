@@ -120,6 +120,7 @@ def entries() -> list[dict]:
             "name": "states_equal",
             "call": _states,
             "kwargs": {},
+            "fixed": {"nan": "the wrapper's switch for the known case that a NaN state raises"},
             "params": {"atol": {"type": "float", "bad": [-1.0, float("nan")]}},
             "known": [{"kwargs": {}, "check": lambda r: r == (True, 0.0), "why": "a state equals its copy"},
                       {"kwargs": {"nan": True}, "raises": ["a, b"], "why": "a NaN in a stored state"}],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 
 import numpy as np
 import torch
@@ -298,6 +299,10 @@ def entries() -> list[dict]:
                 "params": {**params, "epochs": {"type": "int", "bad": [0]}}
                 if "epochs" in _init_keys(cls)
                 else params,
+                # CAP's entry runs every prompt (coop included); the baselines share its model
+                "grid": {"prompt": ["class_offset", "linear_probe"]}
+                if "prompt" in inspect.signature(cls).parameters
+                else {},
             }
         )
     return [*out, *_module_entries(), *_data_entries(task), *_task_entries()]
@@ -415,7 +420,8 @@ def _module_entries() -> list[dict]:
     x = torch.randn(5, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     return [
         {"name": f"{k}.forward", "call": lambda x, k=k: _forward(k, x), "kwargs": {"x": x},
-         "modules": lambda k=k: [_module(k)]}
+         "modules": lambda k=k: [_module(k)],
+         "fixed": {"k": "selects the module this entry covers (one entry per module)"}}
         for k in ("Adapter", "PromptModel")
     ]  # fmt: skip
 
@@ -473,6 +479,7 @@ def _task_entries() -> list[dict]:
          "params": {"class_texts": {"bad": ["cat", [], ["cat.", 3], ["cat.", "cat."], ["cat.", ""]]},
                     "context": {"bad": ["", 3]},
                     "backbone": {"bad": ["clip", torch.nn.Linear(2, 2)]}},
+         "grid": {"context": ["an image of a"]},
          "known": [{"kwargs": {"class_texts": ["cat", "dog"]},
                     "check": lambda r: r["n_ctx"] == 4 and np.allclose(
                         r["features"].numpy(), _template_features(["cat", "dog"]), atol=1e-5),
