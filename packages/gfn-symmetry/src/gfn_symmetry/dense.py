@@ -35,7 +35,7 @@ from gfn_symmetry.dense_env import DenseGraphEnv
 from gfn_symmetry.dense_policy import DenseGraphPolicy
 from gfn_symmetry.env import STOP
 from gfn_symmetry.exact import StateSpace, state_policy_distribution
-from gfn_symmetry.gflownet import _check_training_args, _normalise_correction
+from gfn_symmetry.gflownet import _check_training_args, _checked_device, _normalise_correction
 from gfn_symmetry.losses import detailed_balance_loss, trajectory_balance_loss
 from gfn_symmetry.rewards import _warn_reward_scale, log_reward
 
@@ -242,13 +242,7 @@ class DenseGFlowNet:
         return next(self.policy.parameters()).device
 
     def _check_device(self) -> torch.device:
-        dev = self.device
-        if self.log_z.device != dev:
-            raise ValueError(
-                f"the policy moved to {dev} after the DenseGFlowNet was built (log Z is on "
-                f"{self.log_z.device}): move the policy first, then build the DenseGFlowNet"
-            )
-        return dev
+        return _checked_device(self.policy, self.log_z, type(self).__name__)
 
     def _policy(self, ids: torch.Tensor, dev: torch.device):
         """The policy on table rows ``ids`` (CPU), run on ``dev``."""

@@ -109,6 +109,17 @@ def _clip_grad_norm(params, max_norm: float) -> None:
                 g.mul_(max_norm / (norm + 1e-6))
 
 
+def _checked_device(policy: torch.nn.Module, log_z: torch.Tensor, trainer: str) -> torch.device:
+    """The policy's device, refusing a policy moved after its trainer built log Z."""
+    dev = next(policy.parameters()).device
+    if log_z.device != dev:
+        raise ValueError(
+            f"the policy moved to {dev} after the {trainer} was built (log Z is on "
+            f"{log_z.device}): move the policy first, then build the {trainer}"
+        )
+    return dev
+
+
 def _normalise_correction(value: object, allowed: tuple[str, ...] = _CORRECTIONS) -> str:
     if value is True:
         return "reward_scaling"
@@ -293,13 +304,7 @@ class GFlowNet:
         return next(self.policy.parameters()).device
 
     def _check_device(self) -> torch.device:
-        dev = self.device
-        if self.log_z.device != dev:
-            raise ValueError(
-                f"the policy moved to {dev} after the GFlowNet was built (log Z is on "
-                f"{self.log_z.device}): move the policy first, then build the GFlowNet"
-            )
-        return dev
+        return _checked_device(self.policy, self.log_z, type(self).__name__)
 
     # -- sampling ------------------------------------------------------------------
     @torch.no_grad()
