@@ -511,6 +511,7 @@ def modes_table(run, env, seeds, steps, n_samples, methods, batch_size):
             ["vanilla* (exact optimum)", None, None, f"{fixed[modes].sum():.3f}",
              f"{(fixed[modes] / target[modes]).min():.2f}", f"{l1_distance(fixed, target):.3f}",
              None]]  # fmt: skip
+    per_seed = {}
     for m, c in methods.items():
         rs = [
             run_method(
@@ -520,6 +521,9 @@ def modes_table(run, env, seeds, steps, n_samples, methods, batch_size):
         ]
         mass = [r["p"][modes].sum() for r in rs]
         worst = [(r["p"][modes] / target[modes]).min() for r in rs]
+        per_seed[m] = {"modes_found": [r["top"] for r in rs], "distinct": [r["unique"] for r in rs],
+                       "mode_mass": mass, "min_p_over_target": worst,
+                       "l1": [r["l1"] for r in rs], "cpu_s": [r["time"] for r in rs]}  # fmt: skip
         rows.append([m, _fmt([r["top"] for r in rs], ".1f"), _fmt([r["unique"] for r in rs], ".1f"),
                      _fmt(mass), _fmt(worst, ".2f"), _fmt([r["l1"] for r in rs]),
                      _fmt([r["time"] for r in rs], ".1f")])  # fmt: skip
@@ -537,6 +541,7 @@ def modes_table(run, env, seeds, steps, n_samples, methods, batch_size):
         ],
         rows,
         seeds=seeds,
+        per_seed=per_seed,
         title=(
             f"Modes: R = 10 on the {len(modes)} unicyclic {env.max_nodes}-node graphs "
             f"(|Aut| = {aut}), 0.1 elsewhere; TB, {steps} steps x {batch_size} trajectories, "
@@ -653,7 +658,7 @@ def molecule_table(run, seeds, steps, n_samples=1000, top_k=100, max_atoms=8, ma
         atom = isinstance(env, MoleculeEnv)
         test = _random_test_set(env, 600, 1234) if atom else []
         cache = IsoClassCache(env.node_attrs, env.edge_attrs)
-        out_rows = []
+        out_rows, per_seed = [], {}
         for m in ("vanilla", "SA-GFN"):
             rows = []
             for s in seeds:
@@ -678,6 +683,7 @@ def molecule_table(run, seeds, steps, n_samples=1000, top_k=100, max_atoms=8, ma
                     row["sym"] = np.mean([env.fragment_aut[t] >= 6 for t in types])
                 rows.append(row)
             col = {k: [r[k] for r in rows] for k in rows[0]}
+            per_seed[m] = {k: v for k, v in col.items() if not np.isnan(v).all()}
             out_rows.append([m, _fmt(col["corr"]) if atom else None, _fmt(col["top"], ".1f"),
                              _fmt(col["distinct"], ".0f"), _fmt(col["aut"]),
                              None if atom else _fmt(col["sym"]), _fmt(col["time"], ".0f")])  # fmt: skip
@@ -696,6 +702,7 @@ def molecule_table(run, seeds, steps, n_samples=1000, top_k=100, max_atoms=8, ma
             ],
             out_rows,
             seeds=seeds,
+            per_seed=per_seed,
             title=f"Molecules, {title}: TB, {steps} steps, {n_samples} samples{extra}",
         )
 
