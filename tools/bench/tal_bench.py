@@ -233,9 +233,10 @@ def report(run, logs, args, anc_acc) -> None:
         )
     # T4 ablation
     rows = []
-    for init in [
+    variants = [
         k for k in ("TAL w/o TSL", "TAL w/o ancestry", "GHNMultiTask") if k in mains[0]["T1"]
-    ]:
+    ]
+    for init in variants:
         d = [_avg(m["T1"][init]) - _avg(m["T1"]["TAL"]) for m in mains]
         rows.append([init, fmt_sd([_avg(m["T1"][init]) for m in mains], 1, 100),
                      fmt_ci(d, 1, 100, True), f"{sum(x < 0 for x in d)}/{len(seeds)}"])  # fmt: skip
@@ -243,7 +244,9 @@ def report(run, logs, args, anc_acc) -> None:
         run.table("ablation", ["variant", "T1 avg %", "variant − TAL (paired 95% CI)",
                                "seeds below TAL"], rows,
                   title="T4 ablation (T1 averages, paper Table 7: −12.66 without the TSL, −6.57 "
-                        "without the ancestry)", seeds=seeds)  # fmt: skip
+                        "without the ancestry)", seeds=seeds,
+                  per_seed={str(m["item"][1]): {k: m["T1"][k] for k in [*variants, "TAL"]}
+                            for m in mains})  # fmt: skip
     # T3 / T5: fine-tuning on every seen and unseen task
     all_tasks = list(mains[0]["finetune"]["RandInit"])
     rows = []
