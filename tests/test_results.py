@@ -69,6 +69,17 @@ def test_results_files_hold_provenance() -> None:
         assert all(len(r) == len(rec["columns"]) for r in rec["rows"]), f.name
 
 
+def test_seed_averaged_tables_keep_their_per_seed_values() -> None:
+    """A table that prints a mean ± spread over several seeds stores the values behind it."""
+    bare = []
+    for f in sorted((ROOT / "results").glob("*/*.json")):
+        rec = json.loads(f.read_text())
+        averaged = "±" in json.dumps(rec["rows"], ensure_ascii=False)
+        if averaged and len(rec.get("seeds") or []) > 1 and not rec.get("per_seed"):
+            bare.append(str(f.relative_to(ROOT)))
+    assert not bare, f"seed-averaged tables without per_seed: {bare}"
+
+
 def test_recorder_round_trip_and_render(tmp_path: pathlib.Path) -> None:
     run = record.Run("demo-pkg", argv=["--seeds", "3"], out=tmp_path / "demo-pkg")
     path = run.table(

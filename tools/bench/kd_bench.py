@@ -5,9 +5,10 @@ its post-warm-up level, with glibc's mmap threshold fixed at 64 KB so that freed
 leave the resident set; CPU time with 2 threads, best of 2, in a second subprocess):
 
 * (a) the lm-head problem: V = 128K, 1024 tokens, d = 1024, fp32 hidden states and lm-head
-  weights (``--dtype bfloat16`` for bf16: on CPUs without a fast bf16 GEMM, such as the AVX2 CI
-  machine, one 1024 x 8192 x 1024 bf16 matmul takes ~30 s against ~0.3 s in fp32, so the bf16 run
-  takes hours), every loss of the package through the fused head (automatic block sizes).
+  weights (``--dtype bfloat16`` for bf16, recorded as ``memory_bf16``: on a CPU with AVX512-BF16
+  or AMX a bf16 matmul is faster than fp32; without them PyTorch falls back to a generic kernel
+  that is orders of magnitude slower, and the bf16 run takes hours; the record keeps the CPU's
+  bf16 flags), every loss of the package through the fused head (automatic block sizes).
   Logits paths first compute student and teacher logits with a matmul, then the
   loss: *naive* (probability-space BDL with autograd), *TRL JSD* (the formula of TRL's
   ``GKDTrainer.generalized_jsd_loss``: log-softmax, log-mixture by logsumexp, two ``kl_div``),
@@ -41,6 +42,7 @@ passes (DDS re-scoring adds student passes); paired 95% intervals over seeds.
 from __future__ import annotations
 
 import argparse
+import pathlib
 
 import numpy as np
 import torch
@@ -135,6 +137,17 @@ def measure(method: str, problem: str, dtype: str = "float32") -> tuple[float, f
     return mem[0], time_[1], mem[2]
 
 
+def _bf16_flags() -> list[str]:
+    """The CPU flags that decide whether bf16 GEMM is fast (AVX512-BF16, AMX)."""
+    try:
+        text = pathlib.Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines()
+                  if ln.startswith("flags")), [])  # fmt: skip
+    return sorted(f for f in flags if "bf16" in f or f.startswith("amx"))
+
+
 def part1(run, quick: bool, dtype: str) -> None:
     if quick:
         print("\n(part 1 skipped with --quick: the 128K-vocab problem needs ~3 GB and minutes)")
@@ -173,7 +186,7 @@ def part1(run, quick: bool, dtype: str) -> None:
     gw_mb = rows["logits"][2]
     short = {"bfloat16": "bf16", "float32": "fp32"}[dtype]
     run.table(
-        "memory",
+        "memory" if dtype == "float32" else f"memory_{short}",
         [
             "method",
             "peak MB",
@@ -195,8 +208,10 @@ def part1(run, quick: bool, dtype: str) -> None:
             f"fused head at V=128K ({short}): every loss <= {worst_mem:.0f} MB above the weight "
             f"gradient at <= {worst_t:.2f}x the logits path's time"
         ),
-        extra={"dtype": dtype},
+        extra={"dtype": dtype, "cpu_flags": _bf16_flags()},
     )
+    if dtype != "float32":
+        return  # the logits-only problem is stated in fp32
     rows = {m: measure(m, "logits") for m in ("naive", "logits", "chunked")}
     bp, bt = rows["naive"][0], rows["naive"][1]
     run.table(
