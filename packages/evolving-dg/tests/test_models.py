@@ -91,6 +91,23 @@ def test_prior_unrolling_and_non_transductive_order_independence(circle):
     assert p6.shape == p9.shape == (20, 2)
 
 
+def test_transductive_state_source_reads_every_domain_from_the_source_states(circle):
+    """``transductive_state="source"`` (official code): every domain starts from the states after
+    the source sequence; ``"advance"`` carries the LSTM states on to the next domain."""
+    src, val, tgt = circle
+    A = torch.as_tensor(tgt[0][0])
+    for state, moves in (("source", False), ("advance", True)):
+        m = edg.SYNC(z_dim=4, transductive_state=state, **FAST).fit(src, val_domains=val)
+        before = [t.clone() for t in m._bank]
+        with torch.no_grad():
+            m._predict_logits(A, m.next_index_, transductive=True)
+        same = all(torch.equal(x, y) for x, y in zip(m._bank, before, strict=True))
+        assert same is not moves, state
+        assert m.predict_sequence([tgt[0][0], tgt[1][0]])[1].shape == (20,)
+    with pytest.raises(ValueError, match="transductive_state"):
+        edg.SYNC(transductive_state="x").fit(src)
+
+
 def test_bad_inputs_raise_and_leave_state(circle):
     src, val, tgt = circle
     with pytest.raises(ValueError, match="at least 3"):

@@ -60,9 +60,9 @@ def entries() -> list[dict]:
         "SYNC": {"use_mi": [False], "use_static_causal": [False], "use_dynamic_causal": [False],
                  "sigma_param": ["consistent"], "causal_grad": ["encoder"],
                  "static_head_act": [False], "exclude_same_index": [False],
-                 "transductive": [False], "arch": ["reference"]},
+                 "transductive": [False], "transductive_state": ["source"], "arch": ["reference"]},
         "LSSAE": {"sigma_param": ["consistent"], "static_head_act": [False],
-                  "transductive": [False], "arch": ["reference"]},
+                  "transductive": [False], "transductive_state": ["source"], "arch": ["reference"]},
     }  # fmt: skip
     for cls, extra, params in (
         (edg.ERM, {}, {"lr": {"type": "float", "bad": [0.0, -1.0, float("nan")]},

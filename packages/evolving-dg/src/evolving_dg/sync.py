@@ -193,6 +193,12 @@ class SYNC(EvolvingEstimator):
         At test time feed each target domain's unlabelled inputs through the dynamic posterior
         from a bank of the previous domain's LSTM states (reference); ``False``: use the dynamic
         prior unrolled to the domain index.
+    transductive_state : {"advance", "source"}, default="advance"
+        Which LSTM states a transductive domain starts from. ``"advance"``: the states the
+        previous domain left, so the sequence moves on through the intermediate and target
+        domains. ``"source"`` (official code): every later domain starts from the states after
+        the source sequence and is read as one step past it (the official ``predict`` never
+        updates the bank it draws from: ``final_cache`` is not passed on).
     arch : {"ours", "reference"}, default="ours"
         ``"reference"``: the official code's module sizes and initialisation (MLP backbone
         ``2 -> width -> width -> width -> 128``, adaptors at 128, its decoder and drift
@@ -241,12 +247,14 @@ class SYNC(EvolvingEstimator):
         static_head_act: bool = True,
         exclude_same_index: bool = True,
         transductive: bool = True,
+        transductive_state: str = "advance",
         arch: str = "ours",
         random_state: int = 0,
         verbose: int = 0,
         device: str | torch.device = "cpu",
     ) -> None:
         self.arch = arch
+        self.transductive_state = transductive_state
         self.backbone = backbone
         self.width = width
         self.z_dim = z_dim
@@ -296,6 +304,10 @@ class SYNC(EvolvingEstimator):
             raise ValueError(f"sigma_param must be 'ref' or 'consistent', got {self.sigma_param!r}")
         if self.causal_grad not in ("masker", "encoder"):
             raise ValueError(f"causal_grad must be 'masker' or 'encoder', got {self.causal_grad!r}")
+        if self.transductive_state not in ("advance", "source"):
+            raise ValueError(
+                f"transductive_state must be 'advance' or 'source', got {self.transductive_state!r}"
+            )
         if self.arch not in ("ours", "reference"):
             raise ValueError(f"arch must be 'ours' or 'reference', got {self.arch!r}")
 
@@ -424,7 +436,8 @@ class SYNC(EvolvingEstimator):
             pick = torch.randint(0, len(h), (len(X),), generator=self._gen)
             out, (h1, c1) = net.lstm_dy(net.dynamic_features(X)[:, None], (h[pick][None], c[pick][None]))  # fmt: skip
             mu_dy = net.head_dy(out[:, 0]).chunk(2, -1)[0]
-            self._bank = (h1[0], c1[0])
+            if self.transductive_state == "advance":
+                self._bank = (h1[0], c1[0])
         else:
             mu_dy = net.dynamic_prior(t + 1)[0][-1].expand(len(X), -1)
         z_d = net.drift_prior(t + 1)[-1].softmax(-1).expand(len(X), -1)
@@ -491,14 +504,15 @@ class LSSAE(SYNC):
     def __init__(self, backbone="mlp", width: int = 128, z_dim: int = 20,
                  lambda_evolve: float = 0.01, lr: float = 1e-3, epochs: int = 30,
                  iters_per_epoch: int = 50, batch_per_domain: int = 64, sigma_param: str = "ref",
-                 static_head_act: bool = True, transductive: bool = True, arch: str = "ours",
+                 static_head_act: bool = True, transductive: bool = True,
+                 transductive_state: str = "advance", arch: str = "ours",
                  random_state: int = 0, verbose: int = 0,
                  device: str | torch.device = "cpu") -> None:  # fmt: skip
         super().__init__(
             backbone=backbone, width=width, z_dim=z_dim, lambda_evolve=lambda_evolve, lr=lr,
             epochs=epochs, iters_per_epoch=iters_per_epoch, batch_per_domain=batch_per_domain,
             sigma_param=sigma_param, static_head_act=static_head_act, transductive=transductive,
-            arch=arch, random_state=random_state, verbose=verbose, device=device, use_mi=False,
+            transductive_state=transductive_state, arch=arch, random_state=random_state, verbose=verbose, device=device, use_mi=False,
             use_static_causal=False,
             use_dynamic_causal=False,
         )  # fmt: skip
