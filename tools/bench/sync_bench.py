@@ -65,17 +65,27 @@ HP = {
 }
 
 
+# the switches with which tools/parity/evolving-dg.py --components matches the official modules
+PARITY_SWITCHES = {"contrast_eps": 1e-6, "prior_state_grad": False}
+
+
 def models(ds_name: str, args, seed: int) -> dict:
     common = dict(lr=args.lr, epochs=args.epochs, iters_per_epoch=args.iters, width=args.width,
                   batch_per_domain=args.batch, random_state=seed,
                   backbone="cnn" if ds_name in ("rotated_digits", "portraits") else "mlp")  # fmt: skip
     hp = HP.get(ds_name, HP["sine"])
-    arch = {"arch": args.arch, "transductive_state": args.transductive_state}
+    arch = {"arch": args.arch, "transductive_state": args.transductive_state,
+            **(PARITY_SWITCHES if args.parity_switches else {})}  # fmt: skip
     out = {
         "ERM": edg.ERM(**common),
         "ERMLast": edg.ERMLast(**common),
         "IRM": edg.IRM(**common),
-        "LSSAE": edg.LSSAE(z_dim=hp["z_dim"], lambda_evolve=hp["lambda_evolve"], **arch, **common),
+        "LSSAE": edg.LSSAE(
+            z_dim=hp["z_dim"],
+            lambda_evolve=hp["lambda_evolve"],
+            **common,
+            **{k: v for k, v in arch.items() if k != "contrast_eps"},
+        ),
         "SYNC": edg.SYNC(**hp, **arch, **common),
     }
     if args.ablations and ds_name in ("circle", "rotated_digits"):  # paper Table 2: RMNIST
@@ -139,6 +149,8 @@ def main() -> None:
     ap.add_argument("--transductive-state", default="advance", choices=["advance", "source"],
                     help="SYNC/LSSAE: 'source' starts every later domain from the source-end "
                          "LSTM states (official code)")  # fmt: skip
+    ap.add_argument("--parity-switches", action="store_true",
+                    help=f"SYNC/LSSAE with {PARITY_SWITCHES} (the official code's training step)")  # fmt: skip
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--epoch-analysis", action="store_true",
                     help="from the recorded official curves: target accuracy by selection rule")  # fmt: skip
@@ -205,9 +217,11 @@ def main() -> None:
     sfx += f"_b{args.batch}" if args.official and args.batch != 32 else ""
     sfx += "_reference" if args.arch == "reference" else ""
     sfx += "_source" if args.transductive_state == "source" else ""
+    sfx += "_switches" if args.parity_switches else ""
     cfg = (f"{args.epochs} epochs x {args.iters} iterations, batch {args.batch}/domain, width "
            f"{args.width}, lr {'official' if args.official else args.lr}, SYNC modules "
-           f"{args.arch}, transductive state {args.transductive_state}")  # fmt: skip
+           f"{args.arch}, transductive state {args.transductive_state}"
+           + (f", {PARITY_SWITCHES}" if args.parity_switches else ""))  # fmt: skip
     for ds_name in args.datasets:
         names = [n for (d, n) in res if d == ds_name]
         ref = np.array(res[(ds_name, "SYNC")])

@@ -110,6 +110,7 @@ def supervised_contrastive(
     y_candidate: Tensor,
     tau: float = 0.07,
     exclude_same_index: bool = True,
+    eps: float = 0.0,
 ) -> Tensor:
     """SYNC's supervised contrastive loss between two sets (spec §2.5), batched over groups.
 
@@ -125,12 +126,20 @@ def supervised_contrastive(
     candidates : Tensor, shape (..., B2, d)
     y_candidate : Tensor, shape (..., B2)
 
+    eps : float, default=0.0
+        Added inside the log of each denominator after the logits are shifted by their row
+        maximum: ``log(e^{ℓ_ij − m_i} + Σ_n e^{ℓ_in − m_i} + eps)``. The official code uses
+        ``1e-6``, which floors the denominator and bounds the loss of far-off pairs; 0 is the
+        formula above.
+
     Returns
     -------
     Tensor, shape (...)
     """
     if not tau > 0:
         raise ValueError(f"tau must be positive, got {tau}")
+    if not (isinstance(eps, numbers.Real) and eps >= 0):
+        raise ValueError(f"eps must be a number >= 0, got {eps!r}")
     logits = anchors @ candidates.transpose(-1, -2) / tau  # (..., B, B2)
     same = y_anchor[..., :, None] == y_candidate[..., None, :]
     pos = same.clone()
@@ -138,8 +147,14 @@ def supervised_contrastive(
         n = min(pos.shape[-2], pos.shape[-1])
         idx = torch.arange(n, device=pos.device)
         pos[..., idx, idx] = False
-    neg_lse = torch.logsumexp(logits.masked_fill(same, -torch.inf), -1, keepdim=True)
-    term = logits - torch.logaddexp(logits, neg_lse)
+    if eps > 0:  # the official form: shifted logits, eps inside the log
+        shifted = logits - logits.amax(-1, keepdim=True).detach()
+        e = shifted.exp()
+        neg = (e * ~same).sum(-1, keepdim=True)
+        term = shifted - torch.log(e + neg + eps)
+    else:
+        neg_lse = torch.logsumexp(logits.masked_fill(same, -torch.inf), -1, keepdim=True)
+        term = logits - torch.logaddexp(logits, neg_lse)
     n_pos = pos.sum(-1)
     per = -(term * pos).sum(-1) / n_pos.clamp(min=1)
     return torch.where(n_pos > 0, per, torch.zeros_like(per)).mean(-1)

@@ -85,11 +85,20 @@ class Masker(nn.Module):
         return self.net(z)
 
 
-def lstm_unroll(cell: nn.LSTMCell, head: nn.Linear, steps: int, d_out: int) -> Tensor:
-    """Unroll a prior LSTMCell whose input is its previous output (zeros first); (steps, d_out)."""
-    inp = torch.zeros(1, d_out, device=head.weight.device)
+def lstm_unroll(
+    cell: nn.LSTMCell, head: nn.Linear, steps: int, d_out: int, state_grad: bool = True
+) -> Tensor:
+    """Unroll a prior LSTMCell whose input is its previous output (zeros first); (steps, d_out).
+
+    ``state_grad=False`` (official code) detaches the LSTM state between steps: gradients reach
+    earlier steps through the fed-back output only.
+    """
+    w = head.weight
+    inp = torch.zeros(1, d_out, device=w.device, dtype=w.dtype)
     state, outs = None, []
     for _ in range(steps):  # over domains (time), not samples
+        if state is not None and not state_grad:
+            state = (state[0].detach(), state[1].detach())
         state = cell(inp, state)
         inp = head(state[0])
         outs.append(inp)

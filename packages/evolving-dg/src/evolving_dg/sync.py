@@ -37,8 +37,9 @@ class SYNCNet(nn.Module):
     """All SYNC modules; ``forward_train`` returns the loss terms of one batch."""
 
     def __init__(self, input_shape, n_classes, backbone, width, z_dim, static_head_act, masks,
-                 arch: str = "ours"):  # fmt: skip
+                 arch: str = "ours", prior_state_grad: bool = True):  # fmt: skip
         super().__init__()
+        self.prior_state_grad = bool(prior_state_grad)
         K, dz, h = int(n_classes), int(z_dim), int(width)  # numpy ints from a grid search
         self.K, self.dz, self.input_shape = K, dz, tuple(input_shape)
         d_in = int(np.prod(input_shape))
@@ -133,11 +134,13 @@ class SYNCNet(nn.Module):
 
     def dynamic_prior(self, steps: int) -> tuple[Tensor, Tensor]:
         """Prior parameters for domains 0..steps-1, each (steps, dz)."""
-        return lstm_unroll(self.prior_cell, self.prior_head, steps, 2 * self.dz).chunk(2, -1)
+        return lstm_unroll(self.prior_cell, self.prior_head, steps, 2 * self.dz,
+                           self.prior_state_grad).chunk(2, -1)  # fmt: skip
 
     def drift_prior(self, steps: int) -> Tensor:
         """Drift prior logits for domains 0..steps-1, (steps, K)."""
-        return lstm_unroll(self.drift_prior_cell, self.drift_prior_head, steps, self.K)
+        return lstm_unroll(self.drift_prior_cell, self.drift_prior_head, steps, self.K,
+                           self.prior_state_grad)  # fmt: skip
 
     def masks(self, mu_st: Tensor, mu_dy: Tensor, k: int, tau: float, gen=None, expected=False):
         """Causal masks (ones where a masker is off); inputs detached (spec §2.5).
@@ -189,6 +192,12 @@ class SYNC(EvolvingEstimator):
         LeakyReLU on the static posterior's output parameters (reference).
     exclude_same_index : bool, default=True
         Reference quirk of the contrastive positives (see :func:`supervised_contrastive`).
+    contrast_eps : float, default=0.0
+        ``eps`` of :func:`supervised_contrastive` (official code: ``1e-6`` inside the log of
+        the max-shifted denominators).
+    prior_state_grad : bool, default=True
+        Gradients through the prior LSTMs' states across domains; ``False`` (official code)
+        detaches the state between domains (see :func:`~evolving_dg.networks.lstm_unroll`).
     transductive : bool, default=True
         At test time feed each target domain's unlabelled inputs through the dynamic posterior
         from a bank of the previous domain's LSTM states (reference); ``False``: use the dynamic
@@ -246,6 +255,8 @@ class SYNC(EvolvingEstimator):
         causal_grad: str = "masker",
         static_head_act: bool = True,
         exclude_same_index: bool = True,
+        contrast_eps: float = 0.0,
+        prior_state_grad: bool = True,
         transductive: bool = True,
         transductive_state: str = "advance",
         arch: str = "ours",
@@ -255,6 +266,8 @@ class SYNC(EvolvingEstimator):
     ) -> None:
         self.arch = arch
         self.transductive_state = transductive_state
+        self.contrast_eps = contrast_eps
+        self.prior_state_grad = prior_state_grad
         self.backbone = backbone
         self.width = width
         self.z_dim = z_dim
@@ -304,6 +317,10 @@ class SYNC(EvolvingEstimator):
             raise ValueError(f"sigma_param must be 'ref' or 'consistent', got {self.sigma_param!r}")
         if self.causal_grad not in ("masker", "encoder"):
             raise ValueError(f"causal_grad must be 'masker' or 'encoder', got {self.causal_grad!r}")
+        if not (isinstance(self.contrast_eps, numbers.Real) and 0 <= self.contrast_eps < 1):
+            raise ValueError(f"contrast_eps must lie in [0, 1), got {self.contrast_eps!r}")
+        if not isinstance(self.prior_state_grad, bool | np.bool_):
+            raise ValueError(f"prior_state_grad must be a bool, got {self.prior_state_grad!r}")
         if self.transductive_state not in ("advance", "source"):
             raise ValueError(
                 f"transductive_state must be 'advance' or 'source', got {self.transductive_state!r}"
@@ -336,7 +353,7 @@ class SYNC(EvolvingEstimator):
         torch.manual_seed(self.random_state)
         masks = (self.use_static_causal, self.use_dynamic_causal)
         net = SYNCNet(shape, K, self.backbone, self.width, self.z_dim, self.static_head_act, masks,
-                      self.arch)  # fmt: skip
+                      self.arch, self.prior_state_grad)  # fmt: skip
         self.n_classes_, self.input_shape_, self.n_source_ = K, shape, len(doms)
         self.net_ = net
         self._fit_loop(doms, vals, evals)  # _after_training seeds the sequence generator
@@ -369,7 +386,7 @@ class SYNC(EvolvingEstimator):
         rec = ((x_hat - x.flatten(2)) ** 2).sum() / B
         kl_st = gaussian_kl(mu_st, s_st, param=p).sum() / B
         kl_dy = gaussian_kl(mu_dy, s_dy, mu_p, s_p, param=p).sum() / B
-        onehot = F.one_hot(y, K).float()
+        onehot = F.one_hot(y, K).to(mu_st.dtype)  # the inputs' dtype (float64 parity)
         q_logits = net.drift_head(net.drift_lstm(net.drift_enc(onehot.flatten(0, 1)).view(B, T, -1))[0])  # fmt: skip
         kl_d = 0.5 * categorical_kl(q_logits, net.drift_prior(T)).sum() / B
         z_d = gumbel_softmax(q_logits, 1.0)
@@ -399,12 +416,12 @@ class SYNC(EvolvingEstimator):
         if self.use_static_causal:
             a = tr(m_st) * det(tr(mu_st))  # (T, B, dz)
             stc = supervised_contrastive(a[:-1], yt[:-1], a[1:], yt[1:], self.contrast_tau,
-                                         self.exclude_same_index).sum()  # fmt: skip
+                                         self.exclude_same_index, self.contrast_eps).sum()  # fmt: skip
         if self.use_dynamic_causal:
             anc = tr(m_dy) * det(tr(mu_dy))
             cand = (tr(m_st) * tr(mu_st)).detach()
             dyc = supervised_contrastive(anc, yt, cand, yt, self.contrast_tau,
-                                         self.exclude_same_index).sum()  # fmt: skip
+                                         self.exclude_same_index, self.contrast_eps).sum()  # fmt: skip
         return {"mp": mp, "fp": rec + kl_st + kl_dy, "kl_d": kl_d, "mi": mi, "stc": stc, "dyc": dyc}
 
     # ---------------------------------------------------------------- sequence state
@@ -504,15 +521,16 @@ class LSSAE(SYNC):
     def __init__(self, backbone="mlp", width: int = 128, z_dim: int = 20,
                  lambda_evolve: float = 0.01, lr: float = 1e-3, epochs: int = 30,
                  iters_per_epoch: int = 50, batch_per_domain: int = 64, sigma_param: str = "ref",
-                 static_head_act: bool = True, transductive: bool = True,
-                 transductive_state: str = "advance", arch: str = "ours",
+                 static_head_act: bool = True, prior_state_grad: bool = True,
+                 transductive: bool = True, transductive_state: str = "advance",
+                 arch: str = "ours",
                  random_state: int = 0, verbose: int = 0,
                  device: str | torch.device = "cpu") -> None:  # fmt: skip
         super().__init__(
             backbone=backbone, width=width, z_dim=z_dim, lambda_evolve=lambda_evolve, lr=lr,
             epochs=epochs, iters_per_epoch=iters_per_epoch, batch_per_domain=batch_per_domain,
             sigma_param=sigma_param, static_head_act=static_head_act, transductive=transductive,
-            transductive_state=transductive_state, arch=arch, random_state=random_state, verbose=verbose, device=device, use_mi=False,
+            prior_state_grad=prior_state_grad, transductive_state=transductive_state, arch=arch, random_state=random_state, verbose=verbose, device=device, use_mi=False,
             use_static_causal=False,
             use_dynamic_causal=False,
         )  # fmt: skip
