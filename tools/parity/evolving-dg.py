@@ -98,7 +98,7 @@ def main(argv=None) -> None:
     if not data.is_file():
         raise SystemExit(f"--data: {data} is not a file")
     torch.set_num_threads(1)
-    run = Run("evolving-dg", out=a.out)
+    run = Run("evolving-dg", out=a.out, uv_with=("einops",))
     per_seed, rows_sel = {}, []
     # each seed is cached under its settings (tools/bench/.cache): a stopped run resumes
     keys = {seed: repr(("official-sync", data.name, seed, a.epochs, a.iters)) for seed in a.seeds}
@@ -132,7 +132,7 @@ def components(root: pathlib.Path, a) -> None:
 
     torch.set_default_dtype(torch.float64)  # the official modules are built in float64
     inits = sc.load_official(root)
-    run = Run("evolving-dg", out=a.out)
+    run = Run("evolving-dg", out=a.out, uv_with=("einops",))
     rec = Record()
     for seed in a.seeds:
         sc.compare(inits, seed, rec)  # the package with the official switches set
