@@ -85,7 +85,7 @@ SOURCES: dict[str, dict] = {
     },
     "evolving-dg": {
         "official": ("BIT-DA/SYNC", None),
-        "parity": ["evolving-dg/official_code_circle"],
+        "parity": ["evolving-dg/parity", "evolving-dg/official_code_circle"],
         "real": ["evolving-dg/cida_circle_official_b64_reference"],
         "generator": ["evolving-dg/circle"],
     },

@@ -107,3 +107,42 @@ def test_gaussian_log_density_matches_torch():
     for param, scale in (("ref", s.exp()), ("consistent", (0.5 * s).exp())):
         ref = torch.distributions.Normal(mu, scale).log_prob(z)
         assert torch.allclose(L.gaussian_log_density(z, mu, s, param), ref, atol=1e-5)
+
+
+def test_contrastive_eps_is_the_floored_denominator():
+    """``eps > 0``: log(e^{l_ij - m_i} + sum_n e^{l_in - m_i} + eps), a double loop; eps = 0 is
+    the default formula, and a tiny eps only moves far-off pairs."""
+    g = torch.Generator().manual_seed(3)
+    a, c = (
+        torch.randn(6, 4, generator=g, dtype=torch.float64),
+        torch.randn(6, 4, generator=g, dtype=torch.float64),
+    )
+    ya, yc = torch.tensor([0, 1, 0, 1, 1, 0]), torch.tensor([1, 1, 0, 0, 1, 0])
+    for eps in (1e-6, 0.5):
+        lg = (a @ c.T / 0.07).tolist()
+        per = []
+        for i in range(6):
+            m = max(lg[i])
+            neg = sum(np.exp(lg[i][n] - m) for n in range(6) if yc[n] != ya[i])
+            pos = [j for j in range(6) if yc[j] == ya[i] and j != i]
+            terms = [lg[i][j] - m - np.log(np.exp(lg[i][j] - m) + neg + eps) for j in pos]
+            per.append(-np.mean(terms) if pos else 0.0)
+        got = L.supervised_contrastive(a, ya, c, yc, 0.07, True, eps)
+        assert abs(got.item() - np.mean(per)) < 1e-12
+    assert torch.equal(L.supervised_contrastive(a, ya, c, yc, 0.07, True, 0.0),
+                       L.supervised_contrastive(a, ya, c, yc, 0.07, True))  # fmt: skip
+    with pytest.raises(ValueError, match="eps"):
+        L.supervised_contrastive(a, ya, c, yc, 0.07, True, -1.0)
+
+
+def test_lstm_unroll_detached_state_keeps_the_forward():
+    from evolving_dg.networks import lstm_unroll
+
+    torch.manual_seed(0)
+    cell, head = torch.nn.LSTMCell(4, 6), torch.nn.Linear(6, 4)
+    full = lstm_unroll(cell, head, 5, 4)
+    cut = lstm_unroll(cell, head, 5, 4, state_grad=False)
+    assert torch.allclose(full, cut, atol=0, rtol=0)
+    g_full = torch.autograd.grad(full[-1].sum(), cell.weight_hh)[0]
+    g_cut = torch.autograd.grad(cut[-1].sum(), cell.weight_hh)[0]
+    assert not torch.allclose(g_full, g_cut)

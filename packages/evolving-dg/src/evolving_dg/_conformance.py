@@ -60,9 +60,11 @@ def entries() -> list[dict]:
         "SYNC": {"use_mi": [False], "use_static_causal": [False], "use_dynamic_causal": [False],
                  "sigma_param": ["consistent"], "causal_grad": ["encoder"],
                  "static_head_act": [False], "exclude_same_index": [False],
-                 "transductive": [False], "transductive_state": ["source"], "arch": ["reference"]},
+                 "transductive": [False], "transductive_state": ["source"], "arch": ["reference"],
+                 "prior_state_grad": [False], "contrast_eps": [1e-6]},
         "LSSAE": {"sigma_param": ["consistent"], "static_head_act": [False],
-                  "transductive": [False], "transductive_state": ["source"], "arch": ["reference"]},
+                  "transductive": [False], "transductive_state": ["source"], "arch": ["reference"],
+                  "prior_state_grad": [False]},
     }  # fmt: skip
     for cls, extra, params in (
         (edg.ERM, {}, {"lr": {"type": "float", "bad": [0.0, -1.0, float("nan")]},
