@@ -108,6 +108,11 @@ def test_random_walk_pe_closed_form():
     P = np.array([[0, 1, 0], [0.5, 0, 0.5], [0, 1, 0]])
     np.testing.assert_allclose(pe, np.stack([c, c @ P, c @ P @ P], axis=1))
     assert pe[0].tolist() == pe[2].tolist()  # automorphic ends share an encoding
+    # start=2: the official SA-GFN code's powers, [c, cP^2, cP^3]
+    pe2 = random_walk_pe(g, np.array([0, 1, 0]), length=3, start=2)
+    np.testing.assert_allclose(pe2, np.stack([c, c @ P @ P, c @ P @ P @ P], axis=1))
+    with pytest.raises(ValueError, match="start"):
+        random_walk_pe(g, np.array([0, 1, 0]), length=3, start=0)
 
 
 def test_pe_sets_contain_isomorphism_sets_on_small_graphs():

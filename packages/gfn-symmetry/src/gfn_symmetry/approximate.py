@@ -149,7 +149,9 @@ def wl_automorphism_bound(
     return math.prod(math.factorial(s) for s in sizes)
 
 
-def random_walk_pe(graph: nx.Graph, node_type: np.ndarray, length: int = 8) -> np.ndarray:
+def random_walk_pe(
+    graph: nx.Graph, node_type: np.ndarray, length: int = 8, start: int = 1
+) -> np.ndarray:
     """Node-type-coloured random-walk positional encodings (Ma et al., 2023).
 
     Parameters
@@ -159,7 +161,12 @@ def random_walk_pe(graph: nx.Graph, node_type: np.ndarray, length: int = 8) -> n
     node_type : array of int, shape (n,)
         Categorical node type per node (the colour).
     length : int, default=8
-        Number of walk lengths ``L`` (>= 1); the official code uses 8.
+        Number of columns ``L`` (>= 1); the official code uses 8.
+    start : int, default=1
+        First walk power after the colour column: columns are
+        :math:`[c, c^\\top P^{s}, \\dots, c^\\top P^{s+L-2}]`. ``1`` follows PyG's
+        ``AddRandomWalkPE`` (powers from 1), which the official SA-GFN code adapts; its loop
+        starts at ``2`` (its second column is :math:`c^\\top P^2`).
 
     Returns
     -------
@@ -176,6 +183,8 @@ def random_walk_pe(graph: nx.Graph, node_type: np.ndarray, length: int = 8) -> n
         types = types.astype(np.int64)
     elif types.dtype.kind not in "iub":
         raise TypeError(f"node_type must hold integer type ids, got dtype {types.dtype}")
+    if isinstance(start, bool) or not isinstance(start, numbers.Integral) or start < 1:
+        raise ValueError(f"start must be a positive int, got {start!r}")
     if types.shape != (n,):
         raise ValueError(f"node_type must have shape ({n},), got {types.shape}")
     if n == 0:
@@ -186,6 +195,8 @@ def random_walk_pe(graph: nx.Graph, node_type: np.ndarray, length: int = 8) -> n
     out = np.empty((n, length))
     walk = colour
     out[:, 0] = walk
+    for _ in range(start - 1):
+        walk = walk @ p
     for i in range(1, length):
         walk = walk @ p
         out[:, i] = walk
