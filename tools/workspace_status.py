@@ -48,7 +48,10 @@ SOURCES: dict[str, dict] = {
         "generator": ["causal-ts/halves"],
     },
     "gfn-symmetry": {
-        "official": ("hohyun312/sagfn", "symmetry quantities and TB loss: the policy is a PyG GPS model"),
+        "official": (
+            "hohyun312/sagfn",
+            "symmetry quantities and TB loss: the policy is a PyG GPS model",
+        ),
         "parity": ["gfn-symmetry/parity"],
         "real": [],
         "generator": ["gfn-symmetry/atom"],
