@@ -83,7 +83,11 @@ SOURCES: dict[str, dict] = {
         "generator": ["cost-model/sim_spmm_paired"],
     },
     "vlm-pseudolabel": {
-        "official": ("Noahwangyuchen/CAP", "not run: a file-path and accelerate pipeline"),
+        "official": (
+            "Noahwangyuchen/CAP",
+            "margin and losses: the training is an accelerate pipeline on image folders",
+        ),
+        "parity": ["vlm-pseudolabel/parity"],
         "real": [],
         "generator": ["vlm-pseudolabel/ssl"],
     },

@@ -14,7 +14,7 @@ from vlm_pseudolabel.data import (
     render_glyph,
 )
 from vlm_pseudolabel.demo import demo
-from vlm_pseudolabel.margin import margin_cross_entropy, margin_matrix
+from vlm_pseudolabel.margin import margin_cross_entropy, margin_matrix, self_training_loss
 from vlm_pseudolabel.metrics import (
     evaluate,
     expected_calibration_error,
@@ -53,6 +53,7 @@ __all__ = [
     "pseudolabel_report",
     "render_glyph",
     "select_descriptions",
+    "self_training_loss",
     "topk_pseudolabels",
     "zero_shot_proba",
 ]

@@ -36,6 +36,7 @@ from vlm_pseudolabel import (
     pseudolabel_report,
     render_glyph,
     select_descriptions,
+    self_training_loss,
     topk_pseudolabels,
     zero_shot_proba,
 )
@@ -71,6 +72,11 @@ def _mce(logits, target, margin):
                                 torch.as_tensor(margin)).item()  # fmt: skip
 
 
+def _stl(logits, target, mask, margin, norm="batch"):
+    return self_training_loss(torch.as_tensor(logits), torch.as_tensor(target),
+                              torch.as_tensor(mask), torch.as_tensor(margin), norm).item()  # fmt: skip
+
+
 def _mismatch(X, text_features):
     return np.asarray(detect_mismatch(X, text_features, t=1, n_init=1)[0])
 
@@ -99,6 +105,9 @@ def _init_keys(cls) -> set[str]:
         if "__init__" in vars(klass):
             keys |= set(inspect.signature(klass.__init__).parameters) - {"self", "kwargs"}
     return keys
+
+
+MASK = np.array([True, False, True, True, False])
 
 
 def entries() -> list[dict]:
@@ -151,6 +160,62 @@ def entries() -> list[dict]:
                     ),
                     "why": "zero margins give plain cross-entropy",
                 }
+            ],
+        },
+        {
+            "name": "self_training_loss",
+            "call": _stl,
+            "kwargs": {
+                "logits": logits,
+                "target": target,
+                "mask": MASK,
+                "margin": np.zeros((3, 3)),
+            },
+            "arrays": {
+                "logits": {"kind": "float", "ndim": 2},
+                "margin": {"kind": "float", "ndim": 2},
+            },
+            "params": {"norm": {"type": "str", "bad": ["mean"]}},
+            "grid": {"norm": ["confident"]},
+            "known": [
+                {
+                    "kwargs": {
+                        "logits": logits,
+                        "target": target,
+                        "mask": MASK,
+                        "margin": np.zeros((3, 3)),
+                        "norm": "confident",
+                    },
+                    "check": lambda v: (
+                        abs(
+                            v
+                            - torch.nn.functional.cross_entropy(
+                                torch.as_tensor(logits[MASK]), torch.as_tensor(target[MASK])
+                            ).item()
+                        )
+                        < 1e-9
+                    ),
+                    "why": "the spec's and the official code's mean over the confident rows",
+                },
+                {
+                    "kwargs": {
+                        "logits": logits,
+                        "target": target,
+                        "mask": MASK,
+                        "margin": np.zeros((3, 3)),
+                    },
+                    "check": lambda v: (
+                        abs(
+                            v
+                            - 0.6
+                            * torch.nn.functional.cross_entropy(
+                                torch.as_tensor(logits[MASK]), torch.as_tensor(target[MASK])
+                            ).item()
+                        )
+                        < 1e-9
+                    ),
+                    "why": "'batch': the same sum over the batch size (3 of 5 rows confident)",
+                },
             ],
         },
         {
@@ -208,6 +273,7 @@ def entries() -> list[dict]:
             "not_sklearn": "fit(task) takes a zero-shot task (class text embeddings, unlabeled images)",
             "grid": {
                 "delta": ["linear"],
+                "unlabeled_norm": ["confident"],
                 "prompt": ["class_offset", "linear_probe", _coop_point()],
                 "removal": ["reference"],
                 "fill": ["reference"],

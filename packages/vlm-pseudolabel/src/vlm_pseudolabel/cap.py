@@ -87,6 +87,10 @@ class CAP(PseudolabelEstimator):
         ``m`` of the calibrated margin.
     delta : {"ref", "linear"}, default="ref"
         Class coefficient ``(1 - r) / (1 + r)`` (released code) or ``1 - r``.
+    unlabeled_norm : {"batch", "confident"}, default="batch"
+        Normalisation of the unlabeled branch (:func:`self_training_loss`): ``"confident"``
+        divides by the number of confident rows, as the spec and the official code do;
+        ``"batch"`` (the default of every recorded table) divides by the batch size.
     max_main_ratio : float, default=0.8
         Main samples grow to ``min(1000, max_main_ratio * N / C)`` per class.
     update_every : int, default=5
@@ -142,6 +146,7 @@ class CAP(PseudolabelEstimator):
         tau: float = 0.85,
         margin_scale: float = 12.0,
         delta: str = "ref",
+        unlabeled_norm: str = "batch",
         max_main_ratio: float = 0.8,
         update_every: int = 5,
         epochs: int = 50,
@@ -172,6 +177,7 @@ class CAP(PseudolabelEstimator):
         self.tau = tau
         self.margin_scale = margin_scale
         self.delta = delta
+        self.unlabeled_norm = unlabeled_norm
         self.max_main_ratio = max_main_ratio
         self.update_every = update_every
         self.epochs = epochs
@@ -229,6 +235,10 @@ class CAP(PseudolabelEstimator):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
         if not 0 <= self.momentum < 1:
             raise ValueError(f"momentum must be in [0, 1), got {self.momentum}")
+        if self.unlabeled_norm not in ("batch", "confident"):
+            raise ValueError(
+                f"unlabeled_norm must be 'batch' or 'confident', got {self.unlabeled_norm!r}"
+            )
         if self.delta not in ("ref", "linear"):
             raise ValueError(f"delta must be 'ref' or 'linear', got {self.delta!r}")
         if self.prompt not in PROMPTS:
@@ -258,6 +268,7 @@ class CAP(PseudolabelEstimator):
             tau=self.tau,
             margin_scale=self.margin_scale,
             delta=self.delta,
+            unlabeled_norm=self.unlabeled_norm,
             use_margin=self.use_margin,
             independent_adapters=self.independent_adapters,
             adapter_hidden=self.adapter_hidden,

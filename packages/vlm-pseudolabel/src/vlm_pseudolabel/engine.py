@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from vlm_pseudolabel.margin import margin_cross_entropy, margin_matrix
+from vlm_pseudolabel.margin import margin_cross_entropy, margin_matrix, self_training_loss
 from vlm_pseudolabel.model import Adapter, PromptModel
 from vlm_pseudolabel.pseudolabels import grow_main_samples, growth_k
 
@@ -39,6 +39,7 @@ class EngineConfig:
     tau: float = 0.85
     margin_scale: float = 12.0
     delta: str = "ref"
+    unlabeled_norm: str = "batch"
     use_margin: bool = True
     main_branch: bool = True
     unlabeled_branch: bool = True
@@ -191,9 +192,7 @@ def train_prompts(
                     mask = conf > cfg.tau
                     if mask.any():
                         zs = model(view(pick, "strong"), phi_p, psi)
-                        l_ul = margin_cross_entropy(zs[mask], yhat[mask], margin) * (
-                            mask.sum() / max(1, len(mask))
-                        )
+                        l_ul = self_training_loss(zs, yhat, mask, margin, cfg.unlabeled_norm)
                         loss = loss + l_ul
                         sums["ul"] += float(l_ul.detach())
                     rec_pred.append(yhat[mask].cpu().numpy())

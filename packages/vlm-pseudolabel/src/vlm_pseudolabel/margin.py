@@ -11,7 +11,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-__all__ = ["margin_cross_entropy", "margin_matrix"]
+__all__ = ["margin_cross_entropy", "margin_matrix", "self_training_loss"]
 
 
 def margin_cross_entropy(
@@ -122,3 +122,40 @@ def margin_matrix(
     out = m[:, None] * sim
     np.fill_diagonal(out, 0.0)
     return out.astype(np.float32)
+
+
+def self_training_loss(
+    logits_strong: torch.Tensor,
+    pseudo_labels: torch.Tensor,
+    mask: torch.Tensor,
+    margin: torch.Tensor,
+    norm: str = "batch",
+) -> torch.Tensor:
+    """The unlabeled branch: margin cross-entropy of the strong view on confident pseudolabels.
+
+    Parameters
+    ----------
+    logits_strong : Tensor (B, C)
+        Logits of the strong views.
+    pseudo_labels : Tensor of int64 (B,)
+        The weak views' predictions.
+    mask : Tensor of bool (B,)
+        Confident rows (max probability above the threshold).
+    margin : Tensor (C, C)
+    norm : {"batch", "confident"}, default="batch"
+        ``"confident"`` (the spec and the official code): the sum over confident rows divided by
+        their number, ``Σ mask·L / max(1, Σ mask)``. ``"batch"``: divided by the batch size
+        (FixMatch's ``1/(μB)``), which scales the branch by the confident share.
+
+    Returns
+    -------
+    Tensor, scalar (0 when no row is confident)
+    """
+    if norm not in ("batch", "confident"):
+        raise ValueError(f"norm must be 'batch' or 'confident', got {norm!r}")
+    if mask.dtype != torch.bool or mask.shape != pseudo_labels.shape:
+        raise ValueError("mask must be a bool tensor shaped like pseudo_labels")
+    if not bool(mask.any()):
+        return logits_strong.sum() * 0.0
+    loss = margin_cross_entropy(logits_strong[mask], pseudo_labels[mask], margin)
+    return loss if norm == "confident" else loss * (mask.sum() / len(mask))
