@@ -153,9 +153,16 @@ def self_training_loss(
     """
     if norm not in ("batch", "confident"):
         raise ValueError(f"norm must be 'batch' or 'confident', got {norm!r}")
+    if logits_strong.ndim != 2 or pseudo_labels.shape != logits_strong.shape[:1]:
+        raise ValueError(
+            "logits_strong must be (B, C) and pseudo_labels (B,), got "
+            f"{tuple(logits_strong.shape)}, {tuple(pseudo_labels.shape)}"
+        )
     if mask.dtype != torch.bool or mask.shape != pseudo_labels.shape:
         raise ValueError("mask must be a bool tensor shaped like pseudo_labels")
-    if not bool(mask.any()):
-        return logits_strong.sum() * 0.0
+    if logits_strong.is_floating_point() and not bool(torch.isfinite(logits_strong).all()):
+        raise ValueError("logits_strong contain NaN or inf")  # also in rows the mask drops
     loss = margin_cross_entropy(logits_strong[mask], pseudo_labels[mask], margin)
-    return loss if norm == "confident" else loss * (mask.sum() / len(mask))
+    if norm == "confident" or len(mask) == 0:
+        return loss
+    return loss * mask.sum().to(loss.dtype) / len(mask)
