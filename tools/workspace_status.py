@@ -94,7 +94,10 @@ SOURCES: dict[str, dict] = {
     "evolving-dg": {
         "official": ("BIT-DA/SYNC", None),
         "parity": ["evolving-dg/parity", "evolving-dg/official_code_circle"],
-        "real": ["evolving-dg/cida_circle_official_b64_reference"],
+        "real": [
+            "evolving-dg/cida_circle_official_b64_reference_source_switches",
+            "evolving-dg/cida_circle_official_b64_reference",
+        ],
         "generator": ["evolving-dg/circle"],
     },
     "learngene": {
