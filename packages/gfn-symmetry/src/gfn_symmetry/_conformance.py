@@ -482,11 +482,12 @@ def _exact_entries() -> list[dict]:
          "known": [{"kwargs": {}, "check": lambda p: abs(float(p.sum()) - 1.0) < 1e-9
                     and float(p.min()) >= 0, "why": "a distribution over the terminal states"},
                    {"kwargs": {"chunk": 1},
-                    "check": lambda p: bool(np.allclose(p, _dense_distribution(), atol=1e-12)),
+                    "check": lambda p: bool(np.allclose(p, _dense_distribution(), atol=1e-6)),
                     "why": "one state per forward pass gives the same distribution"},
                    {"kwargs": {},
+                    # float32 logits from batches of other sizes: kernels differ per CPU
                     "check": lambda p: abs(p[_space().index(_one_node())]
-                                           - _one_node_probability()) < 1e-12
+                                           - _one_node_probability()) < 1e-6
                     and p[_space().index(nx.Graph())] == 0,
                     "why": "one node: add it, then stop (its only path); the empty graph "
                            "cannot stop"},
