@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import pathlib
 import random
 import sys
@@ -38,7 +37,7 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from parity_common import Record, official_source
+from parity_common import Record, import_official, official_source
 from record import Run
 
 import gfn_symmetry as gs
@@ -85,14 +84,7 @@ def scatter_shim() -> types.ModuleType:
 
 def load_official(root: pathlib.Path):
     sys.modules.setdefault("torch_scatter", scatter_shim())
-    sys.path.insert(0, str(root))
-    cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        from src import graph_utils, graphenv, models, trainer
-    finally:
-        os.chdir(cwd)
-    return graphenv, graph_utils, models, trainer
+    return import_official(root, "src.graphenv", "src.graph_utils", "src.models", "src.trainer")
 
 
 def random_graph(rng: random.Random, n_max: int = 8):

@@ -6,10 +6,26 @@ Imported by the scripts beside it (``python tools/parity/<pkg>.py`` puts this fo
 
 from __future__ import annotations
 
+import importlib
+import os
 import pathlib
 import subprocess
+import sys
 
 import torch
+
+
+def import_official(root: pathlib.Path, *names: str) -> list:
+    """Import modules of an official checkout by name, with the checkout first on ``sys.path``
+    and as the working directory while they load (official code resolves files relative to
+    it)."""
+    sys.path.insert(0, str(root))
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        return [importlib.import_module(n) for n in names]
+    finally:
+        os.chdir(cwd)
 
 
 def official_source(root: pathlib.Path, repo: str) -> dict:

@@ -20,13 +20,11 @@ Imported by ``tools/parity/evolving-dg.py --components``.
 from __future__ import annotations
 
 import inspect
-import os
-import sys
 import types
 
 import torch
 import torch.nn.functional as F
-from parity_common import Record
+from parity_common import Record, import_official
 
 import evolving_dg as edg
 import evolving_dg.losses as edg_losses
@@ -77,13 +75,7 @@ def load_official(root) -> types.ModuleType:
     """Import the official package from its checkout (CPU: ``.cuda()`` is a no-op)."""
     torch.Tensor.cuda = lambda self, *a, **k: self
     torch.nn.Module.cuda = lambda self, *a, **k: self
-    sys.path.insert(0, str(root))
-    cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        from engine import inits
-    finally:
-        os.chdir(cwd)
+    (inits,) = import_official(root, "engine.inits")
     return inits
 
 

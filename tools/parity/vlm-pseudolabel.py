@@ -24,7 +24,6 @@ adapter modules are its own design, see the README's Fidelity section).
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
 import sys
 import types
@@ -35,7 +34,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from parity_common import Record, official_source
+from parity_common import Record, import_official, official_source
 from record import Run
 
 import vlm_pseudolabel as vp
@@ -51,15 +50,7 @@ WHERE = {
 
 def load_official(root: pathlib.Path):
     sys.modules.setdefault("clip", types.ModuleType("clip"))  # only utils/clip_pseudolabels uses it
-    sys.path.insert(0, str(root))
-    cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        import methods.cacm as cacm
-        import methods.cap as cap
-    finally:
-        os.chdir(cwd)
-    return cacm, cap
+    return import_official(root, "methods.cacm", "methods.cap")
 
 
 class _Images(torch.utils.data.Dataset):
