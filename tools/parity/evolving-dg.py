@@ -128,7 +128,7 @@ def components(root: pathlib.Path, a) -> None:
     """Every SYNC component against the official modules (see ``sync_components``)."""
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     import sync_components as sc
-    from parity_common import Record, official_source
+    from parity_common import Record, official_source, within_target
 
     torch.set_default_dtype(torch.float64)  # the official modules are built in float64
     inits = sc.load_official(root)
@@ -139,8 +139,7 @@ def components(root: pathlib.Path, a) -> None:
         sc.compare(inits, seed, rec, official=False)  # the training step at its defaults
     where = {**sc.WHERE, **{f"{k} [package defaults]": v for k, v in sc.WHERE.items()}}
     rows = rec.rows(where)
-    main_rows = [r for r in rows if not r[0].endswith("[package defaults]")]
-    ok = sum(r[3] <= 1e-5 for r in main_rows)
+    main_rows, ok = within_target(rows)
     switches = ", ".join(f"{k}={v!r}" for k, v in sc.OFFICIAL.items())
     run.table(
         "parity", ["component", "official file: function", "max |ours − official|", "max relative"],

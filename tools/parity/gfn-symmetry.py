@@ -37,7 +37,7 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from parity_common import Record, import_official, official_source
+from parity_common import Record, import_official, official_source, within_target
 from record import Run
 
 import gfn_symmetry as gs
@@ -230,8 +230,7 @@ def main(argv=None) -> None:
         counts.append(compare_graphs(graphenv, graph_utils, seed, rec))
         compare_tb(models, trainer, seed, rec)
     rows = rec.rows(WHERE)
-    main_rows = [r for r in rows if "package default" not in r[0]]
-    ok = sum(r[3] <= 1e-5 for r in main_rows)
+    main_rows, ok = within_target(rows)
     n = sum(c["graphs"] for c in counts)
     run.table(
         "parity", ["component", "official file: function", "max |ours − official|", "max relative"],

@@ -67,6 +67,13 @@ def diff(a, b) -> tuple[float, float]:
     return d, d / max(b.abs().max().item(), 1e-300)
 
 
+def within_target(rows: list[list], tag: str = "package default", target: float = 1e-5):
+    """(rows without ``tag`` in their name, how many of them are <= ``target`` relative): the
+    comparisons at the official switches, apart from the rows kept at the package defaults."""
+    main = [r for r in rows if tag not in r[0]]
+    return main, sum(r[3] <= target for r in main)
+
+
 class Record:
     """Differences per component over seeds; ``rows`` gives one table row per component."""
 

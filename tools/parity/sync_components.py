@@ -206,11 +206,10 @@ class _Suffixed:
 def forward_components(off, ours, x, y, seed: int, rec) -> None:
     off.train(), ours.train()
     with torch.no_grad():
-        xo = x  # official layout (B, T, ...)
-        st = off.static_encoder(xo)
+        st = off.static_encoder(x)
         mu, s = ours.encode_static(x.flatten(0, 1))
         rec("static posterior (mu, log sigma)", torch.cat([mu, s], 1), st)
-        dy = off.dynamic_encoder(xo, None)
+        dy = off.dynamic_encoder(x, None)
         feats = ours.dynamic_features(x.flatten(0, 1)).view(B, T, -1)
         rec("dynamic posterior (mu, log sigma)", ours.head_dy(ours.lstm_dy(feats)[0]), dy)
         p_off, _ = off.gen_dynamic_prior(off.dynamic_prior, off.latent_c_priors, T)

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from parity_common import Record, import_official, official_source
+from parity_common import Record, import_official, official_source, within_target
 from record import Run
 
 import vlm_pseudolabel as vp
@@ -158,8 +158,7 @@ def main(argv=None) -> None:
     for seed in range(a.seeds):
         compare(cacm, cap, seed, rec)
     rows = rec.rows(WHERE)
-    main_rows = [r for r in rows if "package default" not in r[0]]
-    ok = sum(r[3] <= 1e-5 for r in main_rows)
+    main_rows, ok = within_target(rows)
     run.table(
         "parity", ["component", "official file: function", "max |ours − official|", "max relative"],
         rows, fmt=[None, None, ".1e", ".1e"], seeds=list(range(a.seeds)),
